@@ -1,0 +1,94 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
+
+export interface AppConfig {
+  port: number;
+  /** Undefined: every interface, as Node does by default. */
+  host?: string;
+  dataDir: string;
+  /** The embedded default's single file: events and read models. */
+  sqliteFile: string;
+  logLevel: LogLevel;
+  /** token -> account id */
+  accessTokens: Map<string, string>;
+  /** How long a write waits for its read models before answering 503. */
+  readYourWritesTimeoutMs: number;
+}
+
+export const APP_CONFIG = Symbol('AppConfig');
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const LOG_LEVELS: LogLevel[] = ['error', 'warn', 'info', 'debug'];
+const TOKEN_FILE = 'access-token';
+
+/** Reads and checks the environment. Access tokens are not resolved here: see resolveAccessTokens. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig, 'accessTokens'> {
+  const dataDir = resolve(env.DATA_DIR || './data');
+  const logLevel = (env.LOG_LEVEL || 'info').toLowerCase() as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}; got "${env.LOG_LEVEL}"`);
+  }
+  return {
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    host: env.HOST || undefined,
+    dataDir,
+    sqliteFile: join(dataDir, 'service.sqlite'),
+    logLevel,
+    readYourWritesTimeoutMs: integer(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5000, 1, 600_000),
+  };
+}
+
+/** `token:accountId` pairs separated by commas. */
+export function parseAccessTokens(value: string): Map<string, string> {
+  const tokens = new Map<string, string>();
+  for (const pair of value.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const colon = pair.lastIndexOf(':');
+    const token = pair.slice(0, colon);
+    const accountId = pair.slice(colon + 1);
+    // Never echo the token itself into an error: it may end up in a log.
+    if (colon <= 0 || !accountId) {
+      throw new ConfigError(`ACCESS_TOKENS entry ${tokens.size + 1} is not of the form token:accountId`);
+    }
+    if (tokens.has(token)) throw new ConfigError(`ACCESS_TOKENS entry ${tokens.size + 1} repeats a token`);
+    tokens.set(token, accountId);
+  }
+  return tokens;
+}
+
+/**
+ * The tokens from ACCESS_TOKENS; with none configured, the one kept in the data directory, made
+ * on first start. `created` is the token when it was made just now, so it is shown only once.
+ */
+export function resolveAccessTokens(
+  env: NodeJS.ProcessEnv,
+  dataDir: string,
+): { tokens: Map<string, string>; created?: string } {
+  if (env.ACCESS_TOKENS?.trim()) {
+    const tokens = parseAccessTokens(env.ACCESS_TOKENS);
+    if (tokens.size === 0) throw new ConfigError('ACCESS_TOKENS has no token:accountId pair');
+    return { tokens };
+  }
+  const file = join(dataDir, TOKEN_FILE);
+  if (existsSync(file)) {
+    return { tokens: parseAccessTokens(readFileSync(file, 'utf8')) };
+  }
+  const token = randomBytes(24).toString('base64url');
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(file, `${token}:default\n`, { mode: 0o600, flag: 'wx' });
+  return { tokens: new Map([[token, 'default']]), created: token };
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}; got "${raw}"`);
+  }
+  return Number(raw);
+}

@@ -1,0 +1,15 @@
+import type { RecordState } from '../records/record';
+
+const ALL_FIELDS = ['name', 'email', 'mobile', 'address', 'postal_code', 'company', 'tel', 'fax', 'registration_number', 'economical_number'];
+const SHORT_FIELDS = ['name', 'company', 'address', 'tel', 'email', 'mobile'];
+
+/**
+ * A customer as responses show it: all twelve fields after a create, the short set (id, name,
+ * company, address, tel, email, mobile, created) everywhere else. No value is ''.
+ */
+export function customerView(customer: RecordState, shape: 'full' | 'short') {
+  const view: Record<string, string | number> = { id: customer.id };
+  for (const field of shape === 'full' ? ALL_FIELDS : SHORT_FIELDS) view[field] = customer.fields[field] ?? '';
+  view.created = customer.created;
+  return view;
+}

@@ -1,0 +1,100 @@
+/**
+ * The event store port: what the write side and the projectors need from an event store.
+ * Adapters: SQLite (embedded default) and, later, EventStoreDB. Nothing outside the adapters
+ * imports a driver.
+ */
+
+/** A place in the store's global order. SQLite uses its sequence number for both parts. */
+export interface Position {
+  commit: bigint;
+  prepare: bigint;
+}
+
+export const START: Position = { commit: -1n, prepare: -1n };
+
+export function comparePositions(a: Position, b: Position): number {
+  if (a.commit !== b.commit) return a.commit < b.commit ? -1 : 1;
+  if (a.prepare !== b.prepare) return a.prepare < b.prepare ? -1 : 1;
+  return 0;
+}
+
+export interface EventMetadata {
+  accountId: string;
+  correlationId: string;
+  causationId: string;
+  schemaVersion: number;
+}
+
+/** An event as the domain produces it: plain typed data. */
+export interface DomainEvent<Type extends string = string, Data = Record<string, unknown>> {
+  type: Type;
+  data: Data;
+}
+
+export interface NewEvent extends DomainEvent {
+  id: string;
+  metadata: EventMetadata;
+}
+
+export interface StoredEvent<E extends DomainEvent = DomainEvent> {
+  id: string;
+  streamId: string;
+  /** 0 for a stream's first event. */
+  revision: number;
+  position: Position;
+  type: E['type'];
+  data: E['data'];
+  metadata: EventMetadata;
+  recordedAt: Date;
+}
+
+/** What the appender believes the stream's last revision is. */
+export type ExpectedRevision = 'no_stream' | 'any' | number;
+
+export interface AppendResult {
+  /** Revision of the last event appended. */
+  revision: number;
+  /** Global position of the last event appended. */
+  position: Position;
+}
+
+export interface EventBatch {
+  events: StoredEvent[];
+  /** Where a subscriber has got to after this batch (its next checkpoint). */
+  position: Position;
+}
+
+export interface SubscribeOptions {
+  signal: AbortSignal;
+  /** Largest batch handed to the subscriber at once. */
+  maxBatchSize?: number;
+}
+
+/** The stream's revision did not match the expected one: another writer got there first. */
+export class WrongExpectedRevisionError extends Error {
+  constructor(
+    readonly streamId: string,
+    readonly expected: ExpectedRevision,
+    readonly actual: number | 'no_stream',
+  ) {
+    super(`Stream ${streamId}: expected revision ${String(expected)}, found ${String(actual)}`);
+    this.name = 'WrongExpectedRevisionError';
+  }
+}
+
+export interface EventStore {
+  /** Appends atomically, or throws WrongExpectedRevisionError. Resolves once durable. */
+  appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
+  /** A stream's events in revision order; [] when the stream does not exist. */
+  readStream(streamId: string): Promise<StoredEvent[]>;
+  /** Position of the newest event, or START when the store is empty. */
+  headPosition(): Promise<Position>;
+  /**
+   * Every event after `from` in global order, in batches, then new ones as they are appended,
+   * until the signal aborts.
+   */
+  subscribeToAll(from: Position, options: SubscribeOptions): AsyncIterable<EventBatch>;
+  close(): Promise<void>;
+}
+
+export const EVENT_STORE = Symbol('EventStore');

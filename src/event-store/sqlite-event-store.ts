@@ -1,0 +1,173 @@
+import type { Statement } from 'better-sqlite3';
+import type { SqliteDatabase } from '../storage/sqlite-database';
+import {
+  AppendResult,
+  EventBatch,
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  Position,
+  START,
+  StoredEvent,
+  SubscribeOptions,
+  WrongExpectedRevisionError,
+} from './event-store.port';
+
+interface EventRow {
+  global_position: number;
+  event_id: string;
+  stream_id: string;
+  stream_revision: number;
+  type: string;
+  data: string;
+  metadata: string;
+  recorded_at: number;
+}
+
+const DEFAULT_BATCH = 1000;
+
+/**
+ * Event store on the embedded SQLite file. The primary key gives the global order, the unique
+ * (stream_id, stream_revision) index guarantees one event per revision even across processes, and
+ * appends run in an IMMEDIATE transaction so the revision check and the insert cannot interleave.
+ */
+export class SqliteEventStore implements EventStore {
+  private readonly wakeUps = new Set<() => void>();
+  private readonly append: (streamId: string, events: NewEvent[], expected: ExpectedRevision) => AppendResult;
+  private readonly selectStream: Statement<[string], EventRow>;
+  private readonly selectAfter: Statement<[number, number], EventRow>;
+  private readonly selectHead: Statement<[], { pos: number | null }>;
+
+  /** @param pollIntervalMs how often a subscriber looks for events appended by other processes */
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly pollIntervalMs = 500,
+  ) {
+    db.exec(`
+      CREATE TABLE IF NOT EXISTS events (
+        global_position INTEGER PRIMARY KEY AUTOINCREMENT,
+        event_id        TEXT    NOT NULL UNIQUE,
+        stream_id       TEXT    NOT NULL,
+        stream_revision INTEGER NOT NULL,
+        type            TEXT    NOT NULL,
+        data            TEXT    NOT NULL,
+        metadata        TEXT    NOT NULL,
+        recorded_at     INTEGER NOT NULL,
+        UNIQUE (stream_id, stream_revision)
+      );
+    `);
+    const selectLastRevision = db.prepare<[string], { rev: number | null }>(
+      'SELECT max(stream_revision) AS rev FROM events WHERE stream_id = ?',
+    );
+    const selectById = db.prepare<[string], EventRow>('SELECT * FROM events WHERE event_id = ?');
+    const insert = db.prepare(
+      `INSERT INTO events (event_id, stream_id, stream_revision, type, data, metadata, recorded_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.selectStream = db.prepare('SELECT * FROM events WHERE stream_id = ? ORDER BY stream_revision');
+    this.selectAfter = db.prepare('SELECT * FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?');
+    this.selectHead = db.prepare('SELECT max(global_position) AS pos FROM events');
+
+    const appendTx = db.transaction((streamId: string, events: NewEvent[], expected: ExpectedRevision) => {
+      // A retried append of events already stored (same ids) answers as the first one did.
+      const earlier = selectById.get(events[0].id);
+      if (earlier && earlier.stream_id === streamId) {
+        const last = selectById.get(events[events.length - 1].id) ?? earlier;
+        return { revision: last.stream_revision, position: toPosition(last.global_position) };
+      }
+      const current = selectLastRevision.get(streamId)?.rev ?? null;
+      const matches =
+        expected === 'any' || (expected === 'no_stream' ? current === null : current === expected);
+      if (!matches) throw new WrongExpectedRevisionError(streamId, expected, current ?? 'no_stream');
+      const now = Date.now();
+      let revision = current ?? -1;
+      let position = 0;
+      for (const event of events) {
+        revision += 1;
+        const info = insert.run(
+          event.id,
+          streamId,
+          revision,
+          event.type,
+          JSON.stringify(event.data),
+          JSON.stringify(event.metadata),
+          now,
+        );
+        position = Number(info.lastInsertRowid);
+      }
+      return { revision, position: toPosition(position) };
+    });
+    this.append = (streamId, events, expected) => appendTx.immediate(streamId, events, expected);
+  }
+
+  async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    if (events.length === 0) throw new Error('appendToStream needs at least one event');
+    const result = this.append(streamId, events, expected);
+    this.wakeSubscribers();
+    return result;
+  }
+
+  async readStream(streamId: string): Promise<StoredEvent[]> {
+    return this.selectStream.all(streamId).map(toStoredEvent);
+  }
+
+  async headPosition(): Promise<Position> {
+    const pos = this.selectHead.get()?.pos;
+    return pos == null ? START : toPosition(pos);
+  }
+
+  async *subscribeToAll(from: Position, options: SubscribeOptions): AsyncIterable<EventBatch> {
+    const batchSize = options.maxBatchSize ?? DEFAULT_BATCH;
+    let after = Number(from.commit);
+    while (!options.signal.aborted) {
+      const rows = this.selectAfter.all(after, batchSize);
+      if (rows.length === 0) {
+        await this.nextAppend(options.signal);
+        continue;
+      }
+      after = rows[rows.length - 1].global_position;
+      yield { events: rows.map(toStoredEvent), position: toPosition(after) };
+    }
+  }
+
+  async close(): Promise<void> {
+    this.wakeSubscribers();
+  }
+
+  private wakeSubscribers(): void {
+    for (const wake of [...this.wakeUps]) wake();
+  }
+
+  /** Resolves on this process's next append, after the poll interval, or on abort. */
+  private nextAppend(signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakeUps.delete(done);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, this.pollIntervalMs);
+      this.wakeUps.add(done);
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+}
+
+function toPosition(globalPosition: number): Position {
+  const p = BigInt(globalPosition);
+  return { commit: p, prepare: p };
+}
+
+function toStoredEvent(row: EventRow): StoredEvent {
+  return {
+    id: row.event_id,
+    streamId: row.stream_id,
+    revision: row.stream_revision,
+    position: toPosition(row.global_position),
+    type: row.type,
+    data: JSON.parse(row.data),
+    metadata: JSON.parse(row.metadata),
+    recordedAt: new Date(row.recorded_at),
+  };
+}

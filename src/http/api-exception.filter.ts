@@ -1,0 +1,56 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, NotFoundException } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { ApiError } from '../errors';
+import { sendJson } from './json-response';
+
+/** Turns anything thrown while serving a request into the contract's error envelope. */
+@Catch()
+export class ApiExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('HTTP');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    const req = http.getRequest<Request>();
+    const res = http.getResponse<Response>();
+    const error = toApiError(exception, req);
+    if (error.code === 'INTERNAL') {
+      // req.path leaves the query string, and so the access token, out of the log.
+      this.logger.error(`${req.method} ${req.path} failed`, exception instanceof Error ? exception.stack : String(exception));
+    }
+    if (res.headersSent) return void res.end();
+    if (error.retryAfter !== undefined) res.setHeader('Retry-After', String(error.retryAfter));
+    sendJson(res, error.status, {
+      success: false,
+      status: error.status,
+      error: {
+        code: error.code,
+        message: error.message,
+        ...(error.details?.length ? { details: error.details } : {}),
+      },
+    });
+  }
+}
+
+/** Errors raised by Express and body reading carry an HTTP status and a `type`. */
+interface ExpressError {
+  status?: number;
+  type?: string;
+}
+
+function toApiError(exception: unknown, req: Request): ApiError {
+  if (exception instanceof ApiError) return exception;
+  if (exception instanceof NotFoundException) {
+    // Nest's own message repeats the URL with its query string: build one without it.
+    return new ApiError('NOT_FOUND', `No route for ${req.method} ${req.path}.`);
+  }
+  const status = exception instanceof HttpException ? exception.getStatus() : (exception as ExpressError)?.status;
+  const type = (exception as ExpressError)?.type;
+  if (status === 413 || type === 'entity.too.large') {
+    return new ApiError('PAYLOAD_TOO_LARGE', 'The request body is larger than 64 KiB.');
+  }
+  if (status === 415 || type === 'encoding.unsupported') {
+    return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The request body must be uncompressed or gzip/deflate-encoded JSON.');
+  }
+  if (status === 400) return new ApiError('VALIDATION_FAILED', 'The request is malformed.');
+  return new ApiError('INTERNAL', 'Internal server error.');
+}

@@ -1,0 +1,70 @@
+import { ArgumentMetadata, Injectable, PipeTransform } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
+import { getMetadataStorage, validate } from 'class-validator';
+import { FieldFault, validationFailed } from '../errors';
+
+const OUTPUT_ONLY = new Set(['id', 'logo', 'signature', 'default', 'created']);
+
+/** A body class may list fields it refuses because they are only taken at creation. */
+export interface BodyClass {
+  new (): object;
+  createOnly?: readonly string[];
+}
+
+/**
+ * Validates a request body against its class: it must be a JSON object, every field must be one the
+ * operation takes (never silently dropped), and every value must pass its rule. All faults are
+ * reported together. Unknown names are refused before class-transformer sees the object, so names
+ * like `__proto__` never reach an instance.
+ */
+@Injectable()
+export class BodyValidationPipe implements PipeTransform {
+  async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    const cls = metadata.metatype as BodyClass | undefined;
+    if (metadata.type !== 'body' || !cls) return value;
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      throw validationFailed([{ field: '(body)', message: 'the request body must be a JSON object' }]);
+    }
+    const accepted = acceptedFields(cls);
+    const faults: FieldFault[] = [];
+    const known: Record<string, unknown> = {};
+    for (const [field, v] of Object.entries(value)) {
+      if (accepted.has(field)) known[field] = v;
+      else faults.push({ field, message: refusal(cls, field) });
+    }
+    const instance = plainToInstance(cls, known);
+    for (const error of await validate(instance)) {
+      for (const message of Object.values(error.constraints ?? {})) faults.push({ field: error.property, message });
+    }
+    if (faults.length) throw validationFailed(faults);
+    return instance;
+  }
+}
+
+const acceptedCache = new Map<Function, Set<string>>();
+
+function acceptedFields(cls: Function): Set<string> {
+  let fields = acceptedCache.get(cls);
+  if (!fields) {
+    const rules = getMetadataStorage().getTargetValidationMetadatas(cls, '', true, false);
+    fields = new Set(rules.map((r) => r.propertyName));
+    acceptedCache.set(cls, fields);
+  }
+  return fields;
+}
+
+function refusal(cls: BodyClass, field: string): string {
+  if (OUTPUT_ONLY.has(field)) return `${field} is set by the service and cannot be sent`;
+  if (cls.createOnly?.includes(field)) return `${field} can only be set when the record is created`;
+  return `${field} is not a field this operation accepts`;
+}
+
+/** A validated body as the domain takes it: every value a string, '' for "no value". */
+export function toFields(body: object): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const [field, v] of Object.entries(body)) {
+    if (v === undefined) continue;
+    fields[field] = v === null ? '' : String(v);
+  }
+  return fields;
+}

@@ -1,0 +1,69 @@
+import { isEmail, registerDecorator } from 'class-validator';
+
+/**
+ * The request field rules of CONTRACT.md as class-validator decorators. Each accepts a missing
+ * field, null and '' (the last two clear an optional field), so a rule speaks only of real values.
+ */
+
+const isBlank = (v: unknown) => v === undefined || v === null || v === '';
+const isText = (v: unknown): v is string => typeof v === 'string' && v.isWellFormed();
+
+function rule(name: string, test: (value: unknown, object: Record<string, unknown>) => boolean, message: (field: string) => string) {
+  return (target: object, propertyName: string) =>
+    registerDecorator({
+      name,
+      target: target.constructor,
+      propertyName,
+      validator: {
+        validate: (value, args) => test(value, args?.object as Record<string, unknown>),
+        defaultMessage: (args) => message(args?.property ?? propertyName),
+      },
+    });
+}
+
+/** A string of at most `max` characters (Unicode code points). */
+export const Text = (max: number) =>
+  rule(
+    'text',
+    (v) => v === undefined || v === null || (isText(v) && [...v].length <= max),
+    (f) => `${f} must be a string of at most ${max} characters`,
+  );
+
+/** A JSON integer >= 0, or a string of 1 to 20 ASCII digits (leading zeros kept). */
+export const Digits = () =>
+  rule(
+    'digits',
+    (v) => isBlank(v) || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) || (typeof v === 'string' && /^[0-9]{1,20}$/.test(v)),
+    (f) => `${f} must be a non-negative integer (at most 2^53-1) or a string of 1 to 20 digits`,
+  );
+
+/** Exactly 11 ASCII digits, as a string or an integer. */
+export const Mobile = () =>
+  rule(
+    'mobile',
+    (v) => isBlank(v) || (typeof v === 'string' && /^[0-9]{11}$/.test(v)) || (typeof v === 'number' && Number.isInteger(v) && v >= 1e10 && v < 1e11),
+    (f) => `${f} must be exactly 11 digits`,
+  );
+
+export const Email = () =>
+  rule(
+    'email',
+    (v) => isBlank(v) || (isText(v) && v.length <= 254 && isEmail(v)),
+    (f) => `${f} must be a valid e-mail address of at most 254 characters`,
+  );
+
+/** A store code: 1 to 64 English letters and digits. */
+export const Slug = () =>
+  rule(
+    'slug',
+    (v) => isBlank(v) || (typeof v === 'string' && /^[A-Za-z0-9]{1,64}$/.test(v)),
+    (f) => `${f} must be 1 to 64 English letters and digits`,
+  );
+
+/** At least one of the fields must have a value (put it on each of them, so each is named). */
+export const OneOfRequired = (fields: string[]) =>
+  rule(
+    'oneOfRequired',
+    (_v, object) => fields.some((f) => !isBlank(object[f])),
+    () => `at least one of ${fields.join(' and ')} must be filled in`,
+  );

@@ -1,0 +1,42 @@
+import express, { NextFunction, Request, Response } from 'express';
+import { ApiError } from '../errors';
+
+export const BODY_LIMIT_BYTES = 64 * 1024;
+const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function requireJsonContentType(req: Request, _res: Response, next: NextFunction): void {
+  if (!METHODS_WITH_BODY.has(req.method)) return next();
+  const mediaType = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  if (mediaType !== 'application/json') {
+    return next(new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The request body must be JSON, sent with Content-Type: application/json.'));
+  }
+  next();
+}
+
+/** Reads the body as bytes, at most 64 KiB (413 past that, before reading it all). */
+const readBody = express.raw({ type: () => true, limit: BODY_LIMIT_BYTES });
+
+function parseJson(req: Request, _res: Response, next: NextFunction): void {
+  if (!METHODS_WITH_BODY.has(req.method)) {
+    req.body = undefined;
+    return next();
+  }
+  const bytes: Buffer = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+  let text: string;
+  try {
+    text = utf8.decode(bytes).replace(/^\uFEFF/, '');
+  } catch {
+    return next(new ApiError('MALFORMED_JSON', 'The request body is not valid UTF-8.'));
+  }
+  if (text.trim() === '') return next(new ApiError('MALFORMED_JSON', 'The request body is empty; send a JSON object.'));
+  try {
+    req.body = JSON.parse(text);
+  } catch (error) {
+    return next(new ApiError('MALFORMED_JSON', `The request body is not valid JSON: ${(error as Error).message}`));
+  }
+  next();
+}
+
+/** The body rules of CONTRACT.md: JSON only (415), 64 KiB at most (413), well-formed (400). */
+export const jsonBody = [requireJsonContentType, readBody, parseJson];

@@ -1,0 +1,107 @@
+import { Inject } from '@nestjs/common';
+import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import { randomUUID } from 'node:crypto';
+import type { RequestContext } from '../http/request-context';
+import type { Fields } from '../records/record';
+import { eventMetadata, RecordWriter } from '../records/record-writer';
+import { decideCreateProfile, decideDeleteProfile, decideUpdateProfile, slugKey } from './profile.decider';
+import { SlugReservations } from './slug-reservations';
+
+export const PROFILE_WRITER = Symbol('ProfileWriter');
+
+export class CreateProfileCommand extends Command<string> {
+  readonly commandId = randomUUID();
+  constructor(readonly context: RequestContext, readonly fields: Fields) {
+    super();
+  }
+}
+
+export class UpdateProfileCommand extends Command<void> {
+  readonly commandId = randomUUID();
+  constructor(readonly context: RequestContext, readonly id: string, readonly fields: Fields) {
+    super();
+  }
+}
+
+export class DeleteProfileCommand extends Command<void> {
+  readonly commandId = randomUUID();
+  constructor(readonly context: RequestContext, readonly id: string) {
+    super();
+  }
+}
+
+/**
+ * A profile write that may take or give up slugs: the new slug is reserved before the profile's
+ * event is appended, and afterwards every slug the write touched is released unless the profile
+ * carries it, whether the write succeeded or not.
+ */
+abstract class SlugAwareHandler {
+  constructor(
+    protected readonly profiles: RecordWriter,
+    protected readonly slugs: SlugReservations,
+  ) {}
+
+  protected async writeWithSlugs(
+    id: string,
+    command: { context: RequestContext; commandId: string },
+    decide: Parameters<RecordWriter['write']>[3],
+    newSlug: (current: Fields) => string | undefined,
+  ): Promise<void> {
+    const metadata = eventMetadata(command.context, command.commandId);
+    const touched = new Set<string>();
+    try {
+      await this.profiles.write(id, command.context, command.commandId, async (state) => {
+        const events = await decide(state);
+        const current = state?.fields ?? {};
+        const next = events.length ? newSlug(current) : undefined;
+        if (next !== undefined && slugKey(next) !== slugKey(current.slug ?? '')) {
+          if (current.slug) touched.add(current.slug);
+          if (next) {
+            touched.add(next);
+            await this.slugs.reserve(next, id, metadata);
+          }
+        }
+        return events;
+      });
+    } finally {
+      for (const slug of touched) await this.slugs.release(slug, id, metadata);
+    }
+  }
+}
+
+@CommandHandler(CreateProfileCommand)
+export class CreateProfileHandler extends SlugAwareHandler implements ICommandHandler<CreateProfileCommand, string> {
+  constructor(@Inject(PROFILE_WRITER) profiles: RecordWriter, slugs: SlugReservations) {
+    super(profiles, slugs);
+  }
+
+  async execute(command: CreateProfileCommand): Promise<string> {
+    const id = randomUUID();
+    await this.writeWithSlugs(id, command, (state) => decideCreateProfile(state, command.fields), () => command.fields.slug);
+    return id;
+  }
+}
+
+@CommandHandler(UpdateProfileCommand)
+export class UpdateProfileHandler extends SlugAwareHandler implements ICommandHandler<UpdateProfileCommand, void> {
+  constructor(@Inject(PROFILE_WRITER) profiles: RecordWriter, slugs: SlugReservations) {
+    super(profiles, slugs);
+  }
+
+  async execute(command: UpdateProfileCommand): Promise<void> {
+    const { context, id, fields } = command;
+    await this.writeWithSlugs(id, command, (state) => decideUpdateProfile(state, context.accountId, fields), () => fields.slug);
+  }
+}
+
+@CommandHandler(DeleteProfileCommand)
+export class DeleteProfileHandler extends SlugAwareHandler implements ICommandHandler<DeleteProfileCommand, void> {
+  constructor(@Inject(PROFILE_WRITER) profiles: RecordWriter, slugs: SlugReservations) {
+    super(profiles, slugs);
+  }
+
+  async execute(command: DeleteProfileCommand): Promise<void> {
+    // Deleting gives the slug up: '' stands for "no slug" here.
+    await this.writeWithSlugs(command.id, command, (state) => decideDeleteProfile(state, command.context.accountId), () => '');
+  }
+}

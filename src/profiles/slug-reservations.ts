@@ -1,0 +1,94 @@
+import { ApiError } from '../errors';
+import { EventMetadata, EventStore, StoredEvent, WrongExpectedRevisionError } from '../event-store/event-store.port';
+import type { RecordWriter } from '../records/record-writer';
+import { withMetadata } from '../records/record-writer';
+import { slugKey } from './profile.decider';
+
+/** How long a fresh reservation is held even before its profile shows the slug: a write in flight. */
+export const RESERVATION_GRACE_MS = 60_000;
+const MAX_ATTEMPTS = 10;
+
+interface Reservation {
+  slug: string;
+  profileId: string;
+}
+
+/**
+ * Service-wide, case-insensitive slug uniqueness, decided on the write side: each slug has a stream
+ * `profile_slug-<lowercased slug>` whose last event says who holds it. Taking a slug appends
+ * SlugReserved at the revision read, so of two racing profiles exactly one wins. Giving it up
+ * appends SlugReleased. Appends to two streams cannot be atomic, so a reservation whose profile
+ * (after a grace period) does not carry the slug, because a crash came between the two appends, is
+ * stale and may be taken over.
+ */
+export class SlugReservations {
+  constructor(
+    private readonly eventStore: EventStore,
+    private readonly profiles: RecordWriter,
+  ) {}
+
+  async reserve(slug: string, profileId: string, metadata: EventMetadata): Promise<void> {
+    const streamId = streamOf(slug);
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const last = await this.lastEvent(streamId);
+      if (last?.type === 'SlugReserved') {
+        const holder = (last.data as unknown as Reservation).profileId;
+        if (holder === profileId) return;
+        if (await this.isHeld(last)) {
+          throw new ApiError('CONFLICT', `The slug "${slug}" is already taken.`, [
+            { field: 'slug', message: 'slug is already taken' },
+          ]);
+        }
+      }
+      try {
+        await this.eventStore.appendToStream(
+          streamId,
+          withMetadata([{ type: 'SlugReserved', data: { slug, profileId } }], metadata),
+          last ? last.revision : 'no_stream',
+        );
+        return;
+      } catch (error) {
+        if (!(error instanceof WrongExpectedRevisionError)) throw error;
+      }
+    }
+    throw new ApiError('CONFLICT', `The slug "${slug}" is being claimed by others right now; try again.`, [
+      { field: 'slug', message: 'slug is being claimed concurrently' },
+    ]);
+  }
+
+  /** Frees the slug if this profile holds the reservation but no longer carries the slug. */
+  async release(slug: string, profileId: string, metadata: EventMetadata): Promise<void> {
+    const streamId = streamOf(slug);
+    const last = await this.lastEvent(streamId);
+    if (last?.type !== 'SlugReserved' || (last.data as unknown as Reservation).profileId !== profileId) return;
+    if (await this.carries(profileId, slug)) return;
+    try {
+      await this.eventStore.appendToStream(
+        streamId,
+        withMetadata([{ type: 'SlugReleased', data: { slug, profileId } }], metadata),
+        last.revision,
+      );
+    } catch (error) {
+      // Someone else moved the reservation on: it is not ours to release any more.
+      if (!(error instanceof WrongExpectedRevisionError)) throw error;
+    }
+  }
+
+  private async isHeld(reservation: StoredEvent): Promise<boolean> {
+    if (Date.now() - reservation.recordedAt.getTime() < RESERVATION_GRACE_MS) return true;
+    const { slug, profileId } = reservation.data as unknown as Reservation;
+    return this.carries(profileId, slug);
+  }
+
+  private async carries(profileId: string, slug: string): Promise<boolean> {
+    const { state } = await this.profiles.load(profileId);
+    return !!state && !state.deleted && slugKey(state.fields.slug ?? '') === slugKey(slug);
+  }
+
+  private async lastEvent(streamId: string): Promise<StoredEvent | undefined> {
+    const events = await this.eventStore.readStream(streamId);
+    return events[events.length - 1];
+  }
+}
+
+const streamOf = (slug: string) => `profile_slug-${slugKey(slug)}`;

@@ -1,0 +1,49 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '../config/config';
+import { ApiError } from '../errors';
+import { EVENT_STORE, EventStore, Position } from '../event-store/event-store.port';
+import { READ_STORE, ReadStore } from '../read-store/read-store.port';
+import { Projection, PROJECTIONS } from './projection';
+import { Projector } from './projector';
+
+/** Runs one projector per read model for the life of the app, and lets writes wait for them. */
+@Injectable()
+export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(ProjectionsService.name);
+  readonly projectors: Projector[];
+
+  constructor(
+    @Inject(PROJECTIONS) projections: Projection[],
+    @Inject(EVENT_STORE) eventStore: EventStore,
+    @Inject(READ_STORE) readStore: ReadStore,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {
+    this.projectors = projections.map((p) => new Projector(p, eventStore, readStore));
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await Promise.all(this.projectors.map((p) => p.start()));
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await Promise.all(this.projectors.map((p) => p.stop()));
+  }
+
+  /**
+   * Read-your-writes: resolves once every read model has folded the write at `position`, or
+   * answers 503 after the configured bound (the write itself is saved either way).
+   */
+  async waitFor(position: Position): Promise<void> {
+    try {
+      await Promise.all(this.projectors.map((p) => p.waitFor(position, this.config.readYourWritesTimeoutMs)));
+    } catch (error) {
+      this.logger.warn(`Read models behind a write: ${(error as Error).message}`);
+      throw new ApiError(
+        'UNAVAILABLE',
+        'The change was saved, but the read models have not caught up with it yet. Read it again shortly.',
+        undefined,
+        1,
+      );
+    }
+  }
+}

@@ -1,0 +1,156 @@
+import { Logger } from '@nestjs/common';
+import { comparePositions, EventBatch, EventStore, Position, START } from '../event-store/event-store.port';
+import type { ReadDocument, ReadStore } from '../read-store/read-store.port';
+import type { Projection } from './projection';
+
+export type ProjectorState = 'starting' | 'running' | 'stopped' | 'failed';
+
+/** An event a projection could not fold. It stops the projection: skipping it would corrupt the model. */
+export class PoisonEventError extends Error {
+  constructor(
+    readonly streamId: string,
+    readonly revision: number,
+    cause: unknown,
+  ) {
+    super(`cannot apply ${streamId}@${revision}: ${cause instanceof Error ? cause.message : String(cause)}`);
+    this.name = 'PoisonEventError';
+  }
+}
+
+interface Waiter {
+  position: Position;
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
+const RETRY_DELAY_MS = 1000;
+
+/**
+ * Follows the event store from a persisted checkpoint and folds each batch of events into one read
+ * model: the documents a batch touches are loaded once, folded in memory, and written back together
+ * with the new checkpoint.
+ */
+export class Projector {
+  private readonly logger: Logger;
+  private readonly abort = new AbortController();
+  private position: Position = START;
+  private waiters: Waiter[] = [];
+  private loop?: Promise<void>;
+  state: ProjectorState = 'starting';
+  failure?: Error;
+
+  constructor(
+    readonly projection: Projection,
+    private readonly eventStore: EventStore,
+    private readonly readStore: ReadStore,
+  ) {
+    this.logger = new Logger(`Projector:${projection.name}`);
+  }
+
+  get checkpoint(): Position {
+    return this.position;
+  }
+
+  async start(): Promise<void> {
+    await this.readStore.ensureCollection(this.projection.schema);
+    this.position = (await this.readStore.getCheckpoint(this.projection.name)) ?? START;
+    this.state = 'running';
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.loop;
+    if (this.state === 'running') this.state = 'stopped';
+    this.rejectWaiters(new Error(`projection ${this.projection.name} stopped`));
+  }
+
+  /** Resolves once the read model has folded every event up to `position`. */
+  waitFor(position: Position, timeoutMs: number): Promise<void> {
+    if (comparePositions(this.position, position) >= 0) return Promise.resolve();
+    if (this.state !== 'running') return Promise.reject(this.failure ?? new Error(`projection ${this.projection.name} is ${this.state}`));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        reject(new Error(`projection ${this.projection.name} did not reach the write within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const waiter: Waiter = {
+        position,
+        resolve: () => (clearTimeout(timer), resolve()),
+        reject: (e) => (clearTimeout(timer), reject(e)),
+      };
+      this.waiters.push(waiter);
+    });
+  }
+
+  private async run(): Promise<void> {
+    const { signal } = this.abort;
+    while (!signal.aborted) {
+      try {
+        for await (const batch of this.eventStore.subscribeToAll(this.position, { signal })) {
+          await this.apply(batch);
+        }
+      } catch (error) {
+        if (error instanceof PoisonEventError) {
+          this.state = 'failed';
+          this.failure = error;
+          this.logger.error(`Projection stopped on a poison event: ${error.message}`);
+          this.rejectWaiters(error);
+          return;
+        }
+        // The store is unreachable or busy: try again from the last checkpoint.
+        this.logger.warn(`Subscription failed, retrying in ${RETRY_DELAY_MS} ms: ${(error as Error).message}`);
+        await new Promise((r) => setTimeout(r, RETRY_DELAY_MS));
+      }
+    }
+  }
+
+  private async apply(batch: EventBatch): Promise<void> {
+    const prefix = `${this.projection.streamPrefix}-`;
+    const relevant = batch.events.filter((e) => e.streamId.startsWith(prefix));
+    if (relevant.length > 0) {
+      const idOf = (streamId: string) => streamId.slice(prefix.length);
+      const documents = await this.readStore.getMany(this.projection.schema.name, [
+        ...new Set(relevant.map((e) => idOf(e.streamId))),
+      ]);
+      const changed = new Map<string, ReadDocument>();
+      for (const event of relevant) {
+        const id = idOf(event.streamId);
+        const current = documents.get(id) ?? null;
+        if (current && event.revision <= current.revision) continue; // already applied
+        let next: ReadDocument | null;
+        try {
+          next = this.projection.evolve(current, event);
+        } catch (error) {
+          throw new PoisonEventError(event.streamId, event.revision, error);
+        }
+        if (next) {
+          documents.set(id, next);
+          changed.set(id, next);
+        }
+      }
+      await this.readStore.commit(this.projection.schema.name, [...changed.values()], {
+        projection: this.projection.name,
+        position: batch.position,
+      });
+    }
+    // A batch with nothing for this model moves the checkpoint in memory only: replaying it after
+    // a restart costs a read and spares a durable write per foreign event.
+    this.position = batch.position;
+    this.resolveWaiters();
+  }
+
+  private resolveWaiters(): void {
+    const still: Waiter[] = [];
+    for (const w of this.waiters) {
+      if (comparePositions(this.position, w.position) >= 0) w.resolve();
+      else still.push(w);
+    }
+    this.waiters = still;
+  }
+
+  private rejectWaiters(error: Error): void {
+    for (const w of this.waiters) w.reject(error);
+    this.waiters = [];
+  }
+}

@@ -1,0 +1,13 @@
+import type { Projection } from '../projections/projection';
+import type { CollectionSchema } from '../read-store/read-store.port';
+import { evolveRecord, RecordKind } from './record';
+
+/** A read model of one kind of record: one document per record, folded like the write side folds it. */
+export function recordProjection(kind: RecordKind, schema: CollectionSchema): Projection {
+  return {
+    name: schema.name,
+    schema,
+    streamPrefix: kind.streamPrefix,
+    evolve: (document, event) => evolveRecord(kind, document, event),
+  };
+}

@@ -1,0 +1,76 @@
+import type { DomainEvent, StoredEvent } from '../event-store/event-store.port';
+import { notFound } from '../errors';
+import type { ReadDocument } from '../read-store/read-store.port';
+
+/** A record's field values as stored: every value is a string, '' meaning "no value". */
+export type Fields = Record<string, string>;
+
+/** What profiles and customers share: a stream per record and three event types. */
+export interface RecordKind {
+  /** 'Profile' or 'Customer': the response wrapper key and the event type prefix. */
+  label: string;
+  /** Stream id prefix, `profile` for `profile-<uuid>`. */
+  streamPrefix: string;
+  events: { created: string; updated: string; deleted: string };
+}
+
+/**
+ * A record folded from its stream. The write side decides on it and the read models store it as
+ * is, so one fold serves both. Deleted records keep their last state (a tombstone), so a replayed
+ * event cannot bring them back.
+ */
+export type RecordState = ReadDocument;
+
+export const streamIdOf = (kind: RecordKind, id: string) => `${kind.streamPrefix}-${id}`;
+
+export const recordEvents = (kind: RecordKind) => {
+  const { created, updated, deleted } = kind.events;
+  return {
+    created: (fields: Fields): DomainEvent => ({ type: created, data: withoutEmpty(fields) }),
+    updated: (changes: Fields): DomainEvent => ({ type: updated, data: changes }),
+    deleted: (): DomainEvent => ({ type: deleted, data: {} }),
+  };
+};
+
+/** Folds one event into a record. Created sets the fields, Updated merges the changed ones. */
+export function evolveRecord(kind: RecordKind, state: RecordState | null, event: StoredEvent): RecordState | null {
+  switch (event.type) {
+    case kind.events.created:
+      return {
+        id: event.streamId.slice(kind.streamPrefix.length + 1),
+        accountId: event.metadata.accountId,
+        revision: event.revision,
+        seq: Number(event.position.commit),
+        deleted: false,
+        created: Math.floor(event.recordedAt.getTime() / 1000),
+        fields: { ...(event.data as Fields) },
+      };
+    case kind.events.updated:
+      if (!state) throw new Error(`${event.type} before ${kind.events.created} in ${event.streamId}`);
+      return { ...state, revision: event.revision, fields: { ...state.fields, ...(event.data as Fields) } };
+    case kind.events.deleted:
+      if (!state) throw new Error(`${event.type} before ${kind.events.created} in ${event.streamId}`);
+      return { ...state, revision: event.revision, deleted: true };
+    default:
+      throw new Error(`Unknown event type ${event.type} in ${event.streamId}`);
+  }
+}
+
+/** The live record of this account, or NOT_FOUND: another account's record does not exist for you. */
+export function ownedRecord(kind: RecordKind, state: RecordState | null, accountId: string): RecordState {
+  if (!state || state.deleted || state.accountId !== accountId) throw notFound(kind.label);
+  return state;
+}
+
+/** The fields whose value the update really changes; {} when it changes nothing. */
+export function changedFields(current: Fields, update: Fields): Fields {
+  const changes: Fields = {};
+  for (const [field, value] of Object.entries(update)) {
+    if ((current[field] ?? '') !== value) changes[field] = value;
+  }
+  return changes;
+}
+
+function withoutEmpty(fields: Fields): Fields {
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== ''));
+}
