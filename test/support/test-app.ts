@@ -1,0 +1,57 @@
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import request from 'supertest';
+import TestAgent from 'supertest/lib/agent';
+import { createApp } from '../../src/app';
+import { loadConfig } from '../../src/config/config';
+
+/** Two accounts with one token each, and a second token for account A. */
+export const TOKENS = { a: 'token-a', a2: 'token-a-second', b: 'token-b' } as const;
+export const ACCOUNTS = new Map([
+  [TOKENS.a, 'account-a'],
+  [TOKENS.a2, 'account-a'],
+  [TOKENS.b, 'account-b'],
+]);
+
+export interface TestApp {
+  app: NestExpressApplication;
+  /** supertest against the real listening socket. */
+  http: TestAgent;
+  baseUrl: string;
+  dataDir: string;
+  /** Closes the app; keeps the data directory unless told to remove it. */
+  close(options?: { keepData?: boolean }): Promise<void>;
+}
+
+export function makeDataDir(): string {
+  return mkdtempSync(join(tmpdir(), 'pcs-test-'));
+}
+
+/** The real service on a real SQLite file in a temp dir, listening on an ephemeral port. */
+export async function startTestApp(options: { dataDir?: string; env?: NodeJS.ProcessEnv } = {}): Promise<TestApp> {
+  const dataDir = options.dataDir ?? makeDataDir();
+  const config = { ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'error', ...options.env }), accessTokens: ACCOUNTS };
+  const app = await createApp(config);
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  const baseUrl = `http://127.0.0.1:${port}`;
+  return {
+    app,
+    http: request(baseUrl),
+    baseUrl,
+    dataDir,
+    async close({ keepData = false } = {}) {
+      await app.close();
+      if (!keepData) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** `/v1/<path>` with the access token in the query, as clients send it. */
+export const withToken = (path: string, token: string = TOKENS.a) =>
+  `/v1/${path}${path.includes('?') ? '&' : '?'}access_token=${encodeURIComponent(token)}`;
+
+export const JSON_CT = 'application/json; charset=UTF-8';
