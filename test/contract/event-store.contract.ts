@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import {
+  EventBatch,
+  EventStore,
+  NewEvent,
+  START,
+  StoredEvent,
+  WrongExpectedRevisionError,
+  comparePositions,
+} from '../../src/event-store/event-store.port';
+
+/**
+ * What every EventStore adapter must do. Each adapter's spec calls this with a factory that gives
+ * a fresh, empty store (or one whose streams no other run uses: streams are named per run).
+ */
+export function eventStoreContract(adapter: string, open: () => Promise<{ store: EventStore; dispose(): Promise<void> }>) {
+  describe(`EventStore contract: ${adapter}`, () => {
+    let store: EventStore;
+    let dispose: () => Promise<void>;
+    const run = randomUUID().slice(0, 8);
+    const stream = (name: string) => `contract${run}-${name}`;
+    const event = (type = 'Happened', data: Record<string, unknown> = { n: 1 }): NewEvent => ({
+      id: randomUUID(),
+      type,
+      data,
+      metadata: { accountId: 'acc', correlationId: 'corr', causationId: 'cause', schemaVersion: 1 },
+    });
+
+    beforeAll(async () => ({ store, dispose } = await open()));
+    afterAll(() => dispose());
+
+    /** Collects every event of this run's streams after `from`, until `count` have arrived. */
+    async function collect(from = START, count: number, prefix = `contract${run}-`): Promise<StoredEvent[]> {
+      const abort = new AbortController();
+      const seen: StoredEvent[] = [];
+      const timer = setTimeout(() => abort.abort(), 10_000);
+      for await (const batch of store.subscribeToAll(from, { signal: abort.signal, maxBatchSize: 3 }) as AsyncIterable<EventBatch>) {
+        seen.push(...batch.events.filter((e) => e.streamId.startsWith(prefix)));
+        if (seen.length >= count) break;
+      }
+      clearTimeout(timer);
+      abort.abort();
+      return seen;
+    }
+
+    it('appends to a new stream and reads it back as written', async () => {
+      const e = event('Created', { name: 'Ada', nested: { ok: true } });
+      const result = await store.appendToStream(stream('a'), [e], 'no_stream');
+      expect(result.revision).toBe(0);
+      const [read] = await store.readStream(stream('a'));
+      expect(read).toMatchObject({ id: e.id, streamId: stream('a'), revision: 0, type: 'Created', data: e.data, metadata: e.metadata });
+      expect(comparePositions(read.position, result.position)).toBe(0);
+      expect(read.recordedAt).toBeInstanceOf(Date);
+      expect(Math.abs(read.recordedAt.getTime() - Date.now())).toBeLessThan(60_000);
+    });
+
+    it('gives consecutive revisions and rising positions within one append', async () => {
+      const result = await store.appendToStream(stream('b'), [event(), event(), event()], 'no_stream');
+      expect(result.revision).toBe(2);
+      const events = await store.readStream(stream('b'));
+      expect(events.map((e) => e.revision)).toEqual([0, 1, 2]);
+      expect(comparePositions(events[0].position, events[1].position)).toBe(-1);
+      expect(comparePositions(events[1].position, events[2].position)).toBe(-1);
+    });
+
+    it('reads a stream that does not exist as empty', async () => {
+      await expect(store.readStream(stream('missing'))).resolves.toEqual([]);
+    });
+
+    it.each([
+      ['no_stream on an existing stream', 'no_stream' as const],
+      ['a revision behind the stream', 0],
+      ['a revision ahead of the stream', 5],
+    ])('refuses %s with WrongExpectedRevisionError', async (_, expected) => {
+      const s = stream(`conflict-${String(expected)}`);
+      await store.appendToStream(s, [event(), event()], 'no_stream');
+      await expect(store.appendToStream(s, [event()], expected)).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+      expect(await store.readStream(s)).toHaveLength(2);
+    });
+
+    it('refuses a revision on a stream that does not exist', async () => {
+      await expect(store.appendToStream(stream('none'), [event()], 0)).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+    });
+
+    it('appends at the expected revision and with "any"', async () => {
+      const s = stream('c');
+      await store.appendToStream(s, [event()], 'no_stream');
+      await expect(store.appendToStream(s, [event()], 0)).resolves.toMatchObject({ revision: 1 });
+      await expect(store.appendToStream(s, [event()], 'any')).resolves.toMatchObject({ revision: 2 });
+    });
+
+    it('lets exactly one of several racing appenders win a revision', async () => {
+      const s = stream('race');
+      await store.appendToStream(s, [event()], 'no_stream');
+      const results = await Promise.allSettled(Array.from({ length: 8 }, () => store.appendToStream(s, [event()], 0)));
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      for (const r of results.filter((r) => r.status === 'rejected')) {
+        expect((r as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedRevisionError);
+      }
+      expect(await store.readStream(s)).toHaveLength(2);
+    });
+
+    it('answers a retried append of the same events as the first time, without storing them twice', async () => {
+      const s = stream('retry');
+      const events = [event(), event()];
+      const first = await store.appendToStream(s, events, 'no_stream');
+      const again = await store.appendToStream(s, events, 'no_stream');
+      expect(again.revision).toBe(first.revision);
+      expect(await store.readStream(s)).toHaveLength(2);
+    });
+
+    it('delivers every event in global order from a position, then follows new appends', async () => {
+      const from = await store.headPosition();
+      const s1 = stream('order1');
+      const s2 = stream('order2');
+      await store.appendToStream(s1, [event('One')], 'no_stream');
+      await store.appendToStream(s2, [event('Two')], 'no_stream');
+      await store.appendToStream(s1, [event('Three')], 0);
+      const following = collect(from, 5);
+      await new Promise((r) => setTimeout(r, 50));
+      await store.appendToStream(s2, [event('Four'), event('Five')], 0);
+      const seen = await following;
+      expect(seen.map((e) => e.type)).toEqual(['One', 'Two', 'Three', 'Four', 'Five']);
+      for (let i = 1; i < seen.length; i++) expect(comparePositions(seen[i - 1].position, seen[i].position)).toBe(-1);
+    });
+
+    it('starts after the given position', async () => {
+      const s = stream('after');
+      await store.appendToStream(s, [event('First')], 'no_stream');
+      const middle = (await store.appendToStream(s, [event('Second')], 0)).position;
+      await store.appendToStream(s, [event('Third')], 1);
+      const seen = await collect(middle, 1, s);
+      expect(seen.map((e) => e.type)).toEqual(['Third']);
+    });
+
+    it('reports the head position', async () => {
+      const written = await store.appendToStream(stream('head'), [event()], 'no_stream');
+      expect(comparePositions(await store.headPosition(), written.position)).toBeGreaterThanOrEqual(0);
+    });
+
+    it('ends a subscription when its signal aborts', async () => {
+      const abort = new AbortController();
+      const iterator = store.subscribeToAll(await store.headPosition(), { signal: abort.signal })[Symbol.asyncIterator]();
+      const next = iterator.next();
+      setTimeout(() => abort.abort(), 20);
+      await expect(next).resolves.toMatchObject({ done: true });
+    });
+  });
+}

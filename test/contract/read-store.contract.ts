@@ -1,0 +1,132 @@
+import { randomUUID } from 'node:crypto';
+import type { CollectionSchema, ReadDocument, ReadStore } from '../../src/read-store/read-store.port';
+
+/** What every ReadStore adapter must do. Collections and checkpoints are named per run. */
+export function readStoreContract(adapter: string, open: () => Promise<{ store: ReadStore; dispose(): Promise<void> }>) {
+  describe(`ReadStore contract: ${adapter}`, () => {
+    let store: ReadStore;
+    let dispose: () => Promise<void>;
+    const run = randomUUID().slice(0, 8);
+    const schema: CollectionSchema = {
+      name: `contract_${run}`,
+      filters: { email: 'exact-ci', tel: 'exact', company: 'contains-ci' },
+    };
+    const checkpoint = (commit: bigint) => ({ projection: `contract_${run}`, position: { commit, prepare: commit } });
+    let seq = 0;
+    const doc = (over: Partial<ReadDocument> = {}): ReadDocument => ({
+      id: randomUUID(),
+      accountId: 'acc-1',
+      revision: 0,
+      seq: ++seq,
+      deleted: false,
+      created: 1_700_000_000,
+      fields: {},
+      ...over,
+    });
+    const save = (...docs: ReadDocument[]) => store.commit(schema.name, docs, checkpoint(BigInt(seq)));
+
+    beforeAll(async () => {
+      ({ store, dispose } = await open());
+      await store.ensureCollection(schema);
+    });
+    afterAll(() => dispose());
+
+    it('creates a collection idempotently', async () => {
+      await expect(store.ensureCollection(schema)).resolves.toBeUndefined();
+    });
+
+    it('stores a document and gets it back for its account only', async () => {
+      const d = doc({ fields: { email: 'A@x.io', tel: '007' } });
+      await save(d);
+      await expect(store.get(schema.name, 'acc-1', d.id)).resolves.toEqual(d);
+      await expect(store.get(schema.name, 'acc-2', d.id)).resolves.toBeNull();
+    });
+
+    it('hides tombstones from get and find but returns them from getMany', async () => {
+      const d = doc({ deleted: true, fields: { email: 'gone@x.io' } });
+      await save(d);
+      await expect(store.get(schema.name, 'acc-1', d.id)).resolves.toBeNull();
+      expect((await store.find(schema.name, query({ email: 'gone@x.io' }))).total).toBe(0);
+      expect((await store.getMany(schema.name, [d.id])).get(d.id)).toEqual(d);
+    });
+
+    it('never overwrites a document with an older or equal revision', async () => {
+      const d = doc({ revision: 3, fields: { email: 'new@x.io' } });
+      await save(d);
+      await save({ ...d, revision: 2, fields: { email: 'old@x.io' } });
+      await save({ ...d, revision: 3, fields: { email: 'same@x.io' } });
+      await expect(store.get(schema.name, 'acc-1', d.id)).resolves.toMatchObject({ revision: 3, fields: { email: 'new@x.io' } });
+      await save({ ...d, revision: 4, fields: { email: 'newer@x.io' } });
+      await expect(store.get(schema.name, 'acc-1', d.id)).resolves.toMatchObject({ revision: 4, fields: { email: 'newer@x.io' } });
+    });
+
+    const query = (filters: Record<string, string>, over: object = {}) => ({
+      accountId: 'acc-f',
+      filters,
+      order: 'newest' as const,
+      offset: 0,
+      limit: 100,
+      ...over,
+    });
+
+    describe('find', () => {
+      const docs: ReadDocument[] = [];
+      beforeAll(async () => {
+        const rows = [
+          { email: 'One@Example.com', tel: '0101', company: 'Acme Trading' },
+          { email: 'two@example.com', tel: '0202', company: 'ACME 100%_off' },
+          { email: 'one@example.com', tel: '0101', company: 'Other' },
+          { email: 'three@example.com', tel: '0303', company: '' },
+        ];
+        for (const fields of rows) docs.push(doc({ accountId: 'acc-f', fields }));
+        await save(...docs, doc({ accountId: 'acc-other', fields: rows[0] }));
+      });
+      const ids = (found: { documents: ReadDocument[] }) => found.documents.map((d) => d.id);
+
+      it('lists an account newest first, with the total', async () => {
+        const found = await store.find(schema.name, query({}));
+        expect(ids(found)).toEqual([...docs].reverse().map((d) => d.id));
+        expect(found.total).toBe(4);
+      });
+
+      it('lists oldest first when asked', async () => {
+        expect(ids(await store.find(schema.name, query({}, { order: 'oldest', limit: 1 })))).toEqual([docs[0].id]);
+      });
+
+      it('pages with offset and limit; the total ignores paging', async () => {
+        const found = await store.find(schema.name, query({}, { offset: 1, limit: 2 }));
+        expect(ids(found)).toEqual([docs[2].id, docs[1].id]);
+        expect(found.total).toBe(4);
+      });
+
+      it('matches exact-ci filters ignoring case', async () => {
+        expect(ids(await store.find(schema.name, query({ email: 'ONE@example.COM' })))).toEqual([docs[2].id, docs[0].id]);
+      });
+
+      it('matches exact filters exactly', async () => {
+        expect(ids(await store.find(schema.name, query({ tel: '0202' })))).toEqual([docs[1].id]);
+        expect((await store.find(schema.name, query({ tel: '202' }))).total).toBe(0);
+      });
+
+      it('matches contains-ci filters as a literal substring', async () => {
+        expect(ids(await store.find(schema.name, query({ company: 'acme' })))).toEqual([docs[1].id, docs[0].id]);
+        expect(ids(await store.find(schema.name, query({ company: '100%_' })))).toEqual([docs[1].id]);
+        expect((await store.find(schema.name, query({ company: '.*' }))).total).toBe(0);
+      });
+
+      it('combines filters with AND', async () => {
+        const found = await store.find(schema.name, query({ email: 'one@example.com', company: 'acme' }));
+        expect(ids(found)).toEqual([docs[0].id]);
+        expect(found.total).toBe(1);
+      });
+    });
+
+    it('saves and reads checkpoints', async () => {
+      const name = `cp_${run}`;
+      await expect(store.getCheckpoint(name)).resolves.toBeNull();
+      const position = { commit: 12345678901234n, prepare: 12345678901230n };
+      await store.commit(schema.name, [], { projection: name, position });
+      await expect(store.getCheckpoint(name)).resolves.toEqual(position);
+    });
+  });
+}
