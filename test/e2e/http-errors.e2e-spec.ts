@@ -1,0 +1,351 @@
+import type { Response } from 'supertest';
+import { JSON_CT, startTestApp, TestApp, TOKENS, withToken } from '../support/test-app';
+
+type Method = 'get' | 'post' | 'put' | 'delete';
+
+const UNKNOWN_ID = '6f1c1f9e-8a4b-4c2d-9e3f-0a1b2c3d4e5f';
+const UNKNOWN_TOKEN = 'not-a-real-token-9f8e7d';
+const KiB = 1024;
+
+/** The ten operations of the interface, with an id that names no record. */
+const OPERATIONS: [Method, string][] = [
+  ['post', 'profiles'],
+  ['get', 'profiles'],
+  ['get', `profiles/${UNKNOWN_ID}`],
+  ['put', `profiles/${UNKNOWN_ID}`],
+  ['delete', `profiles/${UNKNOWN_ID}`],
+  ['post', 'customers'],
+  ['get', 'customers'],
+  ['get', `customers/${UNKNOWN_ID}`],
+  ['put', `customers/${UNKNOWN_ID}`],
+  ['delete', `customers/${UNKNOWN_ID}`],
+];
+
+const hasBody = (method: Method) => method === 'post' || method === 'put';
+
+/**
+ * Asserts the contract's error envelope. `details: false`: none may be sent; `true`: a non-empty
+ * list of field faults must be; left out: if sent, it is such a list.
+ */
+function expectError(res: Response, status: number, code: string | RegExp, options: { details?: boolean } = {}) {
+  expect({ status: res.status, contentType: res.headers['content-type'] }).toEqual({ status, contentType: JSON_CT });
+  const { success, status: bodyStatus, error, ...rest } = res.body;
+  expect({ success, status: bodyStatus, rest }).toEqual({ success: false, status, rest: {} });
+  const { code: sentCode, message, details, ...extra } = error ?? {};
+  expect(sentCode).toEqual(typeof code === 'string' ? code : expect.stringMatching(code));
+  expect(message).toEqual(expect.stringMatching(/\S/));
+  expect(extra).toEqual({});
+  if (options.details === false) expect(error).not.toHaveProperty('details');
+  if (options.details || details !== undefined) {
+    expect(details).toEqual(expect.any(Array));
+    expect(details.length).toBeGreaterThan(0);
+    for (const fault of details) expect(fault).toEqual({ field: expect.any(String), message: expect.any(String) });
+  }
+}
+
+/** Neither the body nor any header of the response repeats the token. */
+function expectNoToken(res: Response, token: string) {
+  expect(res.text).not.toContain(token);
+  for (const [name, value] of Object.entries(res.headers)) {
+    expect(`${name}: ${String(value)}`).not.toContain(token);
+  }
+}
+
+/** `[[[...]]]` nested `depth` levels. */
+const nestedArrays = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+/** `{"a":{"a":...1...}}` nested `depth` levels. */
+const nestedObjects = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+
+describe('HTTP error interface', () => {
+  let t: TestApp;
+  let profileId: string;
+  let customerId: string;
+
+  /** A request with the body sent byte for byte, under the given Content-Type (none if undefined). */
+  const raw = (method: Method, url: string, body: string | Buffer, contentType?: string) => {
+    const req = t.http[method](url);
+    if (contentType !== undefined) req.set('Content-Type', contentType);
+    return req.send(Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8'));
+  };
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    profileId = (await t.http.post(withToken('profiles')).send({ name: 'Acme' }).expect(201)).body.data.Profile.id;
+    customerId = (await t.http.post(withToken('customers')).send({ name: 'Bob', email: 'bob@example.com' }).expect(201)).body
+      .data.Customer.id;
+  });
+  afterAll(() => t.close());
+
+  describe('Content-Type of every response', () => {
+    const cases: [string, () => Promise<Response>, number, number?][] = [
+      ['create profile', () => t.http.post(withToken('profiles')).send({ name: 'CT' }), 201],
+      ['list profiles', () => t.http.get(withToken('profiles')), 200],
+      ['read profile', () => t.http.get(withToken(`profiles/${profileId}`)), 200],
+      ['update profile', () => t.http.put(withToken(`profiles/${profileId}`)).send({ description: 'd' }), 200, 201],
+      ['create customer', () => t.http.post(withToken('customers')).send({ email: 'ct@example.com' }), 201],
+      ['list customers', () => t.http.get(withToken('customers')), 200],
+      ['read customer', () => t.http.get(withToken(`customers/${customerId}`)), 200],
+      ['update customer', () => t.http.put(withToken(`customers/${customerId}`)).send({ company: 'C' }), 200, 201],
+      [
+        'delete customer',
+        async () => {
+          const id = (await t.http.post(withToken('customers')).send({ email: 'gone@example.com' }).expect(201)).body.data.Customer.id;
+          return t.http.delete(withToken(`customers/${id}`));
+        },
+        200,
+      ],
+      ['validation failure', () => t.http.post(withToken('profiles')).send({ email: 'not-an-email' }), 400],
+      ['malformed JSON', () => raw('post', withToken('profiles'), '{"name":', 'application/json'), 400],
+      ['missing token', () => t.http.get('/v1/profiles'), 401],
+      ['unknown record', () => t.http.get(withToken(`customers/${UNKNOWN_ID}`)), 404],
+      ['unknown route', () => t.http.get('/nope'), 404],
+      ['too large', () => t.http.post(withToken('profiles')).send({ name: 'x'.repeat(70 * KiB) }), 413],
+      ['wrong media type', () => raw('post', withToken('profiles'), 'name=x', 'text/plain'), 415],
+    ];
+
+    it.each(cases)('%s answers %i with Content-Type "application/json; charset=UTF-8"', async (_name, send, status, bodyStatus) => {
+      const res = await send();
+      expect(res.status).toBe(status);
+      expect(res.headers['content-type']).toBe(JSON_CT);
+      expect({ success: res.body.success, status: res.body.status }).toEqual({ success: status < 400, status: bodyStatus ?? status });
+    });
+  });
+
+  describe('authentication', () => {
+    it.each(OPERATIONS)('%s /v1/%s without a token is 401 "access_token is required"', async (method, path) => {
+      const req = t.http[method](`/v1/${path}`);
+      const res = await (hasBody(method) ? req.send({ name: 'x', email: 'x@example.com' }) : req);
+      expectError(res, 401, 'UNAUTHORIZED', { details: false });
+      expect(res.body.error.message).toBe('access_token is required');
+    });
+
+    it.each(OPERATIONS)('%s /v1/%s with an unknown token is 401 "access_token is invalid"', async (method, path) => {
+      const req = t.http[method](withToken(path, UNKNOWN_TOKEN));
+      const res = await (hasBody(method) ? req.send({ name: 'x', email: 'x@example.com' }) : req);
+      expectError(res, 401, 'UNAUTHORIZED', { details: false });
+      expect(res.body.error.message).toBe('access_token is invalid');
+      expectNoToken(res, UNKNOWN_TOKEN);
+    });
+
+    it('accepts Authorization: Bearer <token> in place of the query parameter', async () => {
+      const created = await t.http.post('/v1/profiles').set('Authorization', `Bearer ${TOKENS.a}`).send({ name: 'Bearer Co' });
+      expect(created.status).toBe(201);
+      const id = created.body.data.Profile.id;
+      const read = await t.http.get(`/v1/profiles/${id}`).set('Authorization', `Bearer ${TOKENS.a}`);
+      expect(read.status).toBe(200);
+      expect(read.body.data[0].Profile).toMatchObject({ id, name: 'Bearer Co' });
+      // The same record through the query parameter: the Bearer token spoke for the same account.
+      await t.http.get(withToken(`profiles/${id}`)).expect(200);
+    });
+
+    it('answers 401 "access_token is invalid" to an unknown Bearer token', async () => {
+      const res = await t.http.get('/v1/profiles').set('Authorization', `Bearer ${UNKNOWN_TOKEN}`);
+      expectError(res, 401, 'UNAUTHORIZED', { details: false });
+      expect(res.body.error.message).toBe('access_token is invalid');
+      expectNoToken(res, UNKNOWN_TOKEN);
+    });
+  });
+
+  describe('request media type', () => {
+    const refused: [string, string | undefined][] = [
+      ['text/plain', 'text/plain'],
+      ['application/x-www-form-urlencoded', 'application/x-www-form-urlencoded'],
+      ['no Content-Type', undefined],
+    ];
+    const writes: [Method, () => string][] = [
+      ['post', () => withToken('profiles')],
+      ['put', () => withToken(`profiles/${profileId}`)],
+      ['post', () => withToken('customers')],
+      ['put', () => withToken(`customers/${customerId}`)],
+    ];
+    const refusedCases = refused.flatMap(([label, ct]) => writes.map(([method, url]) => [label, method, url, ct] as const));
+
+    it.each(refusedCases)('%s on %s is 415 UNSUPPORTED_MEDIA_TYPE', async (_label, method, url, contentType) => {
+      const res = await raw(method, url(), '{"name":"x","email":"x@example.com"}', contentType);
+      expectError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', { details: false });
+    });
+
+    it.each(['application/json; charset=utf-8', 'application/JSON', 'application/json;charset=UTF-8'])(
+      'accepts Content-Type %s on create and update',
+      async (contentType) => {
+        const created = await raw('post', withToken('profiles'), '{"name":"Typed"}', contentType);
+        expect(created.status).toBe(201);
+        const id = created.body.data.Profile.id;
+        const updated = await raw('put', withToken(`profiles/${id}`), '{"name":"Typed again"}', contentType);
+        expect(updated.status).toBe(200);
+        expect(updated.body.data.Profile.name).toBe('Typed again');
+      },
+    );
+  });
+
+  describe('body size', () => {
+    /** A valid JSON object padded with whitespace to exactly `bytes` bytes. */
+    const paddedBody = (bytes: number, name: string) => {
+      const core = JSON.stringify({ name });
+      return core.slice(0, -1) + ' '.repeat(bytes - core.length) + '}';
+    };
+
+    it.each<[Method, () => string]>([
+      ['post', () => withToken('profiles')],
+      ['put', () => withToken(`profiles/${profileId}`)],
+    ])('%s with a 70 KiB string field is 413 PAYLOAD_TOO_LARGE', async (method, url) => {
+      const res = await t.http[method](url()).send({ name: 'x'.repeat(70 * KiB) });
+      expectError(res, 413, 'PAYLOAD_TOO_LARGE', { details: false });
+    });
+
+    it('answers 413 to a body of 64 KiB + 1 byte', async () => {
+      const body = paddedBody(64 * KiB + 1, 'One too many');
+      expect(Buffer.byteLength(body)).toBe(64 * KiB + 1);
+      expectError(await raw('post', withToken('profiles'), body, 'application/json'), 413, 'PAYLOAD_TOO_LARGE', { details: false });
+    });
+
+    it.each([60 * KiB, 64 * KiB])('accepts a valid body of %i bytes', async (bytes) => {
+      const body = paddedBody(bytes, `Padded ${bytes}`);
+      expect(Buffer.byteLength(body)).toBe(bytes);
+      const res = await raw('post', withToken('profiles'), body, 'application/json');
+      expect(res.status).toBe(201);
+      expect(res.body.data.Profile.name).toBe(`Padded ${bytes}`);
+    });
+
+    it('answers a 60 KiB body with a too-long field with 400 naming the field, not 413', async () => {
+      const res = await t.http.post(withToken('profiles')).send({ description: 'x'.repeat(60 * KiB) });
+      expectError(res, 400, 'VALIDATION_FAILED', { details: true });
+      expect(res.body.error.details.map((d: { field: string }) => d.field)).toEqual(['description']);
+    });
+  });
+
+  describe('malformed bodies', () => {
+    it.each([
+      ['a truncated object', '{"name":'],
+      ['an empty body', ''],
+      ['whitespace only', '   \n'],
+      ['single quotes', "{'name': 'x'}"],
+      ['a trailing comma', '{"name": "x",}'],
+      ['invalid UTF-8', Buffer.from([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d])],
+    ])('%s is 400 MALFORMED_JSON', async (_label, body) => {
+      const res = await raw('post', withToken('profiles'), body, 'application/json');
+      expectError(res, 400, 'MALFORMED_JSON', { details: false });
+    });
+
+    it.each([
+      ['an array', '[{"name":"x"}]'],
+      ['an empty array', '[]'],
+      ['a string', '"name"'],
+      ['a number', '42'],
+      ['null', 'null'],
+      ['a boolean', 'true'],
+    ])('a body that is %s is 400 VALIDATION_FAILED', async (_label, body) => {
+      const [post, put] = await Promise.all([
+        raw('post', withToken('customers'), body, 'application/json'),
+        raw('put', withToken(`customers/${customerId}`), body, 'application/json'),
+      ]);
+      expectError(post, 400, 'VALIDATION_FAILED');
+      expectError(put, 400, 'VALIDATION_FAILED');
+    });
+
+    const deep: [string, string][] = [
+      ['5000 levels of arrays in a field', `{"name":${nestedArrays(5000)}}`],
+      ['30000 levels of arrays in a field', `{"name":${nestedArrays(30000)}}`],
+      ['5000 levels of objects in a field', `{"email":${nestedObjects(5000)}}`],
+      ['5000 levels of arrays in an unknown field', `{"nope":${nestedArrays(5000)}}`],
+      ['30000 levels of arrays as the body', nestedArrays(30000)],
+    ];
+
+    it.each(deep)('%s gives a 4xx envelope and the server keeps answering', async (_label, body) => {
+      expect(Buffer.byteLength(body)).toBeLessThanOrEqual(64 * KiB);
+      for (const [method, url] of [
+        ['post', withToken('profiles')],
+        ['post', withToken('customers')],
+        ['put', withToken(`profiles/${profileId}`)],
+      ] as [Method, string][]) {
+        const res = await raw(method, url, body, 'application/json');
+        expect(`${method} ${url}: ${res.status}`).toMatch(/: 4\d\d$/);
+        expectError(res, res.status, /^(VALIDATION_FAILED|MALFORMED_JSON)$/);
+      }
+      await t.http.get(withToken(`profiles/${profileId}`)).expect(200);
+    });
+  });
+
+  describe('unknown routes', () => {
+    it.each<[Method, string]>([
+      ['get', withToken('nope')],
+      ['get', '/nope'],
+      ['get', '/'],
+      ['post', withToken('profiles/x/y')],
+      ['get', withToken(`customers/${UNKNOWN_ID}/nope`)],
+    ])('%s %s is 404 NOT_FOUND in the error envelope', async (method, url) => {
+      const req = t.http[method](url);
+      const res = await (hasBody(method) ? req.send({ name: 'x' }) : req);
+      expectError(res, 404, 'NOT_FOUND', { details: false });
+      expect(res.text).not.toMatch(/<html|<!DOCTYPE/i);
+      expectNoToken(res, TOKENS.a);
+    });
+  });
+
+  describe('the token never leaks', () => {
+    const cases: [string, () => Promise<Response>, number][] = [
+      ['an unknown route with the token in the query', () => t.http.get(withToken('nope?x=1')), 404],
+      ['a validation failure', () => t.http.post(withToken('profiles')).send({ email: 'bad', nope: 1 }), 400],
+      ['a bad list query', () => t.http.get(withToken('customers?limit=1000&page=0')), 400],
+      ['an unknown record', () => t.http.get(withToken(`profiles/${UNKNOWN_ID}`)), 404],
+      ['a malformed id', () => t.http.delete(withToken('customers/not-an-id')), 404],
+      ['malformed JSON', () => raw('put', withToken(`profiles/${profileId}`), '{"name":', 'application/json'), 400],
+      ['a wrong media type', () => raw('post', withToken('customers'), 'x', 'text/plain'), 415],
+      ['a body too large', () => t.http.post(withToken('customers')).send({ name: 'x'.repeat(70 * KiB) }), 413],
+    ];
+
+    it.each(cases)('%s (%#): neither message nor headers contain the token', async (_name, send, status) => {
+      const res = await send();
+      expect(res.status).toBe(status);
+      expect(res.body.success).toBe(false);
+      expectNoToken(res, TOKENS.a);
+    });
+
+    it('nor does a response to a Bearer token', async () => {
+      const res = await t.http.get('/v1/nope').set('Authorization', `Bearer ${TOKENS.a}`);
+      expectError(res, 404, 'NOT_FOUND', { details: false });
+      expectNoToken(res, TOKENS.a);
+    });
+  });
+
+  describe('unknown and malformed record ids', () => {
+    const ids: [string, string][] = [
+      ['an unknown UUID', UNKNOWN_ID],
+      ['a short id', 'abc'],
+      ['36 characters not in UUID form', 'x'.repeat(36)],
+      ['a UUID with a trailing character', `${UNKNOWN_ID}0`],
+    ];
+    const cases = ['profiles', 'customers'].flatMap((resource) =>
+      (['get', 'put', 'delete'] as Method[]).flatMap((method) => ids.map(([label, id]) => [method, resource, label, id] as const)),
+    );
+
+    it.each(cases)('%s /v1/%s/{%s} is 404 NOT_FOUND', async (method, resource, _label, id) => {
+      const req = t.http[method](withToken(`${resource}/${id}`));
+      const res = await (method === 'put' ? req.send({ name: 'x' }) : req);
+      expectError(res, 404, 'NOT_FOUND', { details: false });
+    });
+  });
+
+  describe('X-Request-Id', () => {
+    it.each<[string, () => Promise<Response>]>([
+      ['a success', () => t.http.get(withToken('profiles'))],
+      ['a 401', () => t.http.get('/v1/profiles')],
+      ['a 404 route', () => t.http.get('/nope')],
+      ['a 400', () => raw('post', withToken('profiles'), '{', 'application/json')],
+    ])('%s carries a fresh X-Request-Id', async (_name, send) => {
+      const [one, two] = [await send(), await send()];
+      expect(one.headers['x-request-id']).toMatch(/\S/);
+      expect(two.headers['x-request-id']).toMatch(/\S/);
+      expect(one.headers['x-request-id']).not.toBe(two.headers['x-request-id']);
+    });
+
+    it.each([
+      ['on a success', () => withToken('profiles')],
+      ['on an error', () => withToken(`profiles/${UNKNOWN_ID}`)],
+    ])('echoes a well-formed client X-Request-Id %s', async (_name, url) => {
+      const id = 'client-req_42.abc:XYZ';
+      const res = await t.http.get(url()).set('X-Request-Id', id);
+      expect(res.headers['x-request-id']).toBe(id);
+    });
+  });
+});

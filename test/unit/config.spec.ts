@@ -1,0 +1,57 @@
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError, loadConfig, parseAccessTokens, resolveAccessTokens } from '../../src/config/config';
+import { makeDataDir } from '../support/test-app';
+
+describe('configuration', () => {
+  it('has defaults a newcomer can run with', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ port: 3000, host: undefined, logLevel: 'info' });
+    expect(config.sqliteFile).toBe(join(config.dataDir, 'service.sqlite'));
+  });
+
+  it.each([
+    [{ PORT: 'abc' }, /PORT/],
+    [{ PORT: '70000' }, /PORT/],
+    [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
+  ])('refuses %j with a clear message', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('parses token:account pairs', () => {
+    expect(parseAccessTokens('t1:acc1, t2:acc2')).toEqual(new Map([['t1', 'acc1'], ['t2', 'acc2']]));
+  });
+
+  it('refuses a malformed pair without echoing the token', () => {
+    expect(() => parseAccessTokens('good:acc,secret-token')).toThrow(/entry 2/);
+    expect(() => parseAccessTokens('good:acc,secret-token')).not.toThrow(/secret-token/);
+  });
+
+  it('makes one token on first start, keeps it private, and reuses it', () => {
+    const dir = makeDataDir();
+    try {
+      const first = resolveAccessTokens({}, dir);
+      expect(first.created).toMatch(/^[A-Za-z0-9_-]{32}$/);
+      expect(first.tokens.get(first.created!)).toBe('default');
+      const file = join(dir, 'access-token');
+      expect(statSync(file).mode & 0o077).toBe(0);
+      expect(readFileSync(file, 'utf8')).toContain(first.created);
+      const second = resolveAccessTokens({}, dir);
+      expect(second.created).toBeUndefined();
+      expect(second.tokens).toEqual(first.tokens);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('uses ACCESS_TOKENS when set and writes no token file', () => {
+    const dir = makeDataDir();
+    try {
+      expect(resolveAccessTokens({ ACCESS_TOKENS: 'tok:acc' }, dir).tokens).toEqual(new Map([['tok', 'acc']]));
+      expect(existsSync(join(dir, 'access-token'))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

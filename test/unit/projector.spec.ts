@@ -1,0 +1,104 @@
+import { Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { customerProjection } from '../../src/customers/customer.projection';
+import { comparePositions, NewEvent, Position } from '../../src/event-store/event-store.port';
+import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
+import { Projector } from '../../src/projections/projector';
+import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
+import { openSqliteDatabase, SqliteDatabase } from '../../src/storage/sqlite-database';
+import { makeDataDir } from '../support/test-app';
+
+const meta = { accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 };
+const ev = (type: string, data: Record<string, unknown> = {}): NewEvent => ({ id: randomUUID(), type, data, metadata: meta });
+
+describe('Projector', () => {
+  let dir: string;
+  let db: SqliteDatabase;
+  let events: SqliteEventStore;
+  let reads: SqliteReadStore;
+  const running: Projector[] = [];
+
+  beforeEach(() => {
+    dir = makeDataDir();
+    db = openSqliteDatabase(join(dir, 'service.sqlite'));
+    events = new SqliteEventStore(db, 20);
+    reads = new SqliteReadStore(db);
+  });
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((p) => p.stop()));
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function startProjector(): Promise<Projector> {
+    const p = new Projector(customerProjection, events, reads);
+    running.push(p);
+    await p.start();
+    return p;
+  }
+
+  async function createCustomer(fields: Record<string, string>): Promise<{ id: string; position: Position }> {
+    const id = randomUUID();
+    const { position } = await events.appendToStream(`customer-${id}`, [ev('CustomerCreated', fields)], 'no_stream');
+    return { id, position };
+  }
+
+  const get = (id: string) => reads.get('customers', 'acc', id);
+
+  it('folds events into documents and saves its checkpoint with them', async () => {
+    const p = await startProjector();
+    const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
+    const { position } = await events.appendToStream(`customer-${a.id}`, [ev('CustomerUpdated', { name: 'Ada L.' })], 0);
+    await events.appendToStream('profile_slug-other', [ev('SlugReserved', { slug: 'x' })], 'no_stream');
+    await p.waitFor(position, 2000);
+    expect(await get(a.id)).toMatchObject({ revision: 1, fields: { name: 'Ada L.', email: 'ada@x.io' } });
+    const saved = await reads.getCheckpoint('customers');
+    expect(comparePositions(saved!, position)).toBeGreaterThanOrEqual(0);
+  });
+
+  it('resumes from its checkpoint: a restart applies only what came after', async () => {
+    const first = await startProjector();
+    const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
+    await first.waitFor(a.position, 2000);
+    await first.stop();
+    const { position } = await events.appendToStream(`customer-${a.id}`, [ev('CustomerDeleted')], 0);
+    const second = await startProjector();
+    expect(second.checkpoint).toEqual(a.position);
+    await second.waitFor(position, 2000);
+    expect(await get(a.id)).toBeNull();
+    expect((await reads.getMany('customers', [a.id])).get(a.id)).toMatchObject({ deleted: true, revision: 1 });
+  });
+
+  it('changes nothing when every event is applied a second time', async () => {
+    const first = await startProjector();
+    const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
+    await events.appendToStream(`customer-${a.id}`, [ev('CustomerUpdated', { name: 'B' }), ev('CustomerUpdated', { name: 'C' })], 0);
+    const { position } = await events.appendToStream(`customer-${a.id}`, [ev('CustomerDeleted')], 2);
+    await first.waitFor(position, 2000);
+    await first.stop();
+    const before = await reads.getMany('customers', [a.id]);
+    db.prepare('DELETE FROM checkpoints').run(); // as if the checkpoint had been lost: replay all
+    const replay = await startProjector();
+    await replay.waitFor(position, 2000);
+    expect(await reads.getMany('customers', [a.id])).toEqual(before);
+  });
+
+  it('stops on an event it cannot fold, naming its stream and revision', async () => {
+    const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    const p = await startProjector();
+    const id = randomUUID();
+    const { position } = await events.appendToStream(`customer-${id}`, [ev('CustomerUpdated', { name: 'no creation first' })], 'no_stream');
+    await expect(p.waitFor(position, 2000)).rejects.toThrow(`customer-${id}@0`);
+    expect(p.state).toBe('failed');
+    expect(logged.mock.calls.flat().join(' ')).toContain(`customer-${id}@0`);
+    logged.mockRestore();
+  });
+
+  it('lets a wait time out when the read model does not get there', async () => {
+    const p = await startProjector();
+    const far = { commit: 10_000n, prepare: 10_000n };
+    await expect(p.waitFor(far, 50)).rejects.toThrow(/did not reach/);
+  });
+});
