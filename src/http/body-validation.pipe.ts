@@ -29,7 +29,9 @@ export class BodyValidationPipe implements PipeTransform {
     const faults: FieldFault[] = [];
     const known: Record<string, unknown> = {};
     for (const [field, v] of Object.entries(value)) {
-      if (accepted.has(field)) known[field] = v;
+      // Every field takes a scalar. A nested value is swapped for an empty one that fails the
+      // field's rule the same way, so class-transformer never recurses into a hostile depth.
+      if (accepted.has(field)) known[field] = typeof v === 'object' && v !== null ? {} : v;
       else faults.push({ field, message: refusal(cls, field) });
     }
     const instance = plainToInstance(cls, known);

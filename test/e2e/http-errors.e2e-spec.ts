@@ -63,7 +63,8 @@ describe('HTTP error interface', () => {
 
   /** A request with the body sent byte for byte (never serialized), under the given Content-Type (none if undefined). */
   const raw = (method: Method, url: string, body: string | Buffer, contentType?: string) => {
-    const req = t.http[method](url).serialize((bytes: Buffer) => bytes);
+    // The identity serializer keeps superagent from JSON-encoding the Buffer (its typing says string).
+    const req = t.http[method](url).serialize((bytes: Buffer) => bytes as unknown as string);
     if (contentType !== undefined) req.set('Content-Type', contentType);
     return req.send(Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8'));
   };
@@ -163,15 +164,15 @@ describe('HTTP error interface', () => {
       ['application/x-www-form-urlencoded', 'application/x-www-form-urlencoded'],
       ['no Content-Type', undefined],
     ];
-    const writes: [Method, () => string][] = [
-      ['post', () => withToken('profiles')],
-      ['put', () => withToken(`profiles/${profileId}`)],
-      ['post', () => withToken('customers')],
-      ['put', () => withToken(`customers/${customerId}`)],
+    const writes: [Method, string, () => string][] = [
+      ['post', 'profiles', () => withToken('profiles')],
+      ['put', 'profiles/{id}', () => withToken(`profiles/${profileId}`)],
+      ['post', 'customers', () => withToken('customers')],
+      ['put', 'customers/{id}', () => withToken(`customers/${customerId}`)],
     ];
-    const refusedCases = refused.flatMap(([label, ct]) => writes.map(([method, url]) => [label, method, url, ct] as const));
+    const refusedCases = refused.flatMap(([label, ct]) => writes.map(([method, path, url]) => [label, method, path, url, ct] as const));
 
-    it.each(refusedCases)('%s on %s is 415 UNSUPPORTED_MEDIA_TYPE', async (_label, method, url, contentType) => {
+    it.each(refusedCases)('%s on %s /v1/%s is 415 UNSUPPORTED_MEDIA_TYPE', async (_label, method, _path, url, contentType) => {
       const res = await raw(method, url(), '{"name":"x","email":"x@example.com"}', contentType);
       expectError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', { details: false });
     });
@@ -254,26 +255,37 @@ describe('HTTP error interface', () => {
       expectError(put, 400, 'VALIDATION_FAILED');
     });
 
-    const deep: [string, string][] = [
+    const deepBodies: [string, string][] = [
       ['5000 levels of arrays in a field', `{"name":${nestedArrays(5000)}}`],
       ['30000 levels of arrays in a field', `{"name":${nestedArrays(30000)}}`],
       ['5000 levels of objects in a field', `{"email":${nestedObjects(5000)}}`],
       ['5000 levels of arrays in an unknown field', `{"nope":${nestedArrays(5000)}}`],
       ['30000 levels of arrays as the body', nestedArrays(30000)],
     ];
+    const deepTargets: [Method, string, () => string][] = [
+      ['post', 'profiles', () => withToken('profiles')],
+      ['post', 'customers', () => withToken('customers')],
+      ['put', 'profiles/{id}', () => withToken(`profiles/${profileId}`)],
+      ['put', 'customers/{id}', () => withToken(`customers/${customerId}`)],
+    ];
+    const deepCases = deepBodies.flatMap(([label, body]) => deepTargets.map(([method, path, url]) => [label, method, path, url, body] as const));
 
-    it.each(deep)('%s gives a 4xx envelope and the server keeps answering', async (_label, body) => {
+    it.each(deepCases)('%s, %s /v1/%s: a 4xx in the error envelope, never a 5xx', async (_label, method, _path, url, body) => {
       expect(Buffer.byteLength(body)).toBeLessThanOrEqual(64 * KiB);
-      for (const [method, url] of [
-        ['post', withToken('profiles')],
-        ['post', withToken('customers')],
-        ['put', withToken(`profiles/${profileId}`)],
-      ] as [Method, string][]) {
-        const res = await raw(method, url, body, 'application/json');
-        expect(`${method} ${url}: ${res.status}`).toMatch(/: 4\d\d$/);
-        expectError(res, res.status, /^(VALIDATION_FAILED|MALFORMED_JSON)$/);
-      }
-      await t.http.get(withToken(`profiles/${profileId}`)).expect(200);
+      const res = await raw(method, url(), body, 'application/json');
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(res.status).toBeLessThan(500);
+      expectError(res, res.status, /^(VALIDATION_FAILED|MALFORMED_JSON)$/);
+    });
+
+    it('keeps answering after the deeply nested bodies', async () => {
+      const [profile, customer] = await Promise.all([
+        t.http.get(withToken(`profiles/${profileId}`)),
+        t.http.get(withToken(`customers/${customerId}`)),
+      ]);
+      expect([profile.status, customer.status]).toEqual([200, 200]);
+      expect(profile.body.data[0].Profile.id).toBe(profileId);
+      await t.http.post(withToken('profiles')).send({ name: 'Still here' }).expect(201);
     });
   });
 
