@@ -7,8 +7,20 @@ async function main(): Promise<void> {
   const settings = loadConfig();
   const { tokens, created } = resolveAccessTokens(process.env, settings.dataDir);
   const app = await createApp({ ...settings, accessTokens: tokens });
-  app.enableShutdownHooks();
-  await app.listen(settings.port, settings.host ?? '::');
+  // Close in order (stop accepting, stop the projectors, close the stores), then exit 0: a
+  // SIGTERM is the normal way to stop the service.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      app.close().then(
+        () => process.exit(0),
+        (error) => {
+          process.stderr.write(`Shutdown failed: ${error?.stack ?? error}\n`);
+          process.exit(1);
+        },
+      );
+    });
+  }
+  await (settings.host ? app.listen(settings.port, settings.host) : app.listen(settings.port));
   const url = (await app.getUrl()).replace('[::1]', 'localhost').replace('[::]', 'localhost');
   const logger = new Logger('Main');
   logger.log(`Listening on ${url} (data in ${settings.dataDir})`);
