@@ -11,7 +11,7 @@ export interface Projection {
   schema: CollectionSchema;
   /** Events of streams whose id starts with `<streamPrefix>-` are folded in. */
   streamPrefix: string;
-  evolve(document: ReadDocument | null, event: StoredEvent): ReadDocument | null;
+  evolve(document: ReadDocument | null, event: StoredEvent): ReadDocument;
 }
 
 export const PROJECTIONS = Symbol('Projections');

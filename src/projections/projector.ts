@@ -118,16 +118,14 @@ export class Projector {
         const id = idOf(event.streamId);
         const current = documents.get(id) ?? null;
         if (current && event.revision <= current.revision) continue; // already applied
-        let next: ReadDocument | null;
+        let next: ReadDocument;
         try {
           next = this.projection.evolve(current, event);
         } catch (error) {
           throw new PoisonEventError(event.streamId, event.revision, error);
         }
-        if (next) {
-          documents.set(id, next);
-          changed.set(id, next);
-        }
+        documents.set(id, next);
+        changed.set(id, next);
       }
       await this.readStore.commit(this.projection.schema.name, [...changed.values()], {
         projection: this.projection.name,

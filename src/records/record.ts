@@ -7,7 +7,7 @@ export type Fields = Record<string, string>;
 
 /** What profiles and customers share: a stream per record and three event types. */
 export interface RecordKind {
-  /** 'Profile' or 'Customer': the response wrapper key and the event type prefix. */
+  /** 'Profile' or 'Customer': the response wrapper key, and the name in error messages. */
   label: string;
   /** Stream id prefix, `profile` for `profile-<uuid>`. */
   streamPrefix: string;
@@ -33,7 +33,7 @@ export const recordEvents = (kind: RecordKind) => {
 };
 
 /** Folds one event into a record. Created sets the fields, Updated merges the changed ones. */
-export function evolveRecord(kind: RecordKind, state: RecordState | null, event: StoredEvent): RecordState | null {
+export function evolveRecord(kind: RecordKind, state: RecordState | null, event: StoredEvent): RecordState {
   switch (event.type) {
     case kind.events.created:
       return {
