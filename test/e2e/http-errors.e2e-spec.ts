@@ -1,4 +1,5 @@
 import type { Response } from 'supertest';
+import { expectExactError } from '../support/http-assertions';
 import { JSON_CT, startTestApp, TestApp, TOKENS, withToken } from '../support/test-app';
 
 type Method = 'get' | 'post' | 'put' | 'delete';
@@ -22,26 +23,6 @@ const OPERATIONS: [Method, string][] = [
 ];
 
 const hasBody = (method: Method) => method === 'post' || method === 'put';
-
-/**
- * Asserts the contract's error envelope. `details: false`: none may be sent; `true`: a non-empty
- * list of field faults must be; left out: if sent, it is such a list.
- */
-function expectError(res: Response, status: number, code: string | RegExp, options: { details?: boolean } = {}) {
-  expect({ status: res.status, contentType: res.headers['content-type'] }).toEqual({ status, contentType: JSON_CT });
-  const { success, status: bodyStatus, error, ...rest } = res.body;
-  expect({ success, status: bodyStatus, rest }).toEqual({ success: false, status, rest: {} });
-  const { code: sentCode, message, details, ...extra } = error ?? {};
-  expect(sentCode).toEqual(typeof code === 'string' ? code : expect.stringMatching(code));
-  expect(message).toEqual(expect.stringMatching(/\S/));
-  expect(extra).toEqual({});
-  if (options.details === false) expect(error).not.toHaveProperty('details');
-  if (options.details || details !== undefined) {
-    expect(details).toEqual(expect.any(Array));
-    expect(details.length).toBeGreaterThan(0);
-    for (const fault of details) expect(fault).toEqual({ field: expect.any(String), message: expect.any(String) });
-  }
-}
 
 /** Neither the body nor any header of the response repeats the token. */
 function expectNoToken(res: Response, token: string) {
@@ -127,14 +108,14 @@ describe('HTTP error interface', () => {
     it.each(OPERATIONS)('%s /v1/%s without a token is 401 "access_token is required"', async (method, path) => {
       const req = t.http[method](`/v1/${path}`);
       const res = await (hasBody(method) ? req.send({ name: 'x', email: 'x@example.com' }) : req);
-      expectError(res, 401, 'UNAUTHORIZED', { details: false });
+      expectExactError(res, 401, 'UNAUTHORIZED', { details: false });
       expect(res.body.error.message).toBe('access_token is required');
     });
 
     it.each(OPERATIONS)('%s /v1/%s with an unknown token is 401 "access_token is invalid"', async (method, path) => {
       const req = t.http[method](withToken(path, UNKNOWN_TOKEN));
       const res = await (hasBody(method) ? req.send({ name: 'x', email: 'x@example.com' }) : req);
-      expectError(res, 401, 'UNAUTHORIZED', { details: false });
+      expectExactError(res, 401, 'UNAUTHORIZED', { details: false });
       expect(res.body.error.message).toBe('access_token is invalid');
       expectNoToken(res, UNKNOWN_TOKEN);
     });
@@ -152,7 +133,7 @@ describe('HTTP error interface', () => {
 
     it('answers 401 "access_token is invalid" to an unknown Bearer token', async () => {
       const res = await t.http.get('/v1/profiles').set('Authorization', `Bearer ${UNKNOWN_TOKEN}`);
-      expectError(res, 401, 'UNAUTHORIZED', { details: false });
+      expectExactError(res, 401, 'UNAUTHORIZED', { details: false });
       expect(res.body.error.message).toBe('access_token is invalid');
       expectNoToken(res, UNKNOWN_TOKEN);
     });
@@ -174,7 +155,7 @@ describe('HTTP error interface', () => {
 
     it.each(refusedCases)('%s on %s /v1/%s is 415 UNSUPPORTED_MEDIA_TYPE', async (_label, method, _path, url, contentType) => {
       const res = await raw(method, url(), '{"name":"x","email":"x@example.com"}', contentType);
-      expectError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', { details: false });
+      expectExactError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', { details: false });
     });
 
     it.each(['application/json; charset=utf-8', 'application/JSON', 'application/json;charset=UTF-8'])(
@@ -202,13 +183,13 @@ describe('HTTP error interface', () => {
       ['put', () => withToken(`profiles/${profileId}`)],
     ])('%s with a 70 KiB string field is 413 PAYLOAD_TOO_LARGE', async (method, url) => {
       const res = await t.http[method](url()).send({ name: 'x'.repeat(70 * KiB) });
-      expectError(res, 413, 'PAYLOAD_TOO_LARGE', { details: false });
+      expectExactError(res, 413, 'PAYLOAD_TOO_LARGE', { details: false });
     });
 
     it('answers 413 to a body of 64 KiB + 1 byte', async () => {
       const body = paddedBody(64 * KiB + 1, 'One too many');
       expect(Buffer.byteLength(body)).toBe(64 * KiB + 1);
-      expectError(await raw('post', withToken('profiles'), body, 'application/json'), 413, 'PAYLOAD_TOO_LARGE', { details: false });
+      expectExactError(await raw('post', withToken('profiles'), body, 'application/json'), 413, 'PAYLOAD_TOO_LARGE', { details: false });
     });
 
     it.each([60 * KiB, 64 * KiB])('accepts a valid body of %i bytes', async (bytes) => {
@@ -221,7 +202,7 @@ describe('HTTP error interface', () => {
 
     it('answers a 60 KiB body with a too-long field with 400 naming the field, not 413', async () => {
       const res = await t.http.post(withToken('profiles')).send({ description: 'x'.repeat(60 * KiB) });
-      expectError(res, 400, 'VALIDATION_FAILED', { details: true });
+      expectExactError(res, 400, 'VALIDATION_FAILED', { details: true });
       expect(res.body.error.details.map((d: { field: string }) => d.field)).toEqual(['description']);
     });
   });
@@ -236,7 +217,7 @@ describe('HTTP error interface', () => {
       ['invalid UTF-8', Buffer.from([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d])],
     ])('%s is 400 MALFORMED_JSON', async (_label, body) => {
       const res = await raw('post', withToken('profiles'), body, 'application/json');
-      expectError(res, 400, 'MALFORMED_JSON', { details: false });
+      expectExactError(res, 400, 'MALFORMED_JSON', { details: false });
     });
 
     it.each([
@@ -251,8 +232,8 @@ describe('HTTP error interface', () => {
         raw('post', withToken('customers'), body, 'application/json'),
         raw('put', withToken(`customers/${customerId}`), body, 'application/json'),
       ]);
-      expectError(post, 400, 'VALIDATION_FAILED');
-      expectError(put, 400, 'VALIDATION_FAILED');
+      expectExactError(post, 400, 'VALIDATION_FAILED');
+      expectExactError(put, 400, 'VALIDATION_FAILED');
     });
 
     const deepBodies: [string, string][] = [
@@ -275,7 +256,7 @@ describe('HTTP error interface', () => {
       const res = await raw(method, url(), body, 'application/json');
       expect(res.status).toBeGreaterThanOrEqual(400);
       expect(res.status).toBeLessThan(500);
-      expectError(res, res.status, /^(VALIDATION_FAILED|MALFORMED_JSON)$/);
+      expectExactError(res, res.status, /^(VALIDATION_FAILED|MALFORMED_JSON)$/);
     });
 
     it('keeps answering after the deeply nested bodies', async () => {
@@ -299,7 +280,7 @@ describe('HTTP error interface', () => {
     ])('%s %s is 404 NOT_FOUND in the error envelope', async (method, url) => {
       const req = t.http[method](url);
       const res = await (hasBody(method) ? req.send({ name: 'x' }) : req);
-      expectError(res, 404, 'NOT_FOUND', { details: false });
+      expectExactError(res, 404, 'NOT_FOUND', { details: false });
       expect(res.text).not.toMatch(/<html|<!DOCTYPE/i);
       expectNoToken(res, TOKENS.a);
     });
@@ -330,7 +311,7 @@ describe('HTTP error interface', () => {
 
     it('nor does a response to a Bearer token', async () => {
       const res = await t.http.get('/v1/nope').set('Authorization', `Bearer ${TOKENS.a}`);
-      expectError(res, 404, 'NOT_FOUND', { details: false });
+      expectExactError(res, 404, 'NOT_FOUND', { details: false });
       expectNoToken(res, TOKENS.a);
     });
   });
@@ -349,7 +330,7 @@ describe('HTTP error interface', () => {
     it.each(cases)('%s /v1/%s/{%s} is 404 NOT_FOUND', async (method, resource, _label, id) => {
       const req = t.http[method](withToken(`${resource}/${id}`));
       const res = await (method === 'put' ? req.send({ name: 'x' }) : req);
-      expectError(res, 404, 'NOT_FOUND', { details: false });
+      expectExactError(res, 404, 'NOT_FOUND', { details: false });
     });
   });
 

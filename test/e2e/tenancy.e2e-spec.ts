@@ -1,23 +1,21 @@
 import type { Response } from 'supertest';
-import { startTestApp, TestApp, TOKENS, withToken } from '../support/test-app';
+import { CUSTOMERS, expectStatus, PROFILES, Rec, resourceClient, ResourceSpec, totalOf } from '../support/http-assertions';
+import { freshApp, Query, TOKENS } from '../support/test-app';
 
 type Token = (typeof TOKENS)[keyof typeof TOKENS];
 
-interface Resource {
-  path: 'profiles' | 'customers';
-  key: 'Profile' | 'Customer';
+interface Resource extends ResourceSpec {
   /** A valid create body; `shared` holds the values both accounts use for the list filters. */
-  create: (name: string) => Record<string, unknown>;
+  create: (name: string) => Rec;
   /** A valid update body that would change the record. */
-  update: Record<string, unknown>;
+  update: Rec;
   /** List filters whose value both accounts' records share: [query parameter, value]. */
   sharedFilters: [string, string][];
 }
 
 const RESOURCES: Resource[] = [
   {
-    path: 'profiles',
-    key: 'Profile',
+    ...PROFILES,
     create: (name) => ({ name, email: 'Shared.Profile@example.com', tel: '02155550100', site: 'https://shared.example.com/shop' }),
     update: { name: 'Hijacked', description: 'changed by a stranger' },
     sharedFilters: [
@@ -27,8 +25,7 @@ const RESOURCES: Resource[] = [
     ],
   },
   {
-    path: 'customers',
-    key: 'Customer',
+    ...CUSTOMERS,
     create: (name) => ({ name, email: 'Shared.Customer@example.com', mobile: '09121234567', company: 'Shared Trading Co' }),
     update: { name: 'Hijacked', company: 'Stranger Ltd' },
     sharedFilters: [
@@ -40,26 +37,20 @@ const RESOURCES: Resource[] = [
 ];
 
 describe('tenancy isolation', () => {
-  let t: TestApp;
-  beforeAll(async () => (t = await startTestApp()));
-  afterAll(() => t.close());
+  const app = freshApp();
+  /** The resource's operations as the token sees them. */
+  const as = (r: Resource, token: Token) => resourceClient(app, r, token);
 
   const record = (r: Resource, res: Response) => (Array.isArray(res.body.data) ? res.body.data[0] : res.body.data)[r.key];
 
-  async function create(r: Resource, token: Token, name: string, body = r.create(name)): Promise<Record<string, unknown>> {
-    const res = await t.http.post(withToken(r.path, token)).send(body);
-    expect(res.status).toBe(201);
-    return record(r, res);
-  }
+  const create = (r: Resource, token: Token, name: string, body = r.create(name)): Promise<Rec> => as(r, token).create(body);
 
-  const read = (r: Resource, id: unknown, token: Token) => t.http.get(withToken(`${r.path}/${id}`, token));
+  const read = (r: Resource, id: unknown, token: Token) => as(r, token).get(id as string);
 
   /** The token's account's list; by default all of it (every account holds fewer than 100 here). */
-  async function list(r: Resource, token: Token, query = '') {
-    const res = await t.http.get(withToken(`${r.path}?${query || 'limit=100'}`, token));
-    expect(res.status).toBe(200);
-    const ids: string[] = res.body.data.map((w: Record<string, { id: string }>) => w[r.key].id);
-    return { res, ids, total: Number(res.headers['x-total-count']) };
+  async function list(r: Resource, token: Token, query: Query = { limit: 100 }) {
+    const res = await expectStatus(as(r, token).list(query), 200);
+    return { res, ids: as(r, token).idsOf(res), total: totalOf(res) };
   }
 
   function expectNotFound(res: Response) {
@@ -103,8 +94,8 @@ describe('tenancy isolation', () => {
 
     const strangerAttempts: [string, (id: string) => Promise<Response>][] = [
       ['GET', (id) => read(r, id, TOKENS.b)],
-      ['PUT', (id) => t.http.put(withToken(`${r.path}/${id}`, TOKENS.b)).send(r.update)],
-      ['DELETE', (id) => t.http.delete(withToken(`${r.path}/${id}`, TOKENS.b))],
+      ['PUT', (id) => as(r, TOKENS.b).put(id, r.update)],
+      ['DELETE', (id) => as(r, TOKENS.b).del(id)],
     ];
 
     it.each(strangerAttempts)("%s of A's record with B's token is 404 NOT_FOUND and leaves it unchanged", async (_m, attempt) => {
@@ -125,7 +116,7 @@ describe('tenancy isolation', () => {
       for (const id of aIds) expect(ids).not.toContain(id);
       expect(total).toBe(ids.length);
       // Paging counts the same: one record per page, the total still only B's.
-      const paged = await list(r, TOKENS.b, 'limit=1');
+      const paged = await list(r, TOKENS.b, { limit: 1 });
       expect(paged.total).toBe(total);
     });
 
@@ -139,7 +130,7 @@ describe('tenancy isolation', () => {
     });
 
     it.each(r.sharedFilters)('filtering on %s=%s, a value both accounts use, returns only the caller\'s records', async (name, value) => {
-      const query = `limit=100&${name}=${encodeURIComponent(value)}`;
+      const query = { limit: 100, [name]: value };
       const forA = await list(r, TOKENS.a, query);
       const forB = await list(r, TOKENS.b, query);
       expect({ ids: [...forA.ids].sort(), total: forA.total }).toEqual({ ids: [...aIds].sort(), total: aIds.length });
@@ -150,24 +141,24 @@ describe('tenancy isolation', () => {
       const read2 = await read(r, aIds[1], TOKENS.a2).expect(200);
       expect(record(r, read2)).toMatchObject({ id: aIds[1], name: 'A two' });
 
-      const updated = await t.http.put(withToken(`${r.path}/${aIds[1]}`, TOKENS.a2)).send({ name: 'A two, renamed' }).expect(200);
+      const updated = await as(r, TOKENS.a2).put(aIds[1], { name: 'A two, renamed' }).expect(200);
       expect(record(r, updated)).toMatchObject({ id: aIds[1], name: 'A two, renamed' });
       expect(record(r, await read(r, aIds[1], TOKENS.a).expect(200)).name).toBe('A two, renamed');
     });
 
     it("A's second token deletes A's record, for A's first token too", async () => {
       const { id } = await create(r, TOKENS.a, 'A doomed');
-      await t.http.delete(withToken(`${r.path}/${id}`, TOKENS.a2)).expect(200);
+      await as(r, TOKENS.a2).del(id as string).expect(200);
       expectNotFound(await read(r, id, TOKENS.a));
       expect((await list(r, TOKENS.a)).ids).not.toContain(id);
     });
 
     it("B's own record stays B's: B changes it, A's tokens still cannot see it", async () => {
-      const updated = await t.http.put(withToken(`${r.path}/${bIds[0]}`, TOKENS.b)).send({ name: 'B one, renamed' }).expect(200);
+      const updated = await as(r, TOKENS.b).put(bIds[0], { name: 'B one, renamed' }).expect(200);
       expect(record(r, updated).name).toBe('B one, renamed');
       for (const token of [TOKENS.a, TOKENS.a2]) {
-        expectNotFound(await t.http.put(withToken(`${r.path}/${bIds[0]}`, token)).send(r.update));
-        expectNotFound(await t.http.delete(withToken(`${r.path}/${bIds[0]}`, token)));
+        expectNotFound(await as(r, token).put(bIds[0], r.update));
+        expectNotFound(await as(r, token).del(bIds[0]));
       }
       expect(record(r, await read(r, bIds[0], TOKENS.b).expect(200)).name).toBe('B one, renamed');
     });

@@ -55,3 +55,20 @@ export const withToken = (path: string, token: string = TOKENS.a) =>
   `/v1/${path}${path.includes('?') ? '&' : '?'}access_token=${encodeURIComponent(token)}`;
 
 export const JSON_CT = 'application/json; charset=UTF-8';
+
+/** A fresh app for the enclosing describe (the whole file at top level), closed after it. */
+export function freshApp(): () => TestApp {
+  let app: TestApp;
+  beforeAll(async () => (app = await startTestApp()));
+  afterAll(() => app.close());
+  return () => app;
+}
+
+/** Query parameters of a list request. */
+export type Query = Record<string, string | number>;
+
+/** `path` with the query appended, URL-encoded. */
+export const withQuery = (path: string, query: Query) => {
+  const search = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString();
+  return search ? `${path}?${search}` : path;
+};
