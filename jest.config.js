@@ -5,5 +5,7 @@ module.exports = {
   moduleFileExtensions: ['ts', 'js', 'json'],
   testRegex: '(src|test)/.*\\.(spec|e2e-spec|contract-spec)\\.ts$',
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
-  testTimeout: 30000,
+  testTimeout: 60000,
+  // A failed test can leave a server open; end the run anyway rather than hang CI.
+  forceExit: true,
 };

@@ -1,17 +1,29 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
+import type { Server } from 'node:http';
 import { createApp } from './app';
 import { ConfigError, loadConfig, resolveAccessTokens } from './config/config';
+
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/** Resolves when every in-flight request has been answered, or after the grace period. */
+function stopAccepting(server: Server, graceMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    setTimeout(resolve, graceMs).unref();
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}
 
 async function main(): Promise<void> {
   const settings = loadConfig();
   const { tokens, created } = resolveAccessTokens(process.env, settings.dataDir);
   const app = await createApp({ ...settings, accessTokens: tokens });
-  // Close in order (stop accepting, stop the projectors, close the stores), then exit 0: a
-  // SIGTERM is the normal way to stop the service.
+  // Close in order (stop accepting and let in-flight requests finish, stop the projectors, close
+  // the stores), then exit 0: a SIGTERM is the normal way to stop the service.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
-      app.close().then(
+      stopAccepting(app.getHttpServer(), SHUTDOWN_GRACE_MS).then(() => app.close()).then(
         () => process.exit(0),
         (error) => {
           process.stderr.write(`Shutdown failed: ${error?.stack ?? error}\n`);

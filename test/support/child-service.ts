@@ -3,6 +3,13 @@ import { join } from 'node:path';
 import { ACCOUNTS } from './test-app';
 
 const MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
+const START_TIMEOUT_MS = 30_000;
+
+/** Children still running when a test file ends are killed, so a failed test cannot hang Jest. */
+const running = new Set<ChildProcess>();
+afterAll(() => {
+  for (const child of running) child.kill('SIGKILL');
+});
 
 export interface ChildService {
   url: string;
@@ -29,9 +36,18 @@ export async function startChildService(dataDir: string, env: NodeJS.ProcessEnv 
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  running.add(child);
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      running.delete(child);
+      resolve(code);
+    }),
+  );
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not start:\n${output}`)), 20_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`service did not start:\n${output}`));
+    }, START_TIMEOUT_MS);
     const look = () => {
       const match = output.match(/Listening on (http:\/\/[^\s]+)/);
       if (match) {
