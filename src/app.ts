@@ -9,6 +9,7 @@ import { BodyValidationPipe } from './http/body-validation.pipe';
 import { JsonExpressAdapter } from './http/json-express.adapter';
 import { jsonBody } from './http/json-body.middleware';
 import { requestIdMiddleware } from './http/request-context';
+import { undecodablePathMiddleware } from './http/undecodable-path.middleware';
 
 const NEST_LEVELS: Record<LogLevel, NestLogLevel[]> = {
   error: ['fatal', 'error'],
@@ -30,7 +31,7 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
-  app.use(requestIdMiddleware);
+  app.use(requestIdMiddleware, undecodablePathMiddleware);
   app.use('/v1', accessTokenMiddleware(new AccessTokens(config.accessTokens)), ...jsonBody);
   app.useGlobalFilters(new ApiExceptionFilter());
   app.useGlobalPipes(new BodyValidationPipe());

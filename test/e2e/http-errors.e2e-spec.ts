@@ -322,6 +322,7 @@ describe('HTTP error interface', () => {
       ['a short id', 'abc'],
       ['36 characters not in UUID form', 'x'.repeat(36)],
       ['a UUID with a trailing character', `${UNKNOWN_ID}0`],
+      ['broken percent-encoding', '%E0%A4%A'],
     ];
     const cases = ['profiles', 'customers'].flatMap((resource) =>
       (['get', 'put', 'delete'] as Method[]).flatMap((method) => ids.map(([label, id]) => [method, resource, label, id] as const)),
