@@ -1,35 +1,32 @@
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { customerProjection } from '../../src/customers/customer.projection';
 import { comparePositions, NewEvent, Position } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { Projector } from '../../src/projections/projector';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
-import { openSqliteDatabase, SqliteDatabase } from '../../src/storage/sqlite-database';
-import { makeDataDir } from '../support/test-app';
+import type { SqliteDatabase } from '../../src/storage/sqlite-database';
+import { openTempSqlite } from '../support/temp-sqlite';
 
 const meta = { accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 };
 const ev = (type: string, data: Record<string, unknown> = {}): NewEvent => ({ id: randomUUID(), type, data, metadata: meta });
 
 describe('Projector', () => {
-  let dir: string;
+  let sqlite: ReturnType<typeof openTempSqlite>;
   let db: SqliteDatabase;
   let events: SqliteEventStore;
   let reads: SqliteReadStore;
   const running: Projector[] = [];
 
   beforeEach(() => {
-    dir = makeDataDir();
-    db = openSqliteDatabase(join(dir, 'service.sqlite'));
+    sqlite = openTempSqlite();
+    db = sqlite.db;
     events = new SqliteEventStore(db, 20);
     reads = new SqliteReadStore(db);
   });
   afterEach(async () => {
     await Promise.all(running.splice(0).map((p) => p.stop()));
-    db.close();
-    rmSync(dir, { recursive: true, force: true });
+    sqlite.dispose();
   });
 
   async function startProjector(): Promise<Projector> {
