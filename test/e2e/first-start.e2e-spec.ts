@@ -8,9 +8,8 @@ describe('first start without ACCESS_TOKENS', () => {
     const dataDir = makeDataDir();
     try {
       const first = await startChildService(dataDir, { ACCESS_TOKENS: '' });
-      const curl = first.output().match(/curl '([^']+)'/);
-      expect(curl).not.toBeNull();
-      const url = new URL(curl![1]);
+      const curl = await first.waitForOutput(/curl '([^']+)'/);
+      const url = new URL(curl[1]);
       const token = url.searchParams.get('access_token')!;
       expect(token).toMatch(/^[A-Za-z0-9_-]{32}$/);
       await request(first.url).get(`/v1/profiles?access_token=${token}`).expect(200);

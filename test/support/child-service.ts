@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { ACCOUNTS } from './test-app';
 
 const MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
-const START_TIMEOUT_MS = 30_000;
+const WAIT_MS = 30_000;
 
 /** Children still running when a test file ends are killed, so a failed test cannot hang Jest. */
 const running = new Set<ChildProcess>();
@@ -16,6 +16,8 @@ export interface ChildService {
   process: ChildProcess;
   /** Everything the process printed so far. */
   output(): string;
+  /** Resolves with the first match of the pattern in the output, waiting for it to be printed. */
+  waitForOutput(pattern: RegExp): Promise<RegExpMatchArray>;
   exited: Promise<number | null>;
 }
 
@@ -33,30 +35,39 @@ export async function startChildService(dataDir: string, env: NodeJS.ProcessEnv 
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(child);
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
-  running.add(child);
+  let exitCode: number | null | undefined;
   const exited = new Promise<number | null>((resolve) =>
     child.on('exit', (code) => {
       running.delete(child);
+      exitCode = code;
       resolve(code);
     }),
   );
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`service did not start:\n${output}`));
-    }, START_TIMEOUT_MS);
-    const look = () => {
-      const match = output.match(/Listening on (http:\/\/[^\s]+)/);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1].replace('localhost', '127.0.0.1'));
-      }
-    };
-    child.stdout.on('data', look);
-    exited.then(() => reject(new Error(`service exited:\n${output}`)));
-  });
-  return { url, process: child, output: () => output, exited };
+
+  const waitForOutput = (pattern: RegExp) =>
+    new Promise<RegExpMatchArray>((resolve, reject) => {
+      const started = Date.now();
+      const timer = setInterval(() => {
+        const match = output.match(pattern);
+        if (match) {
+          clearInterval(timer);
+          resolve(match);
+        } else if (exitCode !== undefined || Date.now() - started > WAIT_MS) {
+          clearInterval(timer);
+          reject(new Error(`${pattern} was never printed (exit code ${exitCode}):\n${output}`));
+        }
+      }, 20);
+    });
+
+  try {
+    const [, url] = await waitForOutput(/Listening on (http:\/\/\S+)/);
+    return { url: url.replace('localhost', '127.0.0.1'), process: child, output: () => output, waitForOutput, exited };
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
 }
