@@ -130,8 +130,10 @@ export class SqliteEventStore implements EventStore {
     }
   }
 
+  /** Closes the connection this store was given. */
   async close(): Promise<void> {
     this.wakeSubscribers();
+    this.db.close();
   }
 
   private wakeSubscribers(): void {

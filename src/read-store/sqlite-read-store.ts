@@ -164,7 +164,10 @@ export class SqliteReadStore implements ReadStore {
     return row ? { commit: BigInt(row.commit_pos), prepare: BigInt(row.prepare_pos) } : null;
   }
 
-  async close(): Promise<void> {}
+  /** Closes the connection this store was given. */
+  async close(): Promise<void> {
+    this.db.close();
+  }
 
   private collection(name: string): Collection {
     const c = this.collections.get(name);

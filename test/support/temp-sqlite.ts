@@ -6,7 +6,7 @@ import { makeDataDir } from './test-app';
 /** A fresh SQLite file in a temp dir, opened as the service opens it; dispose closes and removes it. */
 export function openTempSqlite(): { db: SqliteDatabase; dispose(): void } {
   const dir = makeDataDir();
-  const db = openSqliteDatabase(join(dir, 'service.sqlite'));
+  const db = openSqliteDatabase(join(dir, 'service.sqlite'), { durable: true });
   return {
     db,
     dispose() {
