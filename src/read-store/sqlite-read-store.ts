@@ -17,6 +17,8 @@ interface Collection {
   schema: CollectionSchema;
   upsert: Statement;
   selectOne: Statement<[string, string], DocumentRow>;
+  /** Takes the ids as one JSON array, so one statement serves any number of them. */
+  selectMany: Statement<[string], DocumentRow>;
   /** Prepared find statements by filter combination, built on first use. */
   finds: Map<string, { page: Statement; count: Statement }>;
 }
@@ -91,18 +93,16 @@ export class SqliteReadStore implements ReadStore {
     const selectOne = this.db.prepare<[string, string], DocumentRow>(
       `SELECT * FROM ${t} WHERE id = ? AND account_id = ? AND deleted = 0`,
     );
-    this.collections.set(t, { schema, upsert, selectOne, finds: new Map() });
+    const selectMany = this.db.prepare<[string], DocumentRow>(
+      `SELECT * FROM ${t} WHERE id IN (SELECT value FROM json_each(?))`,
+    );
+    this.collections.set(t, { schema, upsert, selectOne, selectMany, finds: new Map() });
   }
 
   async getMany(collection: string, ids: string[]): Promise<Map<string, ReadDocument>> {
     const found = new Map<string, ReadDocument>();
     if (ids.length === 0) return found;
-    this.collection(collection);
-    // One statement per call: json_each keeps the id list a single bound parameter.
-    const rows = this.db
-      .prepare<[string], DocumentRow>(`SELECT * FROM ${collection} WHERE id IN (SELECT value FROM json_each(?))`)
-      .all(JSON.stringify(ids));
-    for (const row of rows) found.set(row.id, toDocument(row));
+    for (const row of this.collection(collection).selectMany.all(JSON.stringify(ids))) found.set(row.id, toDocument(row));
     return found;
   }
 
