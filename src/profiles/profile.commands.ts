@@ -3,7 +3,7 @@ import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../http/request-context';
 import type { Fields } from '../records/record';
-import { eventMetadata, RecordWriter } from '../records/record-writer';
+import { Decision, eventMetadata, RecordWriter } from '../records/record-writer';
 import { decideCreateProfile, decideDeleteProfile, decideUpdateProfile, slugKey } from './profile.decider';
 import { SlugReservations } from './slug-reservations';
 
@@ -44,7 +44,7 @@ abstract class SlugAwareHandler {
   protected async writeWithSlugs(
     id: string,
     command: { context: RequestContext; commandId: string },
-    decide: Parameters<RecordWriter['write']>[3],
+    decide: Decision,
     newSlug: (current: Fields) => string | undefined,
   ): Promise<void> {
     const metadata = eventMetadata(command.context, command.commandId);
