@@ -2,40 +2,43 @@ import { Inject } from '@nestjs/common';
 import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
 import { notFound } from '../errors';
 import type { ListQuery } from '../http/list-query';
-import { FindResult, READ_STORE, ReadStore } from '../read-store/read-store.port';
-import type { RecordState } from '../records/record';
+import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import { customerProjection } from './customer.projection';
+import { customerView, CustomerViewShape } from './customer.view';
 
 const COLLECTION = customerProjection.schema.name;
 
-export class GetCustomerQuery extends Query<RecordState> {
-  constructor(readonly accountId: string, readonly id: string) {
+export type CustomerView = ReturnType<typeof customerView>;
+
+export class GetCustomerQuery extends Query<CustomerView> {
+  constructor(readonly accountId: string, readonly id: string, readonly shape: CustomerViewShape) {
     super();
   }
 }
 
-export class ListCustomersQuery extends Query<FindResult> {
+export class ListCustomersQuery extends Query<{ customers: CustomerView[]; total: number }> {
   constructor(readonly accountId: string, readonly list: ListQuery) {
     super();
   }
 }
 
 @QueryHandler(GetCustomerQuery)
-export class GetCustomerHandler implements IQueryHandler<GetCustomerQuery, RecordState> {
+export class GetCustomerHandler implements IQueryHandler<GetCustomerQuery, CustomerView> {
   constructor(@Inject(READ_STORE) private readonly readStore: ReadStore) {}
 
-  async execute({ accountId, id }: GetCustomerQuery): Promise<RecordState> {
+  async execute({ accountId, id, shape }: GetCustomerQuery): Promise<CustomerView> {
     const customer = await this.readStore.get(COLLECTION, accountId, id);
     if (!customer) throw notFound('Customer');
-    return customer;
+    return customerView(customer, shape);
   }
 }
 
 @QueryHandler(ListCustomersQuery)
-export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery, FindResult> {
+export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery, { customers: CustomerView[]; total: number }> {
   constructor(@Inject(READ_STORE) private readonly readStore: ReadStore) {}
 
-  execute({ accountId, list }: ListCustomersQuery): Promise<FindResult> {
-    return this.readStore.find(COLLECTION, { accountId, ...list, order: 'newest' });
+  async execute({ accountId, list }: ListCustomersQuery) {
+    const { documents, total } = await this.readStore.find(COLLECTION, { accountId, ...list, order: 'newest' });
+    return { customers: documents.map((c) => customerView(c, 'short')), total };
   }
 }

@@ -7,7 +7,9 @@ const SHORT_FIELDS = ['name', 'company', 'address', 'tel', 'email', 'mobile'];
  * A customer as responses show it: all twelve fields after a create, the short set (id, name,
  * company, address, tel, email, mobile, created) everywhere else. No value is ''.
  */
-export function customerView(customer: RecordState, shape: 'full' | 'short') {
+export type CustomerViewShape = 'full' | 'short';
+
+export function customerView(customer: RecordState, shape: CustomerViewShape) {
   const view: Record<string, string | number> = { id: customer.id };
   for (const field of shape === 'full' ? ALL_FIELDS : SHORT_FIELDS) view[field] = customer.fields[field] ?? '';
   view.created = customer.created;

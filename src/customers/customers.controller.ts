@@ -10,7 +10,6 @@ import { CreateCustomerBody, UpdateCustomerBody } from './customer.body';
 import { CreateCustomerCommand, DeleteCustomerCommand, UpdateCustomerCommand } from './customer.commands';
 import { CUSTOMER_FILTERS } from './customer.projection';
 import { GetCustomerQuery, ListCustomersQuery } from './customer.queries';
-import { customerView } from './customer.view';
 
 const CustomerId = new RecordIdPipe('Customer');
 
@@ -25,23 +24,21 @@ export class CustomersController {
   @HttpCode(201)
   async create(@Ctx() ctx: RequestContext, @Body() body: CreateCustomerBody) {
     const id = await this.commands.execute(new CreateCustomerCommand(ctx, toFields(body)));
-    const customer = await this.queries.execute(new GetCustomerQuery(ctx.accountId, id));
-    return envelope({ Customer: customerView(customer, 'full') }, 201);
+    return envelope({ Customer: await this.queries.execute(new GetCustomerQuery(ctx.accountId, id, 'full')) }, 201);
   }
 
   @Get()
   async list(@Ctx() ctx: RequestContext, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) res: Response) {
-    const { documents, total } = await this.queries.execute(
+    const { customers, total } = await this.queries.execute(
       new ListCustomersQuery(ctx.accountId, parseListQuery(query, CUSTOMER_FILTERS)),
     );
     res.setHeader('X-Total-Count', String(total));
-    return envelope(documents.map((c) => ({ Customer: customerView(c, 'short') })), 200);
+    return envelope(customers.map((c) => ({ Customer: c })), 200);
   }
 
   @Get(':id')
   async read(@Ctx() ctx: RequestContext, @Param('id', CustomerId) id: string) {
-    const customer = await this.queries.execute(new GetCustomerQuery(ctx.accountId, id));
-    return envelope([{ Customer: customerView(customer, 'short') }], 200);
+    return envelope([{ Customer: await this.queries.execute(new GetCustomerQuery(ctx.accountId, id, 'short')) }], 200);
   }
 
   /** HTTP 200 with body status 201, as the interface's example answers. */
@@ -49,8 +46,7 @@ export class CustomersController {
   @HttpCode(200)
   async update(@Ctx() ctx: RequestContext, @Param('id', CustomerId) id: string, @Body() body: UpdateCustomerBody) {
     await this.commands.execute(new UpdateCustomerCommand(ctx, id, toFields(body)));
-    const customer = await this.queries.execute(new GetCustomerQuery(ctx.accountId, id));
-    return envelope({ Customer: customerView(customer, 'short') }, 201);
+    return envelope({ Customer: await this.queries.execute(new GetCustomerQuery(ctx.accountId, id, 'short')) }, 201);
   }
 
   @Delete(':id')
