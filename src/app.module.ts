@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
+import { AuditModule } from './audit/audit.module';
 import type { AppConfig } from './config/config';
 import { customerProjection } from './customers/customer.projection';
 import { CustomersModule } from './customers/customers.module';
@@ -19,6 +20,7 @@ export class AppModule {
         ProjectionsModule.forRoot([profileProjection, customerProjection]),
         ProfilesModule,
         CustomersModule,
+        AuditModule,
       ],
     };
   }
