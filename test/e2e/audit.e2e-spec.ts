@@ -17,7 +17,7 @@ describe.each([PROFILES, CUSTOMERS])('history and as-of reads of $path', (spec) 
   const B = resourceClient(app, spec, TOKENS.b);
   const history = (id: string, query: Rec = {}, token: string = TOKENS.a) =>
     app().http.get(withToken(withQuery(`${spec.path}/${id}/history`, query as Record<string, string>), token));
-  const asOf = (id: string, when: unknown, token: string = TOKENS.a) =>
+  const asOf = (id: unknown, when: unknown, token: string = TOKENS.a) =>
     app().http.get(withToken(`${spec.path}/${id}?as_of=${encodeURIComponent(String(when))}`, token));
   const entries = (res: Response) => res.body.data as Rec[];
 
