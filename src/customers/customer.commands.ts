@@ -8,6 +8,7 @@ import { decideCreateCustomer, decideDeleteCustomer, decideUpdateCustomer } from
 
 export const CUSTOMER_WRITER = Symbol('CustomerWriter');
 
+/** `id` is new, or the one an Idempotency-Key claimed: creating it again appends nothing. */
 export class CreateCustomerCommand extends Command<void> {
   readonly commandId = randomUUID();
   constructor(readonly context: RequestContext, readonly id: string, readonly fields: Fields) {

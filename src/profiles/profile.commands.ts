@@ -9,6 +9,7 @@ import { SlugReservations } from './slug-reservations';
 
 export const PROFILE_WRITER = Symbol('ProfileWriter');
 
+/** `id` is new, or the one an Idempotency-Key claimed: creating it again appends nothing. */
 export class CreateProfileCommand extends Command<void> {
   readonly commandId = randomUUID();
   constructor(readonly context: RequestContext, readonly id: string, readonly fields: Fields) {

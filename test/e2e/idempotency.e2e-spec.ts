@@ -6,6 +6,8 @@ import { freshApp, makeDataDir, TOKENS, withToken } from '../support/test-app';
 
 const app = freshApp();
 const head = () => app().app.get<EventStore>(EVENT_STORE).headPosition();
+/** What a replay must repeat exactly. */
+const answer = (res: request.Response) => ({ status: res.status, body: res.body, etag: res.headers.etag });
 
 describe.each([PROFILES, CUSTOMERS])('Idempotency-Key on POST /v1/$path', (spec) => {
   const A = resourceClient(app, spec);
@@ -13,7 +15,6 @@ describe.each([PROFILES, CUSTOMERS])('Idempotency-Key on POST /v1/$path', (spec)
     app().http.post(withToken(path, token)).set('Idempotency-Key', key).send(body);
   /** A body that makes a distinct record; for profiles also a slug, which only one record may hold. */
   const body = () => ({ ...spec.minimal(), name: uid('idem'), ...(spec === PROFILES ? { slug: uid('slug') } : { tel: 42 }) });
-  const answer = (res: request.Response) => ({ status: res.status, body: res.body, etag: res.headers.etag });
   const countNamed = async (name: string) => {
     const res = await expectStatus(A.list({ limit: 100 }), 200);
     return res.body.data.filter((w: Record<string, { name: string }>) => w[spec.key].name === name).length;
@@ -103,7 +104,6 @@ describe('an attempt that failed after claiming its key', () => {
     expect(totalOf(list)).toBe(1);
   });
 
-  const answer = (res: request.Response) => ({ status: res.status, body: res.body, etag: res.headers.etag });
 });
 
 describe('Idempotency-Key across a restart', () => {
@@ -122,11 +122,7 @@ describe('Idempotency-Key across a restart', () => {
     const second = await startChildService(dataDir);
     try {
       const retry = await post(second.url);
-      expect({ status: retry.status, body: retry.body, etag: retry.headers.etag }).toEqual({
-        status: 201,
-        body: created.body,
-        etag: created.headers.etag,
-      });
+      expect(answer(retry)).toEqual(answer(created));
       const list = await request(second.url).get(withToken(`customers?email=${encodeURIComponent(sent.email)}`));
       expect(list.headers['x-total-count']).toBe('1');
     } finally {
