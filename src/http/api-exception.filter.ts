@@ -14,7 +14,9 @@ export class ApiExceptionFilter implements ExceptionFilter {
     const req = http.getRequest<Request>();
     const res = http.getResponse<Response>();
     const error = toApiError(exception, req);
-    if (error.code === 'INTERNAL' || exception instanceof StoreUnavailableError) {
+    if (exception instanceof StoreUnavailableError) {
+      this.logger.warn(`${req.method} ${req.path} answered 503: ${exception.message}`);
+    } else if (error.code === 'INTERNAL') {
       // req.path leaves the query string, and so the access token, out of the log.
       this.logger.error(`${req.method} ${req.path} failed`, exception instanceof Error ? exception.stack : String(exception));
     }
