@@ -20,7 +20,7 @@ export interface AppConfig {
   eventStoreConnectionString?: string;
   /** Set: read models go to MongoDB instead of the SQLite file. */
   mongodb?: { uri: string; database: string };
-  /** How long EventStoreDB or MongoDB may take to answer at start-up, and MongoDB to be found on each call. */
+  /** How long one call to EventStoreDB or MongoDB may wait for its server, at start-up and after. */
   storeTimeoutMs: number;
 }
 

@@ -51,7 +51,11 @@ interface CheckpointMarker {
 export class EventStoreDbEventStore implements EventStore {
   private readonly logger = new Logger('EventStoreDB');
 
-  constructor(private readonly client: EventStoreDBClient) {}
+  /** @param deadlineMs how long one call may take before it fails as unavailable */
+  constructor(
+    private readonly client: EventStoreDBClient,
+    private readonly deadlineMs: number,
+  ) {}
 
   /**
    * A client for the connection string, once the server has answered a read within `timeoutMs`:
@@ -64,14 +68,14 @@ export class EventStoreDbEventStore implements EventStore {
     } catch (error) {
       throw new ConfigError(`EVENTSTORE_CONNECTION_STRING cannot be parsed: ${(error as Error).message}`);
     }
-    const store = new EventStoreDbEventStore(client);
+    const store = new EventStoreDbEventStore(client, timeoutMs);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new StoreUnavailableError('EventStoreDB', `no answer within ${timeoutMs} ms`)), timeoutMs);
     });
     try {
       // The race also bounds cluster discovery (esdb+discover://), which the call's deadline does not cover.
-      await Promise.race([store.readHead(timeoutMs), timeout]);
+      await Promise.race([store.readHead(), timeout]);
     } catch (error) {
       await store.close();
       throw error instanceof StoreUnavailableError ? error : new StoreUnavailableError('EventStoreDB', (error as Error).message);
@@ -87,7 +91,7 @@ export class EventStoreDbEventStore implements EventStore {
     const expectedRevision = toEsdbExpectedRevision(expected);
     for (let attempt = 1; ; attempt++) {
       try {
-        const result = await this.client.appendToStream(streamId, data, { expectedRevision });
+        const result = await this.client.appendToStream(streamId, data, { expectedRevision, deadline: this.deadlineMs });
         if (!result.position) throw new Error(`EventStoreDB answered an append to ${streamId} without a position`);
         return { revision: fromEsdbRevision(result.nextExpectedRevision), position: result.position };
       } catch (error) {
@@ -102,7 +106,7 @@ export class EventStoreDbEventStore implements EventStore {
   async readStream(streamId: string): Promise<StoredEvent[]> {
     const events: StoredEvent[] = [];
     try {
-      for await (const resolved of this.client.readStream(streamId)) {
+      for await (const resolved of this.client.readStream(streamId, { deadline: this.deadlineMs })) {
         if (resolved.event) events.push(toStoredEvent(resolved.event));
       }
     } catch (error) {
@@ -178,8 +182,9 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   /** The position of the last event in $all (the server's own events included), or START. */
-  private async readHead(deadline?: number): Promise<Position> {
-    for await (const resolved of this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1, deadline })) {
+  private async readHead(): Promise<Position> {
+    const last = this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1, deadline: this.deadlineMs });
+    for await (const resolved of last) {
       const position = resolved.event?.position;
       if (position) return { commit: position.commit, prepare: position.prepare };
     }
