@@ -92,8 +92,9 @@ export class EventStoreDbEventStore implements EventStore {
     for (let attempt = 1; ; attempt++) {
       try {
         const result = await this.client.appendToStream(streamId, data, { expectedRevision, deadline: this.deadlineMs });
-        if (!result.position) throw new Error(`EventStoreDB answered an append to ${streamId} without a position`);
-        return { revision: fromEsdbRevision(result.nextExpectedRevision), position: result.position };
+        // The server leaves the position out when it recognised the append as one it already stored.
+        const position = result.position ?? (await this.positionOf(streamId, result.nextExpectedRevision));
+        return { revision: fromEsdbRevision(result.nextExpectedRevision), position };
       } catch (error) {
         // A lost answer may hide a write that landed: sending the same event ids again at the same
         // expected revision is idempotent on the server, so a retry cannot store the events twice.
@@ -179,6 +180,15 @@ export class EventStoreDbEventStore implements EventStore {
 
   async close(): Promise<void> {
     await this.client.dispose();
+  }
+
+  /** The global position of a stream's event at `revision`. */
+  private async positionOf(streamId: string, revision: bigint): Promise<Position> {
+    const read = this.client.readStream(streamId, { fromRevision: revision, maxCount: 1, deadline: this.deadlineMs });
+    for await (const resolved of read) {
+      if (resolved.event) return toStoredEvent(resolved.event).position;
+    }
+    throw new Error(`EventStoreDB has no event ${streamId}@${revision} right after appending it`);
   }
 
   /** The position of the last event in $all (the server's own events included), or START. */

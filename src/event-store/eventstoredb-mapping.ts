@@ -1,6 +1,7 @@
 import {
   ANY,
   AppendExpectedRevision,
+  CancelledError,
   DeadlineExceededError,
   Filter,
   NO_STREAM,
@@ -28,10 +29,14 @@ export function fromEsdbRevision(revision: bigint): number {
   return Number(revision);
 }
 
-/** The client's errors that mean "the server is not there right now": retrying later can succeed. */
+/**
+ * The client's errors that mean "the server is not there right now": retrying later can succeed.
+ * A CancelledError here comes from the server (shutting down): the client drops its own cancellations.
+ */
 export function isTransientEsdbError(error: unknown): boolean {
   return (
     error instanceof UnavailableError ||
+    error instanceof CancelledError ||
     error instanceof DeadlineExceededError ||
     error instanceof TimeoutError ||
     error instanceof NotLeaderError

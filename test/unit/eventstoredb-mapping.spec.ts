@@ -1,5 +1,6 @@
 import {
   ANY,
+  CancelledError,
   convertToCommandError,
   DeadlineExceededError,
   NO_STREAM,
@@ -24,7 +25,7 @@ import { StoreUnavailableError } from '../../src/storage/store-unavailable.error
 /** A client error, converted by the client itself from a gRPC failure (status code, trailers). */
 const clientError = (code: number, details: string, trailers: Record<string, string> = {}) =>
   convertToCommandError(Object.assign(new Error(`${code} ${details}`), { code, details, metadata: { getMap: () => trailers } }));
-const GRPC = { DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, UNAVAILABLE: 14 };
+const GRPC = { CANCELLED: 1, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, UNAVAILABLE: 14 };
 
 describe('EventStoreDB mapping', () => {
   it('maps expected revisions to the client\'s', () => {
@@ -53,9 +54,10 @@ describe('EventStoreDB mapping', () => {
     const transient = [
       clientError(GRPC.UNAVAILABLE, 'No connection established'),
       clientError(GRPC.DEADLINE_EXCEEDED, 'Deadline exceeded'),
+      clientError(GRPC.CANCELLED, 'Server shutting down'),
       clientError(GRPC.NOT_FOUND, 'Leader info available', { exception: 'not-leader', 'leader-endpoint-host': 'h', 'leader-endpoint-port': '2113' }),
     ];
-    expect(transient.map((e) => e.constructor)).toEqual([UnavailableError, DeadlineExceededError, NotLeaderError]);
+    expect(transient.map((e) => e.constructor)).toEqual([UnavailableError, DeadlineExceededError, CancelledError, NotLeaderError]);
     for (const error of transient) {
       expect(isTransientEsdbError(error)).toBe(true);
       const translated = translateEsdbError(error);
