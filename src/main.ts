@@ -3,6 +3,7 @@ import { Logger } from '@nestjs/common';
 import type { Server } from 'node:http';
 import { createApp } from './app';
 import { ConfigError, loadConfig, resolveAccessTokens } from './config/config';
+import { StoreUnavailableError } from './storage/store-unavailable.error';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -48,7 +49,12 @@ async function main(): Promise<void> {
 }
 
 main().catch((error) => {
-  const message = error instanceof ConfigError ? `Configuration error: ${error.message}` : error?.stack ?? String(error);
+  const message =
+    error instanceof ConfigError
+      ? `Configuration error: ${error.message}`
+      : error instanceof StoreUnavailableError
+        ? `Cannot start: ${error.message}`
+        : error?.stack ?? String(error);
   process.stderr.write(`${message}\n`);
   process.exit(1);
 });

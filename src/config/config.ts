@@ -16,6 +16,12 @@ export interface AppConfig {
   accessTokens: Map<string, string>;
   /** How long a write waits for its read models before answering 503. */
   readYourWritesTimeoutMs: number;
+  /** Set: events go to EventStoreDB instead of the SQLite file. */
+  eventStoreConnectionString?: string;
+  /** Set: read models go to MongoDB instead of the SQLite file. */
+  mongodb?: { uri: string; database: string };
+  /** How long one call to EventStoreDB or MongoDB may wait for its server, at start-up and after. */
+  storeTimeoutMs: number;
 }
 
 export const APP_CONFIG = Symbol('AppConfig');
@@ -41,7 +47,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     sqliteFile: join(dataDir, 'service.sqlite'),
     logLevel,
     readYourWritesTimeoutMs: integer(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5000, 1, 600_000),
+    eventStoreConnectionString: connectionString(env, 'EVENTSTORE_CONNECTION_STRING', ['esdb:', 'esdb+discover:']),
+    mongodb: mongodbSettings(env),
+    storeTimeoutMs: integer(env, 'STORE_TIMEOUT_MS', 5000, 100, 600_000),
   };
+}
+
+/** A URL-like setting with one of the given schemes, or undefined when unset. Never echoed: it may hold a password. */
+function connectionString(env: NodeJS.ProcessEnv, name: string, schemes: string[]): string | undefined {
+  const raw = env[name]?.trim();
+  if (!raw) return undefined;
+  // Only the scheme is checked here (multi-host strings are not WHATWG URLs); the driver parses the rest at start-up.
+  const scheme = /^([a-z+]+:)\/\/./i.exec(raw)?.[1].toLowerCase();
+  if (!scheme || !schemes.includes(scheme)) {
+    throw new ConfigError(`${name} must start with ${schemes.map((s) => `${s}//`).join(' or ')}`);
+  }
+  return raw;
+}
+
+const MONGODB_DATABASE = /^[A-Za-z0-9_-]{1,63}$/;
+
+function mongodbSettings(env: NodeJS.ProcessEnv): AppConfig['mongodb'] {
+  const uri = connectionString(env, 'MONGODB_URI', ['mongodb:', 'mongodb+srv:']);
+  const database = env.MONGODB_DATABASE || 'profiles_customers';
+  if (!MONGODB_DATABASE.test(database)) {
+    throw new ConfigError(`MONGODB_DATABASE must be 1 to 63 letters, digits, "_" or "-"; got "${database}"`);
+  }
+  return uri ? { uri, database } : undefined;
 }
 
 /** `token:accountId` pairs separated by commas. */

@@ -1,10 +1,13 @@
 /**
  * The event store port: what the write side and the projectors need from an event store.
- * Adapters: SQLite (embedded default) and, later, EventStoreDB. Nothing outside the adapters
- * imports a driver.
+ * Adapters: SQLite (embedded default) and EventStoreDB. Nothing outside the adapters imports a
+ * driver; their failures to reach a server surface as StoreUnavailableError.
  */
 
-/** A place in the store's global order. SQLite uses its sequence number for both parts. */
+/**
+ * A place in the store's global order. SQLite uses its sequence number for both parts; EventStoreDB
+ * its commit and prepare positions in the transaction log.
+ */
 export interface Position {
   commit: bigint;
   prepare: bigint;
@@ -68,6 +71,11 @@ export interface SubscribeOptions {
   signal: AbortSignal;
   /** Largest batch handed to the subscriber at once. */
   maxBatchSize?: number;
+  /**
+   * Only events of streams whose id starts with this. Batches may then hold no event at all: they
+   * still move the position on, so a subscriber following a quiet prefix keeps up with the store.
+   */
+  streamPrefix?: string;
 }
 
 /** The stream's revision did not match the expected one: another writer got there first. */

@@ -126,7 +126,9 @@ export class SqliteEventStore implements EventStore {
         continue;
       }
       after = rows[rows.length - 1].global_position;
-      yield { events: rows.map(toStoredEvent), position: toPosition(after) };
+      const prefix = options.streamPrefix ?? '';
+      const events = rows.filter((r) => r.stream_id.startsWith(prefix)).map(toStoredEvent);
+      yield { events, position: toPosition(after) };
     }
   }
 

@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, NotFoundException } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { ApiError } from '../errors';
+import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import { sendJson } from './json-response';
 
 /** Turns anything thrown while serving a request into the contract's error envelope. */
@@ -13,7 +14,9 @@ export class ApiExceptionFilter implements ExceptionFilter {
     const req = http.getRequest<Request>();
     const res = http.getResponse<Response>();
     const error = toApiError(exception, req);
-    if (error.code === 'INTERNAL') {
+    if (exception instanceof StoreUnavailableError) {
+      this.logger.warn(`${req.method} ${req.path} answered 503: ${exception.message}`);
+    } else if (error.code === 'INTERNAL') {
       // req.path leaves the query string, and so the access token, out of the log.
       this.logger.error(`${req.method} ${req.path} failed`, exception instanceof Error ? exception.stack : String(exception));
     }
@@ -39,6 +42,9 @@ interface ExpressError {
 
 function toApiError(exception: unknown, req: Request): ApiError {
   if (exception instanceof ApiError) return exception;
+  if (exception instanceof StoreUnavailableError) {
+    return new ApiError('UNAVAILABLE', 'The service cannot reach its storage right now; try again shortly.', undefined, 5);
+  }
   if (exception instanceof NotFoundException) {
     // Nest's own message repeats the URL with its query string: build one without it.
     return new ApiError('NOT_FOUND', `No route for ${req.method} ${req.path}.`);

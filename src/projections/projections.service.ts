@@ -30,12 +30,15 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
   }
 
   /**
-   * Read-your-writes: resolves once every read model has folded the write at `position`, or
-   * answers 503 after the configured bound (the write itself is saved either way).
+   * Read-your-writes: resolves once every read model that follows `streamId` has folded the write
+   * at `position`, or answers 503 after the configured bound (the write itself is saved either way).
+   * Models of other streams need not wait: a subscription filtered by prefix (EventStoreDB) only
+   * learns of foreign positions at its next checkpoint.
    */
-  async waitFor(position: Position): Promise<void> {
+  async waitFor(streamId: string, position: Position): Promise<void> {
+    const following = this.projectors.filter((p) => streamId.startsWith(p.streamPrefix));
     try {
-      await Promise.all(this.projectors.map((p) => p.waitFor(position, this.config.readYourWritesTimeoutMs)));
+      await Promise.all(following.map((p) => p.waitFor(position, this.config.readYourWritesTimeoutMs)));
     } catch (error) {
       this.logger.warn(`Read models behind a write: ${(error as Error).message}`);
       throw new ApiError(

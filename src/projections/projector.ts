@@ -87,7 +87,8 @@ export class Projector {
     const { signal } = this.abort;
     while (!signal.aborted) {
       try {
-        for await (const batch of this.eventStore.subscribeToAll(this.position, { signal })) {
+        const streamPrefix = this.streamPrefix;
+        for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefix })) {
           await this.apply(batch);
         }
       } catch (error) {
@@ -105,8 +106,13 @@ export class Projector {
     }
   }
 
+  /** The streams this projector folds: `<prefix>-<id>`. */
+  get streamPrefix(): string {
+    return `${this.projection.streamPrefix}-`;
+  }
+
   private async apply(batch: EventBatch): Promise<void> {
-    const prefix = `${this.projection.streamPrefix}-`;
+    const prefix = this.streamPrefix;
     const relevant = batch.events.filter((e) => e.streamId.startsWith(prefix));
     if (relevant.length > 0) {
       const idOf = (streamId: string) => streamId.slice(prefix.length);

@@ -2,7 +2,7 @@ import type { Position } from '../event-store/event-store.port';
 
 /**
  * The read store port: documents folded from events, found with filters and paging, plus the
- * projectors' checkpoints. Adapters: SQLite (embedded default) and, later, MongoDB.
+ * projectors' checkpoints. Adapters: SQLite (embedded default) and MongoDB.
  */
 
 /** One record as a read model keeps it. Deleted records stay as tombstones so a replay cannot revive them. */
@@ -58,7 +58,8 @@ export interface ReadStore {
   find(collection: string, query: FindQuery): Promise<FindResult>;
   /**
    * Writes each document unless the stored one already has its revision or a newer one, and
-   * saves the checkpoint, in one transaction where the store has them.
+   * saves the checkpoint unless the stored one is as far or further; in one transaction where the
+   * store has them, else documents first and checkpoint last (a replay then changes nothing).
    */
   commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void>;
   getCheckpoint(projection: string): Promise<Position | null>;

@@ -1,5 +1,5 @@
 import type { Statement } from 'better-sqlite3';
-import type { Position } from '../event-store/event-store.port';
+import { comparePositions, Position } from '../event-store/event-store.port';
 import type { SqliteDatabase } from '../storage/sqlite-database';
 import type { Checkpoint, CollectionSchema, FindQuery, FindResult, MatchKind, ReadDocument, ReadStore } from './read-store.port';
 
@@ -154,19 +154,26 @@ export class SqliteReadStore implements ReadStore {
           ...filterFields.map((f) => filterKey(c.schema.filters[f], d.fields[f] ?? '')),
         );
       }
+      // The checkpoint only moves forward, whatever order writers (other processes too) arrive in.
+      const saved = this.readCheckpoint(checkpoint.projection);
+      if (saved && comparePositions(checkpoint.position, saved) <= 0) return;
       const { commit, prepare } = checkpoint.position;
       this.upsertCheckpoint.run(checkpoint.projection, commit.toString(), prepare.toString(), Date.now());
     }).immediate();
   }
 
   async getCheckpoint(projection: string): Promise<Position | null> {
-    const row = this.selectCheckpoint.get(projection);
-    return row ? { commit: BigInt(row.commit_pos), prepare: BigInt(row.prepare_pos) } : null;
+    return this.readCheckpoint(projection);
   }
 
   /** Closes the connection this store was given. */
   async close(): Promise<void> {
     this.db.close();
+  }
+
+  private readCheckpoint(projection: string): Position | null {
+    const row = this.selectCheckpoint.get(projection);
+    return row ? { commit: BigInt(row.commit_pos), prepare: BigInt(row.prepare_pos) } : null;
   }
 
   private collection(name: string): Collection {

@@ -70,16 +70,17 @@ export class RecordWriter {
       const events = await decide(state);
       if (events.length === 0) {
         // Nothing to append, but the answer is read from the read models: they must show this state.
-        if (position) await this.projections.waitFor(position);
+        if (position) await this.projections.waitFor(streamIdOf(this.kind, id), position);
         return null;
       }
       try {
+        const streamId = streamIdOf(this.kind, id);
         const written = await this.eventStore.appendToStream(
-          streamIdOf(this.kind, id),
+          streamId,
           withMetadata(events, eventMetadata(context, causationId)),
           revision,
         );
-        await this.projections.waitFor(written.position);
+        await this.projections.waitFor(streamId, written.position);
         return written;
       } catch (error) {
         if (!(error instanceof WrongExpectedRevisionError)) throw error;

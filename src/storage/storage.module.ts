@@ -1,8 +1,10 @@
 import { DynamicModule, Global, Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config/config';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
+import { EventStoreDbEventStore } from '../event-store/eventstoredb-event-store';
 import { SqliteEventStore } from '../event-store/sqlite-event-store';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
+import { MongoDbReadStore } from '../read-store/mongodb-read-store';
 import { SqliteReadStore } from '../read-store/sqlite-read-store';
 import { openSqliteDatabase } from './sqlite-database';
 
@@ -20,9 +22,23 @@ class StorageShutdown implements OnApplicationShutdown {
   }
 }
 
+/** EventStoreDB when its connection string is set, else the SQLite file. */
+async function openEventStore(config: AppConfig): Promise<EventStore> {
+  if (config.eventStoreConnectionString) {
+    return EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs);
+  }
+  return new SqliteEventStore(openSqliteDatabase(config.sqliteFile, { durable: true }));
+}
+
+/** MongoDB when its URI is set, else the SQLite file. */
+async function openReadStore(config: AppConfig): Promise<ReadStore> {
+  if (config.mongodb) return MongoDbReadStore.connect(config.mongodb.uri, config.mongodb.database, config.storeTimeoutMs);
+  return new SqliteReadStore(openSqliteDatabase(config.sqliteFile, { durable: false }));
+}
+
 /**
- * The configuration and the two ports' adapters, for the whole app. The embedded default keeps
- * events and read models in one SQLite file, through one connection each.
+ * The configuration and the two ports' adapters, for the whole app, each chosen on its own. The
+ * embedded default keeps events and read models in one SQLite file, through one connection each.
  */
 @Global()
 @Module({})
@@ -32,14 +48,8 @@ export class StorageModule {
       module: StorageModule,
       providers: [
         { provide: APP_CONFIG, useValue: config },
-        {
-          provide: EVENT_STORE,
-          useFactory: () => new SqliteEventStore(openSqliteDatabase(config.sqliteFile, { durable: true })),
-        },
-        {
-          provide: READ_STORE,
-          useFactory: () => new SqliteReadStore(openSqliteDatabase(config.sqliteFile, { durable: false })),
-        },
+        { provide: EVENT_STORE, useFactory: () => openEventStore(config) },
+        { provide: READ_STORE, useFactory: () => openReadStore(config) },
         StorageShutdown,
       ],
       exports: [APP_CONFIG, EVENT_STORE, READ_STORE],

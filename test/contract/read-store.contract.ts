@@ -29,7 +29,7 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
       ({ store, dispose } = await open());
       await store.ensureCollection(schema);
     });
-    afterAll(() => dispose());
+    afterAll(() => dispose?.()); // unset when open() failed: that failure is the one to report
 
     it('creates a collection idempotently', async () => {
       await expect(store.ensureCollection(schema)).resolves.toBeUndefined();
@@ -114,11 +114,57 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
         expect((await store.find(schema.name, query({ company: '.*' }))).total).toBe(0);
       });
 
+      it('takes regex metacharacters in contains-ci input literally', async () => {
+        const literal = doc({ accountId: 'acc-f', fields: { email: 'regex@x.io', tel: '0909', company: 'Data.*(Labs' } });
+        await save(literal);
+        try {
+          for (const text of ['a.*(', 'A.*(L', '(']) {
+            expect(ids(await store.find(schema.name, query({ company: text })))).toEqual([literal.id]);
+          }
+          for (const text of ['[', '\\', '$', '^d', '.*x', 'a|o']) {
+            expect((await store.find(schema.name, query({ company: text }))).total).toBe(0);
+          }
+        } finally {
+          await save({ ...literal, revision: 1, deleted: true });
+        }
+      });
+
+      it('answers an empty page and a zero total past the end or for an unknown account', async () => {
+        expect(await store.find(schema.name, query({}, { offset: 10 }))).toEqual({ documents: [], total: 4 });
+        expect(await store.find(schema.name, query({}, { accountId: 'nobody' }))).toEqual({ documents: [], total: 0 });
+      });
+
       it('combines filters with AND', async () => {
         const found = await store.find(schema.name, query({ email: 'one@example.com', company: 'acme' }));
         expect(ids(found)).toEqual([docs[0].id]);
         expect(found.total).toBe(1);
       });
+    });
+
+    it('changes nothing when a whole batch is replayed', async () => {
+      const a = doc({ revision: 2, fields: { email: 'a@x.io' } });
+      const b = doc({ revision: 0, fields: { email: 'b@x.io' } });
+      await save(a, b);
+      await save({ ...a, revision: 1, fields: { email: 'stale@x.io' } }, b);
+      expect(await store.getMany(schema.name, [a.id, b.id, 'unknown-id'])).toEqual(new Map([[a.id, a], [b.id, b]]));
+    });
+
+    it('finds nothing for no ids or unknown ids', async () => {
+      expect((await store.getMany(schema.name, [])).size).toBe(0);
+      expect((await store.getMany(schema.name, [randomUUID()])).size).toBe(0);
+    });
+
+    it('never moves a checkpoint backwards', async () => {
+      const name = `cas_${run}`;
+      const at = (commit: bigint, prepare = commit) => ({ projection: name, position: { commit, prepare } });
+      await store.commit(schema.name, [], at(100n));
+      await store.commit(schema.name, [], at(99n));
+      await store.commit(schema.name, [], at(100n, 99n));
+      await expect(store.getCheckpoint(name)).resolves.toEqual({ commit: 100n, prepare: 100n });
+      await store.commit(schema.name, [], at(100n, 101n));
+      await expect(store.getCheckpoint(name)).resolves.toEqual({ commit: 100n, prepare: 101n });
+      await Promise.all([5n, 300n, 7n, 200n].map((c) => store.commit(schema.name, [], at(c))));
+      await expect(store.getCheckpoint(name)).resolves.toEqual({ commit: 300n, prepare: 300n });
     });
 
     it('saves and reads checkpoints', async () => {

@@ -21,8 +21,26 @@ export interface ChildService {
   exited: Promise<number | null>;
 }
 
-/** The built service (dist/, made by `npm test`'s build step) as a real child process. */
+/** The built service (dist/, made by `npm test`'s build step) as a real child process, once it listens. */
 export async function startChildService(dataDir: string, env: NodeJS.ProcessEnv = {}): Promise<ChildService> {
+  const { child, output, waitForOutput, exited } = spawnService(dataDir, env);
+  try {
+    const [, url] = await waitForOutput(/Listening on (http:\/\/\S+)/);
+    return { url: url.replace('localhost', '127.0.0.1'), process: child, output, waitForOutput, exited };
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+}
+
+/** The built service started as startChildService does, for a start that is expected to fail: its exit code and output. */
+export async function runFailingStart(dataDir: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+  const { output, exited } = spawnService(dataDir, env);
+  const code = await exited;
+  return { code, output: output() };
+}
+
+function spawnService(dataDir: string, env: NodeJS.ProcessEnv) {
   const child = spawn(process.execPath, [MAIN], {
     env: {
       PATH: process.env.PATH,
@@ -63,11 +81,5 @@ export async function startChildService(dataDir: string, env: NodeJS.ProcessEnv 
       }, 20);
     });
 
-  try {
-    const [, url] = await waitForOutput(/Listening on (http:\/\/\S+)/);
-    return { url: url.replace('localhost', '127.0.0.1'), process: child, output: () => output, waitForOutput, exited };
-  } catch (error) {
-    child.kill('SIGKILL');
-    throw error;
-  }
+  return { child, output: () => output, waitForOutput, exited };
 }

@@ -19,6 +19,35 @@ describe('configuration', () => {
     expect(() => loadConfig(env)).toThrow(message);
   });
 
+  it('uses the embedded stores unless a production store is configured, each on its own', () => {
+    expect(loadConfig({})).toMatchObject({ eventStoreConnectionString: undefined, mongodb: undefined, storeTimeoutMs: 5000 });
+    expect(loadConfig({ EVENTSTORE_CONNECTION_STRING: 'esdb://localhost:2113?tls=false' })).toMatchObject({
+      eventStoreConnectionString: 'esdb://localhost:2113?tls=false',
+      mongodb: undefined,
+    });
+    expect(loadConfig({ MONGODB_URI: 'mongodb://a:27017,b:27017/?replicaSet=rs', MONGODB_DATABASE: 'pcs' })).toMatchObject({
+      eventStoreConnectionString: undefined,
+      mongodb: { uri: 'mongodb://a:27017,b:27017/?replicaSet=rs', database: 'pcs' },
+    });
+    expect(loadConfig({ MONGODB_URI: 'mongodb+srv://c.example.net', STORE_TIMEOUT_MS: '250' })).toMatchObject({
+      mongodb: { database: 'profiles_customers' },
+      storeTimeoutMs: 250,
+    });
+    expect(loadConfig({ EVENTSTORE_CONNECTION_STRING: 'esdb+discover://a:2113,b:2113' }).eventStoreConnectionString).toBeDefined();
+  });
+
+  it.each([
+    [{ EVENTSTORE_CONNECTION_STRING: 'http://user:s3cret@localhost:2113' }, /EVENTSTORE_CONNECTION_STRING must start with esdb:\/\/ or esdb\+discover:\/\//],
+    [{ EVENTSTORE_CONNECTION_STRING: 'localhost:2113' }, /EVENTSTORE_CONNECTION_STRING/],
+    [{ MONGODB_URI: 'postgres://user:s3cret@db' }, /MONGODB_URI must start with mongodb:\/\/ or mongodb\+srv:\/\//],
+    [{ MONGODB_URI: 'mongodb://db', MONGODB_DATABASE: 'a.b' }, /MONGODB_DATABASE/],
+    [{ STORE_TIMEOUT_MS: '10' }, /STORE_TIMEOUT_MS must be an integer from 100/],
+  ])('refuses store settings %j without echoing secrets', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+    expect(() => loadConfig(env)).not.toThrow(/s3cret/);
+  });
+
   it('parses token:account pairs', () => {
     expect(parseAccessTokens('t1:acc1, t2:acc2')).toEqual(new Map([['t1', 'acc1'], ['t2', 'acc2']]));
   });

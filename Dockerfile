@@ -1,0 +1,36 @@
+# syntax=docker/dockerfile:1
+# The service for production: EventStoreDB and MongoDB come from the environment (see docker-compose.yml).
+
+# Build stage: every dependency, then the TypeScript build. better-sqlite3 (the embedded default,
+# always installed) compiles from source when no prebuilt binary fits, hence python3, make and g++.
+FROM node:20-bookworm-slim AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY nest-cli.json tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# Final stage: production dependencies only, the built code, and no compiler left behind.
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production \
+    PORT=3000 \
+    DATA_DIR=/app/data
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && npm ci --omit=dev \
+ && npm cache clean --force \
+ && apt-get purge -y python3 make g++ \
+ && apt-get autoremove -y \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /app/dist ./dist
+# The data directory keeps the generated access token (and the SQLite file when a store is embedded).
+RUN mkdir -p /app/data && chown node:node /app/data
+USER node
+EXPOSE 3000
+CMD ["node", "dist/main.js"]

@@ -1,0 +1,88 @@
+import {
+  ANY,
+  AppendExpectedRevision,
+  CancelledError,
+  DeadlineExceededError,
+  Filter,
+  NO_STREAM,
+  NotLeaderError,
+  RecordedEvent,
+  STREAM_NAME,
+  TimeoutError,
+  UnavailableError,
+  WrongExpectedVersionError,
+} from '@eventstore/db-client';
+import { StoreUnavailableError } from '../storage/store-unavailable.error';
+import { EventMetadata, ExpectedRevision, StoredEvent, WrongExpectedRevisionError } from './event-store.port';
+
+/** The pure half of the EventStoreDB adapter: how the port's values and errors map to the client's. */
+
+export function toEsdbExpectedRevision(expected: ExpectedRevision): AppendExpectedRevision {
+  if (expected === 'no_stream') return NO_STREAM;
+  if (expected === 'any') return ANY;
+  return BigInt(expected);
+}
+
+/** Stream revisions are uint64 on the server; the port counts them in numbers. */
+export function fromEsdbRevision(revision: bigint): number {
+  if (revision > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError(`Stream revision ${revision} is too large`);
+  return Number(revision);
+}
+
+/**
+ * The client's errors that mean "the server is not there right now": retrying later can succeed.
+ * A CancelledError here comes from the server (shutting down): the client drops its own cancellations.
+ */
+export function isTransientEsdbError(error: unknown): boolean {
+  return (
+    error instanceof UnavailableError ||
+    error instanceof CancelledError ||
+    error instanceof DeadlineExceededError ||
+    error instanceof TimeoutError ||
+    error instanceof NotLeaderError
+  );
+}
+
+/** The port's error for a client error: conflicts and unavailability get names; anything else is a bug. */
+export function translateEsdbError(error: unknown, streamId?: string, expected?: ExpectedRevision): unknown {
+  if (error instanceof WrongExpectedVersionError && streamId !== undefined && expected !== undefined) {
+    const actual = error.actualVersion;
+    return new WrongExpectedRevisionError(streamId, expected, actual === NO_STREAM ? 'no_stream' : fromEsdbRevision(actual));
+  }
+  if (isTransientEsdbError(error)) return new StoreUnavailableError('EventStoreDB', (error as Error).message);
+  return error;
+}
+
+/** Events of this service's streams are all JSON, written by the adapter with the port's metadata. */
+export function toStoredEvent(recorded: RecordedEvent): StoredEvent {
+  if (!recorded.isJson) throw new Error(`Event ${recorded.id} of ${recorded.streamId} is not JSON`);
+  if (!recorded.position) throw new Error(`Event ${recorded.id} of ${recorded.streamId} came without a position`);
+  return {
+    id: recorded.id,
+    streamId: recorded.streamId,
+    revision: fromEsdbRevision(recorded.revision),
+    position: { commit: recorded.position.commit, prepare: recorded.position.prepare },
+    type: recorded.type,
+    data: recorded.data as Record<string, unknown>,
+    metadata: recorded.metadata as unknown as EventMetadata,
+    recordedAt: recorded.created,
+  };
+}
+
+/**
+ * A server-side filter for a catch-up subscription: the given stream prefix, or else every stream
+ * but the server's own (`$…`). Filtered-out events still move the position on through checkpoints,
+ * sent every `checkpointInterval` × search window (32 events) scanned.
+ */
+export function subscriptionFilter(
+  streamPrefix: string | undefined,
+  checkpointReached: NonNullable<Filter['checkpointReached']>,
+): Filter {
+  const common = { filterOn: STREAM_NAME, checkpointInterval: 1, checkpointReached } as const;
+  return streamPrefix ? { ...common, prefixes: [streamPrefix] } : { ...common, regex: '^[^$]' };
+}
+
+/** Wait before trying again after the `attempt`-th failure in a row: 0.25 s doubling up to 10 s. */
+export function retryDelayMs(attempt: number): number {
+  return Math.min(250 * 2 ** Math.max(0, attempt - 1), 10_000);
+}

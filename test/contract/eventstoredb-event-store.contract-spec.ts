@@ -1,0 +1,21 @@
+import { EventStoreDbEventStore } from '../../src/event-store/eventstoredb-event-store';
+import { eventStoreContract } from './event-store.contract';
+
+/**
+ * The EventStore contract against a live EventStoreDB, when EVENTSTORE_CONNECTION_STRING points at
+ * one (`docker compose up -d eventstore`, then `npm run test:integration`). Streams are named per
+ * run, so a shared server needs no cleaning.
+ */
+const connectionString = process.env.EVENTSTORE_CONNECTION_STRING;
+
+if (connectionString) {
+  eventStoreContract('EventStoreDB', async () => {
+    const store = await EventStoreDbEventStore.connect(connectionString, 10_000);
+    return { store, dispose: () => store.close() };
+  });
+} else {
+  console.log('Skipping the EventStoreDB contract: EVENTSTORE_CONNECTION_STRING is not set (e.g. esdb://localhost:2113?tls=false).');
+  describe.skip('EventStore contract: EventStoreDB', () => {
+    it('runs when EVENTSTORE_CONNECTION_STRING is set', () => undefined);
+  });
+}

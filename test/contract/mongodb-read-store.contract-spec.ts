@@ -1,0 +1,32 @@
+import { MongoClient } from 'mongodb';
+import { randomUUID } from 'node:crypto';
+import { MongoDbReadStore } from '../../src/read-store/mongodb-read-store';
+import { readStoreContract } from './read-store.contract';
+
+/**
+ * The ReadStore contract against a live MongoDB, when MONGODB_URI points at one
+ * (`docker compose up -d mongo`, then `npm run test:integration`). Each run works in a database
+ * of its own and drops it afterwards.
+ */
+const uri = process.env.MONGODB_URI;
+
+if (uri) {
+  readStoreContract('MongoDB', async () => {
+    const database = `contract_${randomUUID().slice(0, 8)}`;
+    const store = await MongoDbReadStore.connect(uri, database, 10_000);
+    return {
+      store,
+      async dispose() {
+        await store.close();
+        const client = await MongoClient.connect(uri);
+        await client.db(database).dropDatabase();
+        await client.close();
+      },
+    };
+  });
+} else {
+  console.log('Skipping the MongoDB contract: MONGODB_URI is not set (e.g. mongodb://localhost:27017).');
+  describe.skip('ReadStore contract: MongoDB', () => {
+    it('runs when MONGODB_URI is set', () => undefined);
+  });
+}

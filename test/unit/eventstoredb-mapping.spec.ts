@@ -1,0 +1,124 @@
+import {
+  ANY,
+  CancelledError,
+  convertToCommandError,
+  DeadlineExceededError,
+  NO_STREAM,
+  NotLeaderError,
+  RecordedEvent,
+  StreamNotFoundError,
+  UnavailableError,
+  WrongExpectedVersionError,
+} from '@eventstore/db-client';
+import { WrongExpectedRevisionError } from '../../src/event-store/event-store.port';
+import {
+  fromEsdbRevision,
+  isTransientEsdbError,
+  retryDelayMs,
+  subscriptionFilter,
+  toEsdbExpectedRevision,
+  toStoredEvent,
+  translateEsdbError,
+} from '../../src/event-store/eventstoredb-mapping';
+import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
+
+/** A client error, converted by the client itself from a gRPC failure (status code, trailers). */
+const clientError = (code: number, details: string, trailers: Record<string, string> = {}) =>
+  convertToCommandError(Object.assign(new Error(`${code} ${details}`), { code, details, metadata: { getMap: () => trailers } }));
+const GRPC = { CANCELLED: 1, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, UNAVAILABLE: 14 };
+
+describe('EventStoreDB mapping', () => {
+  it('maps expected revisions to the client\'s', () => {
+    expect(toEsdbExpectedRevision('no_stream')).toBe(NO_STREAM);
+    expect(toEsdbExpectedRevision('any')).toBe(ANY);
+    expect(toEsdbExpectedRevision(0)).toBe(0n);
+    expect(toEsdbExpectedRevision(41)).toBe(41n);
+  });
+
+  it('reads revisions back as numbers, refusing ones a number cannot hold exactly', () => {
+    expect(fromEsdbRevision(0n)).toBe(0);
+    expect(fromEsdbRevision(9_007_199_254_740_991n)).toBe(Number.MAX_SAFE_INTEGER);
+    expect(() => fromEsdbRevision(9_007_199_254_740_992n)).toThrow(RangeError);
+  });
+
+  it('turns a wrong expected version into the port\'s conflict, with the actual revision', () => {
+    const existing = new WrongExpectedVersionError(undefined, { streamName: 's', expected: 0n, current: 3n });
+    const translated = translateEsdbError(existing, 's', 0);
+    expect(translated).toBeInstanceOf(WrongExpectedRevisionError);
+    expect(translated).toMatchObject({ streamId: 's', expected: 0, actual: 3 });
+    const missing = new WrongExpectedVersionError(undefined, { streamName: 's', expected: 2n, current: NO_STREAM });
+    expect(translateEsdbError(missing, 's', 2)).toMatchObject({ expected: 2, actual: 'no_stream' });
+  });
+
+  it('turns the errors of a missing server into StoreUnavailableError, and leaves others alone', () => {
+    const transient = [
+      clientError(GRPC.UNAVAILABLE, 'No connection established'),
+      clientError(GRPC.DEADLINE_EXCEEDED, 'Deadline exceeded'),
+      clientError(GRPC.CANCELLED, 'Server shutting down'),
+      clientError(GRPC.NOT_FOUND, 'Leader info available', { exception: 'not-leader', 'leader-endpoint-host': 'h', 'leader-endpoint-port': '2113' }),
+    ];
+    expect(transient.map((e) => e.constructor)).toEqual([UnavailableError, DeadlineExceededError, CancelledError, NotLeaderError]);
+    for (const error of transient) {
+      expect(isTransientEsdbError(error)).toBe(true);
+      const translated = translateEsdbError(error);
+      expect(translated).toBeInstanceOf(StoreUnavailableError);
+      expect((translated as Error).message).toBe(`EventStoreDB is unreachable: ${error.message}`);
+    }
+    const other = clientError(GRPC.NOT_FOUND, 'Stream not found', { exception: 'stream-not-found', 'stream-name': 's' });
+    expect(other).toBeInstanceOf(StreamNotFoundError);
+    expect(isTransientEsdbError(other)).toBe(false);
+    expect(translateEsdbError(other)).toBe(other);
+    const bug = new TypeError('bug');
+    expect(translateEsdbError(bug)).toBe(bug);
+  });
+
+  const recorded = (over: Partial<RecordedEvent> = {}) =>
+    ({
+      streamId: 'customer-1',
+      id: 'c0a8e2f4-0000-4000-8000-000000000001',
+      isJson: true,
+      revision: 4n,
+      type: 'CustomerUpdated',
+      created: new Date('2026-01-02T03:04:05Z'),
+      data: { name: 'Ada' },
+      metadata: { accountId: 'acc', correlationId: 'r', causationId: 'c', schemaVersion: 1 },
+      position: { commit: 18446744073709551000n, prepare: 18446744073709550999n },
+      ...over,
+    }) as RecordedEvent;
+
+  it('maps a recorded event to the port\'s, positions kept exactly', () => {
+    expect(toStoredEvent(recorded())).toEqual({
+      id: 'c0a8e2f4-0000-4000-8000-000000000001',
+      streamId: 'customer-1',
+      revision: 4,
+      position: { commit: 18446744073709551000n, prepare: 18446744073709550999n },
+      type: 'CustomerUpdated',
+      data: { name: 'Ada' },
+      metadata: { accountId: 'acc', correlationId: 'r', causationId: 'c', schemaVersion: 1 },
+      recordedAt: new Date('2026-01-02T03:04:05Z'),
+    });
+  });
+
+  it('refuses events this service cannot have written', () => {
+    expect(() => toStoredEvent(recorded({ isJson: false } as never))).toThrow(/not JSON/);
+    expect(() => toStoredEvent(recorded({ position: undefined }))).toThrow(/without a position/);
+  });
+
+  it('filters a subscription by stream prefix, or else leaves out only the server\'s own streams', () => {
+    const onCheckpoint = () => undefined;
+    expect(subscriptionFilter('customer-', onCheckpoint)).toEqual({
+      filterOn: 'streamName',
+      checkpointInterval: 1,
+      checkpointReached: onCheckpoint,
+      prefixes: ['customer-'],
+    });
+    const all = subscriptionFilter(undefined, onCheckpoint) as { regex: string };
+    const regex = new RegExp(all.regex);
+    expect(regex.test('customer-1')).toBe(true);
+    expect(regex.test('$stats-127.0.0.1:2113')).toBe(false);
+  });
+
+  it('backs off from a quarter second, doubling, up to ten seconds', () => {
+    expect([1, 2, 3, 4, 5, 6, 7, 50].map(retryDelayMs)).toEqual([250, 500, 1000, 2000, 4000, 8000, 10_000, 10_000]);
+  });
+});

@@ -1,0 +1,122 @@
+import fc from 'fast-check';
+import { MongoBulkWriteError, MongoNetworkError, MongoServerError, type WriteError } from 'mongodb';
+import { comparePositions, START } from '../../src/event-store/event-store.port';
+import {
+  duplicateKeyFailures,
+  escapeRegex,
+  findFilter,
+  fromMongoCheckpoint,
+  fromMongoDocument,
+  indexesFor,
+  isDuplicateKey,
+  positionKey,
+  readModelCollection,
+  toMongoCheckpoint,
+  toMongoDocument,
+  translateMongoError,
+} from '../../src/read-store/mongodb-mapping';
+import type { CollectionSchema, ReadDocument } from '../../src/read-store/read-store.port';
+import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
+
+const schema: CollectionSchema = { name: 'customers', filters: { email: 'exact-ci', tel: 'exact', company: 'contains-ci' } };
+const query = (filters: Record<string, string>) => ({ accountId: 'acc', filters, order: 'newest' as const, offset: 0, limit: 10 });
+
+/** The driver's errors, built with its internal constructors; write errors reduced to what is read of them. */
+const bulkError = (codes: number[]) =>
+  new MongoBulkWriteError(
+    {
+      message: 'bulk failed',
+      code: codes[0],
+      writeErrors: codes.map((code, index) => ({ index, code }) as WriteError),
+    },
+    {} as never,
+  );
+
+describe('MongoDB mapping', () => {
+  it('names every read model\'s collection in one place, refusing odd names', () => {
+    expect(readModelCollection('customers')).toBe('rm_customers');
+    for (const bad of ['', 'Customers', 'a.b', 'a$b', '1abc', 'x y']) expect(() => readModelCollection(bad)).toThrow(/Invalid/);
+  });
+
+  it('keeps a lowered copy of case-insensitive filter values beside the fields, and gives the document back as it was', () => {
+    const doc: ReadDocument = {
+      id: 'id-1',
+      accountId: 'acc',
+      revision: 3,
+      seq: 42,
+      deleted: false,
+      created: 1_700_000_000,
+      fields: { email: 'Ada@Example.COM', tel: '0101', company: 'ACME Ltd', name: 'Ada' },
+    };
+    const stored = toMongoDocument(schema, doc);
+    expect(stored).toMatchObject({ _id: 'id-1', match: { email: 'ada@example.com', tel: '0101', company: 'acme ltd' } });
+    expect(fromMongoDocument(stored)).toEqual(doc);
+    expect(toMongoDocument(schema, { ...doc, fields: {} }).match).toEqual({ email: '', tel: '', company: '' });
+  });
+
+  it('indexes live documents by account in creation order, and by each exact filter', () => {
+    expect(indexesFor(schema)).toEqual([
+      { name: 'live_by_account', key: { accountId: 1, seq: 1 }, partialFilterExpression: { deleted: false } },
+      { name: 'live_by_email', key: { accountId: 1, 'match.email': 1, seq: 1 }, partialFilterExpression: { deleted: false } },
+      { name: 'live_by_tel', key: { accountId: 1, 'match.tel': 1, seq: 1 }, partialFilterExpression: { deleted: false } },
+    ]);
+  });
+
+  it('builds filters on live documents of the account, lowering case-insensitive values', () => {
+    expect(findFilter('customers', schema, query({}))).toEqual({ accountId: 'acc', deleted: false });
+    expect(findFilter('customers', schema, query({ email: 'A@B.io', tel: '0X', company: 'Ac.me(' }))).toEqual({
+      accountId: 'acc',
+      deleted: false,
+      'match.email': 'a@b.io',
+      'match.tel': '0X',
+      'match.company': { $regex: 'ac\\.me\\(' },
+    });
+    expect(() => findFilter('customers', schema, query({ name: 'x' }))).toThrow(/no filter name/);
+  });
+
+  it('escapes user input so the regex matches exactly that text', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), fc.string(), (text, around) => {
+        const regex = new RegExp(escapeRegex(text));
+        expect(regex.test(`${around}${text}${around}`)).toBe(true);
+        expect(new RegExp(`^${escapeRegex(text)}$`).test(text)).toBe(true);
+      }),
+    );
+    expect(new RegExp(escapeRegex('a.*(')).test('abc')).toBe(false);
+  });
+
+  it('gives positions keys that sort as the positions do, START first', () => {
+    const part = fc.bigInt({ min: 0n, max: 2n ** 64n - 1n });
+    const position = fc.record({ commit: part, prepare: part });
+    fc.assert(
+      fc.property(position, position, (a, b) => {
+        const byKey = positionKey(a) < positionKey(b) ? -1 : positionKey(a) > positionKey(b) ? 1 : 0;
+        expect(byKey).toBe(comparePositions(a, b));
+        expect(positionKey(START) < positionKey(a)).toBe(true);
+      }),
+    );
+  });
+
+  it('keeps checkpoint positions as exact decimal strings', () => {
+    const position = { commit: 18446744073709551615n, prepare: 18446744073709551614n };
+    const stored = toMongoCheckpoint(position);
+    expect(stored).toMatchObject({ commit: '18446744073709551615', prepare: '18446744073709551614' });
+    expect(fromMongoCheckpoint({ _id: 'p', ...stored })).toEqual(position);
+  });
+
+  it('tells guarded upserts that lost to a newer document from real failures', () => {
+    expect(duplicateKeyFailures(bulkError([11000, 11000]))).toEqual([0, 1]);
+    expect(duplicateKeyFailures(bulkError([11000, 121]))).toBeNull();
+    expect(duplicateKeyFailures(new Error('other'))).toBeNull();
+    expect(isDuplicateKey(new MongoServerError({ message: 'dup', code: 11000 }))).toBe(true);
+    expect(isDuplicateKey(new MongoServerError({ message: 'other', code: 2 }))).toBe(false);
+  });
+
+  it('turns network failures into StoreUnavailableError and leaves the rest alone', () => {
+    const lost = translateMongoError(new MongoNetworkError('connection reset'));
+    expect(lost).toBeInstanceOf(StoreUnavailableError);
+    expect((lost as Error).message).toBe('MongoDB is unreachable: connection reset');
+    const server = new MongoServerError({ message: 'bad', code: 2 });
+    expect(translateMongoError(server)).toBe(server);
+  });
+});
