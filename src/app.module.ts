@@ -3,6 +3,7 @@ import { CqrsModule } from '@nestjs/cqrs';
 import type { AppConfig } from './config/config';
 import { customerProjection } from './customers/customer.projection';
 import { CustomersModule } from './customers/customers.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { profileProjection } from './profiles/profile.projection';
 import { ProfilesModule } from './profiles/profiles.module';
 import { ProjectionsModule } from './projections/projections.module';
@@ -15,6 +16,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         CqrsModule.forRoot(),
+        MetricsModule,
         StorageModule.forRoot(config),
         ProjectionsModule.forRoot([profileProjection, customerProjection]),
         ProfilesModule,

@@ -10,6 +10,7 @@ import { jsonBody } from './http/json-body.middleware';
 import { requestIdMiddleware } from './http/request-context';
 import { undecodablePathMiddleware } from './http/undecodable-path.middleware';
 import { createLogger, NestPinoLogger, requestLogger } from './logging/logging';
+import { Metrics } from './metrics/metrics';
 
 /**
  * The whole service, initialised and not yet listening: main.ts and the tests build it the same way.
@@ -25,8 +26,8 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
-  // The request logger comes before anything that can answer, so every request gets its line.
-  app.use(requestIdMiddleware, requestLogger(logger), undecodablePathMiddleware);
+  // The request log and metrics come before anything that can answer, so every request is seen.
+  app.use(requestIdMiddleware, requestLogger(logger), app.get(Metrics).httpMiddleware(), undecodablePathMiddleware);
   app.use('/v1', accessTokenMiddleware(new AccessTokens(config.accessTokens)), ...jsonBody);
   app.useGlobalFilters(new ApiExceptionFilter());
   app.useGlobalPipes(new BodyValidationPipe());

@@ -4,6 +4,8 @@ import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { SqliteEventStore } from '../event-store/sqlite-event-store';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import { SqliteReadStore } from '../read-store/sqlite-read-store';
+import { InstrumentedEventStore, InstrumentedReadStore } from '../metrics/instrumented-stores';
+import { Metrics } from '../metrics/metrics';
 import { openSqliteDatabase } from './sqlite-database';
 
 /** Closes the stores after everything that uses them has stopped (projectors stop on module destroy). */
@@ -22,7 +24,8 @@ class StorageShutdown implements OnApplicationShutdown {
 
 /**
  * The configuration and the two ports' adapters, for the whole app. The embedded default keeps
- * events and read models in one SQLite file, through one connection each.
+ * events and read models in one SQLite file, through one connection each. Each adapter is wrapped
+ * to time its calls for /metrics.
  */
 @Global()
 @Module({})
@@ -34,11 +37,15 @@ export class StorageModule {
         { provide: APP_CONFIG, useValue: config },
         {
           provide: EVENT_STORE,
-          useFactory: () => new SqliteEventStore(openSqliteDatabase(config.sqliteFile, { durable: true })),
+          useFactory: (metrics: Metrics) =>
+            new InstrumentedEventStore(new SqliteEventStore(openSqliteDatabase(config.sqliteFile, { durable: true })), metrics),
+          inject: [Metrics],
         },
         {
           provide: READ_STORE,
-          useFactory: () => new SqliteReadStore(openSqliteDatabase(config.sqliteFile, { durable: false })),
+          useFactory: (metrics: Metrics) =>
+            new InstrumentedReadStore(new SqliteReadStore(openSqliteDatabase(config.sqliteFile, { durable: false })), metrics),
+          inject: [Metrics],
         },
         StorageShutdown,
       ],

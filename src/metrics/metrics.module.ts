@@ -1,0 +1,40 @@
+import { Controller, Get, Global, Inject, Module, Res } from '@nestjs/common';
+import type { Response } from 'express';
+import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
+import { ProjectionsService } from '../projections/projections.service';
+import { Metrics } from './metrics';
+
+/** `GET /metrics`: Prometheus text, outside /v1 and without a token, as scrapers expect. */
+@Controller('metrics')
+export class MetricsController {
+  constructor(
+    private readonly metrics: Metrics,
+    private readonly projections: ProjectionsService,
+    @Inject(EVENT_STORE) private readonly eventStore: EventStore,
+  ) {}
+
+  @Get()
+  async scrape(@Res() res: Response): Promise<void> {
+    // Projection figures are read at scrape time: they are states, not events to count.
+    const head = await this.eventStore.headPosition();
+    for (const projector of this.projections.projectors) {
+      const labels = { projection: projector.projection.name };
+      const checkpoint = projector.checkpoint.commit;
+      this.metrics.projectionCheckpoint.set(labels, Number(checkpoint));
+      // START is -1; positions begin at 0 or above, so lag counts from 0 then.
+      const folded = checkpoint < 0n ? 0n : checkpoint;
+      this.metrics.projectionLag.set(labels, Number(head.commit > folded ? head.commit - folded : 0n));
+    }
+    const text = await this.metrics.registry.metrics();
+    res.status(200).setHeader('Content-Type', this.metrics.registry.contentType);
+    res.end(text);
+  }
+}
+
+@Global()
+@Module({
+  controllers: [MetricsController],
+  providers: [Metrics],
+  exports: [Metrics],
+})
+export class MetricsModule {}
