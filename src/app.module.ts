@@ -1,8 +1,11 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
 import { CqrsModule } from '@nestjs/cqrs';
+import { ThrottlerModule } from '@nestjs/throttler';
 import type { AppConfig } from './config/config';
 import { customerProjection } from './customers/customer.projection';
 import { CustomersModule } from './customers/customers.module';
+import { RateLimitGuard } from './http/rate-limit.guard';
 import { MetricsModule } from './metrics/metrics.module';
 import { profileProjection } from './profiles/profile.projection';
 import { ProfilesModule } from './profiles/profiles.module';
@@ -21,7 +24,13 @@ export class AppModule {
         ProjectionsModule.forRoot([profileProjection, customerProjection]),
         ProfilesModule,
         CustomersModule,
+        ThrottlerModule.forRoot({
+          throttlers: [{ ttl: config.rateLimitWindowSeconds * 1000, limit: config.rateLimitRequests }],
+          // No X-RateLimit-* headers: the interface has none; a 429 carries Retry-After.
+          setHeaders: false,
+        }),
       ],
+      providers: config.rateLimitRequests > 0 ? [{ provide: APP_GUARD, useClass: RateLimitGuard }] : [],
     };
   }
 }

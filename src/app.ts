@@ -1,5 +1,6 @@
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import helmet from 'helmet';
 import { AppModule } from './app.module';
 import type { AppConfig } from './config/config';
 import { AccessTokens, accessTokenMiddleware } from './http/access-token.middleware';
@@ -27,7 +28,7 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   app.set('etag', false);
   app.set('query parser', 'simple');
   // The request log and metrics come before anything that can answer, so every request is seen.
-  app.use(requestIdMiddleware, requestLogger(logger), app.get(Metrics).httpMiddleware(), undecodablePathMiddleware);
+  app.use(helmet(), requestIdMiddleware, requestLogger(logger), app.get(Metrics).httpMiddleware(), undecodablePathMiddleware);
   app.use('/v1', accessTokenMiddleware(new AccessTokens(config.accessTokens)), ...jsonBody);
   app.useGlobalFilters(new ApiExceptionFilter());
   app.useGlobalPipes(new BodyValidationPipe());

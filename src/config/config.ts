@@ -16,6 +16,9 @@ export interface AppConfig {
   accessTokens: Map<string, string>;
   /** How long a write waits for its read models before answering 503. */
   readYourWritesTimeoutMs: number;
+  /** Requests each access token may make per window; 0 turns the limit off. */
+  rateLimitRequests: number;
+  rateLimitWindowSeconds: number;
 }
 
 export const APP_CONFIG = Symbol('AppConfig');
@@ -41,6 +44,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     sqliteFile: join(dataDir, 'service.sqlite'),
     logLevel,
     readYourWritesTimeoutMs: integer(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5000, 1, 600_000),
+    rateLimitRequests: integer(env, 'RATE_LIMIT_REQUESTS', 6000, 0, 1_000_000),
+    rateLimitWindowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
   };
 }
 
