@@ -2,6 +2,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import helmet from 'helmet';
 import { AppModule } from './app.module';
+import { setUpDocs } from './docs/openapi';
 import type { AppConfig } from './config/config';
 import { AccessTokens, accessTokenMiddleware } from './http/access-token.middleware';
 import { ApiExceptionFilter } from './http/api-exception.filter';
@@ -32,6 +33,7 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   app.use('/v1', accessTokenMiddleware(new AccessTokens(config.accessTokens)), ...jsonBody);
   app.useGlobalFilters(new ApiExceptionFilter());
   app.useGlobalPipes(new BodyValidationPipe());
+  setUpDocs(app);
   await app.init();
   return app;
 }

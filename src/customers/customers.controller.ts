@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { Response } from 'express';
+import { ApiRecordOperation, ApiResource } from '../docs/openapi';
 import { toFields } from '../http/body-validation.pipe';
 import { envelope } from '../http/envelope';
 import { parseListQuery } from '../http/list-query';
@@ -13,6 +14,7 @@ import { GetCustomerQuery, ListCustomersQuery } from './customer.queries';
 
 const CustomerId = new RecordIdPipe('Customer');
 
+@ApiResource('Customer')
 @Controller('v1/customers')
 export class CustomersController {
   constructor(
@@ -21,6 +23,7 @@ export class CustomersController {
   ) {}
 
   @Post()
+  @ApiRecordOperation('Customer', 'create')
   @HttpCode(201)
   async create(@Ctx() ctx: RequestContext, @Body() body: CreateCustomerBody) {
     const id = await this.commands.execute(new CreateCustomerCommand(ctx, toFields(body)));
@@ -28,6 +31,7 @@ export class CustomersController {
   }
 
   @Get()
+  @ApiRecordOperation('Customer', 'list')
   async list(@Ctx() ctx: RequestContext, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) res: Response) {
     const { customers, total } = await this.queries.execute(
       new ListCustomersQuery(ctx.accountId, parseListQuery(query, CUSTOMER_FILTERS)),
@@ -37,12 +41,14 @@ export class CustomersController {
   }
 
   @Get(':id')
+  @ApiRecordOperation('Customer', 'read')
   async read(@Ctx() ctx: RequestContext, @Param('id', CustomerId) id: string) {
     return envelope([{ Customer: await this.queries.execute(new GetCustomerQuery(ctx.accountId, id, 'short')) }], 200);
   }
 
   /** HTTP 200 with body status 201, as the interface's example answers. */
   @Put(':id')
+  @ApiRecordOperation('Customer', 'update')
   @HttpCode(200)
   async update(@Ctx() ctx: RequestContext, @Param('id', CustomerId) id: string, @Body() body: UpdateCustomerBody) {
     await this.commands.execute(new UpdateCustomerCommand(ctx, id, toFields(body)));
@@ -50,6 +56,7 @@ export class CustomersController {
   }
 
   @Delete(':id')
+  @ApiRecordOperation('Customer', 'delete')
   @HttpCode(200)
   async remove(@Ctx() ctx: RequestContext, @Param('id', CustomerId) id: string) {
     await this.commands.execute(new DeleteCustomerCommand(ctx, id));
