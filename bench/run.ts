@@ -1,6 +1,7 @@
 // `npm run bench -- <name> [args]`: runs one benchmark from this folder and prints its figures.
 // Benchmarks hold the speed targets; the test suite only asserts behaviour.
 const BENCHES: Record<string, () => Promise<{ main(args: string[]): Promise<void> }>> = {
+  'audit-and-retries': () => import('./audit-and-retries'),
   operations: () => import('./operations'),
 };
 

@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { CqrsModule } from '@nestjs/cqrs';
 import { ThrottlerModule } from '@nestjs/throttler';
+import { AuditModule } from './audit/audit.module';
 import type { AppConfig } from './config/config';
 import { customerProjection } from './customers/customer.projection';
 import { CustomersModule } from './customers/customers.module';
@@ -24,6 +25,7 @@ export class AppModule {
         ProjectionsModule.forRoot([profileProjection, customerProjection]),
         ProfilesModule,
         CustomersModule,
+        AuditModule,
         ThrottlerModule.forRoot({
           throttlers: [{ ttl: config.rateLimitWindowSeconds * 1000, limit: config.rateLimitRequests }],
           // No X-RateLimit-* headers: the interface has none; a 429 carries Retry-After.

@@ -3,40 +3,44 @@ import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../http/request-context';
 import type { Fields } from '../records/record';
-import { RecordWriter } from '../records/record-writer';
+import { Precondition, RecordWriter } from '../records/record-writer';
 import { decideCreateCustomer, decideDeleteCustomer, decideUpdateCustomer } from './customer.decider';
 
 export const CUSTOMER_WRITER = Symbol('CustomerWriter');
 
-export class CreateCustomerCommand extends Command<string> {
-  readonly commandId = randomUUID();
-  constructor(readonly context: RequestContext, readonly fields: Fields) {
-    super();
-  }
-}
-
-export class UpdateCustomerCommand extends Command<void> {
+/** `id` is new, or the one an Idempotency-Key claimed: creating it again appends nothing. */
+export class CreateCustomerCommand extends Command<void> {
   readonly commandId = randomUUID();
   constructor(readonly context: RequestContext, readonly id: string, readonly fields: Fields) {
     super();
   }
 }
 
+export class UpdateCustomerCommand extends Command<void> {
+  readonly commandId = randomUUID();
+  constructor(
+    readonly context: RequestContext,
+    readonly id: string,
+    readonly fields: Fields,
+    readonly precondition?: Precondition,
+  ) {
+    super();
+  }
+}
+
 export class DeleteCustomerCommand extends Command<void> {
   readonly commandId = randomUUID();
-  constructor(readonly context: RequestContext, readonly id: string) {
+  constructor(readonly context: RequestContext, readonly id: string, readonly precondition?: Precondition) {
     super();
   }
 }
 
 @CommandHandler(CreateCustomerCommand)
-export class CreateCustomerHandler implements ICommandHandler<CreateCustomerCommand, string> {
+export class CreateCustomerHandler implements ICommandHandler<CreateCustomerCommand, void> {
   constructor(@Inject(CUSTOMER_WRITER) private readonly customers: RecordWriter) {}
 
-  async execute({ context, fields, commandId }: CreateCustomerCommand): Promise<string> {
-    const id = randomUUID();
+  async execute({ context, id, fields, commandId }: CreateCustomerCommand): Promise<void> {
     await this.customers.write(id, context, commandId, (state) => decideCreateCustomer(state, fields));
-    return id;
   }
 }
 
@@ -44,8 +48,8 @@ export class CreateCustomerHandler implements ICommandHandler<CreateCustomerComm
 export class UpdateCustomerHandler implements ICommandHandler<UpdateCustomerCommand, void> {
   constructor(@Inject(CUSTOMER_WRITER) private readonly customers: RecordWriter) {}
 
-  async execute({ context, id, fields, commandId }: UpdateCustomerCommand): Promise<void> {
-    await this.customers.write(id, context, commandId, (state) => decideUpdateCustomer(state, context.accountId, fields));
+  async execute({ context, id, fields, commandId, precondition }: UpdateCustomerCommand): Promise<void> {
+    await this.customers.write(id, context, commandId, (state) => decideUpdateCustomer(state, context.accountId, fields), precondition);
   }
 }
 
@@ -53,7 +57,7 @@ export class UpdateCustomerHandler implements ICommandHandler<UpdateCustomerComm
 export class DeleteCustomerHandler implements ICommandHandler<DeleteCustomerCommand, void> {
   constructor(@Inject(CUSTOMER_WRITER) private readonly customers: RecordWriter) {}
 
-  async execute({ context, id, commandId }: DeleteCustomerCommand): Promise<void> {
-    await this.customers.write(id, context, commandId, (state) => decideDeleteCustomer(state, context.accountId));
+  async execute({ context, id, commandId, precondition }: DeleteCustomerCommand): Promise<void> {
+    await this.customers.write(id, context, commandId, (state) => decideDeleteCustomer(state, context.accountId), precondition);
   }
 }

@@ -1,5 +1,5 @@
 import type { DomainEvent } from '../event-store/event-store.port';
-import { ApiError, validationFailed } from '../errors';
+import { validationFailed } from '../errors';
 import { changedFields, Fields, ownedRecord, recordEvents, RecordKind, RecordState } from '../records/record';
 
 /** Where every customer change is decided: pure functions of the folded record and the request. */
@@ -13,7 +13,8 @@ export const CUSTOMER: RecordKind = {
 const events = recordEvents(CUSTOMER);
 
 export function decideCreateCustomer(state: RecordState | null, fields: Fields): DomainEvent[] {
-  if (state) throw new ApiError('CONFLICT', 'A customer with this id exists already.');
+  // The service picks ids, so an existing one is an idempotent retry re-running its create: done already.
+  if (state) return [];
   requireEmailOrMobile(fields);
   return [events.created(fields)];
 }

@@ -1,8 +1,11 @@
 import { Inject } from '@nestjs/common';
-import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
+import { IQueryHandler, Query, QueryBus, QueryHandler } from '@nestjs/cqrs';
+import { RecordAsOfQuery } from '../audit/audit.queries';
 import { notFound } from '../errors';
 import type { ListQuery } from '../http/list-query';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
+import type { Versioned } from '../records/record';
+import { CUSTOMER } from './customer.decider';
 import { customerProjection } from './customer.projection';
 import { customerView, CustomerViewShape } from './customer.view';
 
@@ -10,8 +13,14 @@ const COLLECTION = customerProjection.schema.name;
 
 export type CustomerView = ReturnType<typeof customerView>;
 
-export class GetCustomerQuery extends Query<CustomerView> {
-  constructor(readonly accountId: string, readonly id: string, readonly shape: CustomerViewShape) {
+/** One customer as it is now, or as it stood at `asOf` (epoch seconds). */
+export class GetCustomerQuery extends Query<Versioned<CustomerView>> {
+  constructor(
+    readonly accountId: string,
+    readonly id: string,
+    readonly shape: CustomerViewShape,
+    readonly asOf?: number,
+  ) {
     super();
   }
 }
@@ -23,13 +32,19 @@ export class ListCustomersQuery extends Query<{ customers: CustomerView[]; total
 }
 
 @QueryHandler(GetCustomerQuery)
-export class GetCustomerHandler implements IQueryHandler<GetCustomerQuery, CustomerView> {
-  constructor(@Inject(READ_STORE) private readonly readStore: ReadStore) {}
+export class GetCustomerHandler implements IQueryHandler<GetCustomerQuery, Versioned<CustomerView>> {
+  constructor(
+    @Inject(READ_STORE) private readonly readStore: ReadStore,
+    private readonly queries: QueryBus,
+  ) {}
 
-  async execute({ accountId, id, shape }: GetCustomerQuery): Promise<CustomerView> {
-    const customer = await this.readStore.get(COLLECTION, accountId, id);
+  async execute({ accountId, id, shape, asOf }: GetCustomerQuery): Promise<Versioned<CustomerView>> {
+    const customer =
+      asOf === undefined
+        ? await this.readStore.get(COLLECTION, accountId, id)
+        : await this.queries.execute(new RecordAsOfQuery(CUSTOMER, accountId, id, asOf));
     if (!customer) throw notFound('Customer');
-    return customerView(customer, shape);
+    return { view: customerView(customer, shape), revision: customer.revision };
   }
 }
 

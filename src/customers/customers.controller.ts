@@ -1,14 +1,18 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { Response } from 'express';
+import { RecordHistoryQuery } from '../audit/audit.queries';
 import { ApiRecordOperation, ApiResource } from '../docs/openapi';
 import { toFields } from '../http/body-validation.pipe';
 import { envelope } from '../http/envelope';
-import { parseListQuery } from '../http/list-query';
+import { parseIfMatch, setETag } from '../http/etag';
+import { parseAsOf, parseListQuery } from '../http/list-query';
 import { RecordIdPipe } from '../http/record-id.pipe';
 import { Ctx, RequestContext } from '../http/request-context';
+import { IdempotentCreates } from '../idempotency/idempotent-creates';
 import { CreateCustomerBody, UpdateCustomerBody } from './customer.body';
 import { CreateCustomerCommand, DeleteCustomerCommand, UpdateCustomerCommand } from './customer.commands';
+import { CUSTOMER } from './customer.decider';
 import { CUSTOMER_FILTERS } from './customer.projection';
 import { GetCustomerQuery, ListCustomersQuery } from './customer.queries';
 
@@ -20,14 +24,26 @@ export class CustomersController {
   constructor(
     private readonly commands: CommandBus,
     private readonly queries: QueryBus,
+    private readonly idempotentCreates: IdempotentCreates,
   ) {}
 
   @Post()
   @ApiRecordOperation('Customer', 'create')
   @HttpCode(201)
-  async create(@Ctx() ctx: RequestContext, @Body() body: CreateCustomerBody) {
-    const id = await this.commands.execute(new CreateCustomerCommand(ctx, toFields(body)));
-    return envelope({ Customer: await this.queries.execute(new GetCustomerQuery(ctx.accountId, id, 'full')) }, 201);
+  async create(
+    @Ctx() ctx: RequestContext,
+    @Body() body: CreateCustomerBody,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const fields = toFields(body);
+    const created = await this.idempotentCreates.run(ctx, idempotencyKey, { resource: 'customers', fields }, async (id) => {
+      await this.commands.execute(new CreateCustomerCommand(ctx, id, fields));
+      const { view, revision } = await this.queries.execute(new GetCustomerQuery(ctx.accountId, id, 'full'));
+      return { body: envelope({ Customer: view }, 201), revision };
+    });
+    setETag(res, created.revision);
+    return created.body;
   }
 
   @Get()
@@ -40,26 +56,57 @@ export class CustomersController {
     return envelope(customers.map((c) => ({ Customer: c })), 200);
   }
 
+  /** `?as_of=<epoch seconds>`: the customer as it stood then, folded from its events. */
   @Get(':id')
   @ApiRecordOperation('Customer', 'read')
-  async read(@Ctx() ctx: RequestContext, @Param('id', CustomerId) id: string) {
-    return envelope([{ Customer: await this.queries.execute(new GetCustomerQuery(ctx.accountId, id, 'short')) }], 200);
+  async read(
+    @Ctx() ctx: RequestContext,
+    @Param('id', CustomerId) id: string,
+    @Query() query: Record<string, unknown>,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const { view, revision } = await this.queries.execute(new GetCustomerQuery(ctx.accountId, id, 'short', parseAsOf(query)));
+    setETag(res, revision);
+    return envelope([{ Customer: view }], 200);
+  }
+
+  @Get(':id/history')
+  @ApiRecordOperation('Customer', 'history')
+  async history(
+    @Ctx() ctx: RequestContext,
+    @Param('id', CustomerId) id: string,
+    @Query() query: Record<string, unknown>,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const { entries, total } = await this.queries.execute(
+      new RecordHistoryQuery(CUSTOMER, ctx.accountId, id, parseListQuery(query, [], 100)),
+    );
+    res.setHeader('X-Total-Count', String(total));
+    return envelope(entries, 200);
   }
 
   /** HTTP 200 with body status 201, as the interface's example answers. */
   @Put(':id')
   @ApiRecordOperation('Customer', 'update')
   @HttpCode(200)
-  async update(@Ctx() ctx: RequestContext, @Param('id', CustomerId) id: string, @Body() body: UpdateCustomerBody) {
-    await this.commands.execute(new UpdateCustomerCommand(ctx, id, toFields(body)));
-    return envelope({ Customer: await this.queries.execute(new GetCustomerQuery(ctx.accountId, id, 'short')) }, 201);
+  async update(
+    @Ctx() ctx: RequestContext,
+    @Param('id', CustomerId) id: string,
+    @Body() body: UpdateCustomerBody,
+    @Headers('if-match') ifMatch: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    await this.commands.execute(new UpdateCustomerCommand(ctx, id, toFields(body), parseIfMatch(ifMatch)));
+    const { view, revision } = await this.queries.execute(new GetCustomerQuery(ctx.accountId, id, 'short'));
+    setETag(res, revision);
+    return envelope({ Customer: view }, 201);
   }
 
   @Delete(':id')
   @ApiRecordOperation('Customer', 'delete')
   @HttpCode(200)
-  async remove(@Ctx() ctx: RequestContext, @Param('id', CustomerId) id: string) {
-    await this.commands.execute(new DeleteCustomerCommand(ctx, id));
+  async remove(@Ctx() ctx: RequestContext, @Param('id', CustomerId) id: string, @Headers('if-match') ifMatch: string | undefined) {
+    await this.commands.execute(new DeleteCustomerCommand(ctx, id, parseIfMatch(ifMatch)));
     return envelope({ Customer: { id } }, 200, 'Customer deleted successfully.');
   }
 }

@@ -10,26 +10,15 @@ export interface ListQuery {
 type RawQuery = Record<string, unknown>;
 
 /**
- * Paging and filters of CONTRACT.md "Lists": limit 1..100 (default 10), offset >= 0 or page >= 1
- * (page N is offset (N-1)*limit; both at once is an error). Unknown parameters are ignored.
+ * Paging and filters of CONTRACT.md "Lists": limit 1..100 (default 10; histories take 100), offset
+ * >= 0 or page >= 1 (page N is offset (N-1)*limit; both at once is an error). Unknown parameters
+ * are ignored.
  */
-export function parseListQuery(query: RawQuery, filterNames: readonly string[]): ListQuery {
+export function parseListQuery(query: RawQuery, filterNames: readonly string[], defaultLimit = 10): ListQuery {
   const faults: FieldFault[] = [];
-  const integer = (name: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined => {
-    const raw = single(query, name, faults);
-    if (raw === undefined) return undefined;
-    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-      faults.push({
-        field: name,
-        message: max === Number.MAX_SAFE_INTEGER ? `${name} must be an integer >= ${min}` : `${name} must be an integer from ${min} to ${max}`,
-      });
-      return undefined;
-    }
-    return Number(raw);
-  };
-  const limit = integer('limit', 1, 100) ?? 10;
-  const offset = integer('offset', 0);
-  const page = integer('page', 1);
+  const limit = integerParameter(query, 'limit', faults, 1, 100) ?? defaultLimit;
+  const offset = integerParameter(query, 'offset', faults, 0);
+  const page = integerParameter(query, 'page', faults, 1);
   if (query.offset !== undefined && query.page !== undefined) {
     faults.push({ field: 'page', message: 'send either offset or page, not both' });
   }
@@ -40,6 +29,28 @@ export function parseListQuery(query: RawQuery, filterNames: readonly string[]):
   }
   if (faults.length) throw validationFailed(faults);
   return { limit, offset: offset ?? (page !== undefined ? (page - 1) * limit : 0), filters };
+}
+
+/** `?as_of=<epoch seconds>` of an item read: a non-negative integer, or undefined when absent. */
+export function parseAsOf(query: RawQuery): number | undefined {
+  const faults: FieldFault[] = [];
+  const asOf = integerParameter(query, 'as_of', faults, 0);
+  if (faults.length) throw validationFailed(faults);
+  return asOf;
+}
+
+/** An integer parameter from min to max, or undefined when absent; a fault naming it otherwise. */
+function integerParameter(query: RawQuery, name: string, faults: FieldFault[], min: number, max = Number.MAX_SAFE_INTEGER) {
+  const raw = single(query, name, faults);
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    faults.push({
+      field: name,
+      message: max === Number.MAX_SAFE_INTEGER ? `${name} must be an integer >= ${min}` : `${name} must be an integer from ${min} to ${max}`,
+    });
+    return undefined;
+  }
+  return Number(raw);
 }
 
 function single(query: RawQuery, name: string, faults: FieldFault[]): string | undefined {

@@ -1,10 +1,12 @@
 import { Controller, Get, Global, Inject, Module, Res } from '@nestjs/common';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
 import { Metrics } from './metrics';
 
 /** `GET /metrics`: Prometheus text, outside /v1 and without a token, as scrapers expect. */
+@ApiTags('operations')
 @Controller('metrics')
 export class MetricsController {
   constructor(
@@ -14,6 +16,8 @@ export class MetricsController {
   ) {}
 
   @Get()
+  @ApiOperation({ summary: 'Prometheus metrics', description: 'No token. The metrics are listed in the README (Operations).' })
+  @ApiResponse({ status: 200, description: 'Prometheus text format 0.0.4', content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: { type: 'string' } } } })
   async scrape(@Res() res: Response): Promise<void> {
     // Projection figures are read at scrape time: they are states, not events to count.
     const head = await this.eventStore.headPosition();

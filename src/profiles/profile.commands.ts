@@ -3,29 +3,35 @@ import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../http/request-context';
 import type { Fields } from '../records/record';
-import { Decision, eventMetadata, RecordWriter } from '../records/record-writer';
+import { Decision, eventMetadata, Precondition, RecordWriter } from '../records/record-writer';
 import { decideCreateProfile, decideDeleteProfile, decideUpdateProfile, slugKey } from './profile.decider';
 import { SlugReservations } from './slug-reservations';
 
 export const PROFILE_WRITER = Symbol('ProfileWriter');
 
-export class CreateProfileCommand extends Command<string> {
-  readonly commandId = randomUUID();
-  constructor(readonly context: RequestContext, readonly fields: Fields) {
-    super();
-  }
-}
-
-export class UpdateProfileCommand extends Command<void> {
+/** `id` is new, or the one an Idempotency-Key claimed: creating it again appends nothing. */
+export class CreateProfileCommand extends Command<void> {
   readonly commandId = randomUUID();
   constructor(readonly context: RequestContext, readonly id: string, readonly fields: Fields) {
     super();
   }
 }
 
+export class UpdateProfileCommand extends Command<void> {
+  readonly commandId = randomUUID();
+  constructor(
+    readonly context: RequestContext,
+    readonly id: string,
+    readonly fields: Fields,
+    readonly precondition?: Precondition,
+  ) {
+    super();
+  }
+}
+
 export class DeleteProfileCommand extends Command<void> {
   readonly commandId = randomUUID();
-  constructor(readonly context: RequestContext, readonly id: string) {
+  constructor(readonly context: RequestContext, readonly id: string, readonly precondition?: Precondition) {
     super();
   }
 }
@@ -43,7 +49,7 @@ abstract class SlugAwareHandler {
 
   protected async writeWithSlugs(
     id: string,
-    command: { context: RequestContext; commandId: string },
+    command: { context: RequestContext; commandId: string; precondition?: Precondition },
     decide: Decision,
     newSlug: (current: Fields) => string | undefined,
   ): Promise<void> {
@@ -62,7 +68,7 @@ abstract class SlugAwareHandler {
           }
         }
         return events;
-      });
+      }, command.precondition);
     } finally {
       for (const slug of touched) await this.slugs.release(slug, id, metadata);
     }
@@ -70,15 +76,13 @@ abstract class SlugAwareHandler {
 }
 
 @CommandHandler(CreateProfileCommand)
-export class CreateProfileHandler extends SlugAwareHandler implements ICommandHandler<CreateProfileCommand, string> {
+export class CreateProfileHandler extends SlugAwareHandler implements ICommandHandler<CreateProfileCommand, void> {
   constructor(@Inject(PROFILE_WRITER) profiles: RecordWriter, slugs: SlugReservations) {
     super(profiles, slugs);
   }
 
-  async execute(command: CreateProfileCommand): Promise<string> {
-    const id = randomUUID();
-    await this.writeWithSlugs(id, command, (state) => decideCreateProfile(state, command.fields), () => command.fields.slug);
-    return id;
+  async execute(command: CreateProfileCommand): Promise<void> {
+    await this.writeWithSlugs(command.id, command, (state) => decideCreateProfile(state, command.fields), () => command.fields.slug);
   }
 }
 

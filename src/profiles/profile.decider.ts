@@ -1,5 +1,4 @@
 import type { DomainEvent } from '../event-store/event-store.port';
-import { ApiError } from '../errors';
 import { changedFields, Fields, ownedRecord, recordEvents, RecordKind, RecordState } from '../records/record';
 
 /**
@@ -16,7 +15,8 @@ export const PROFILE: RecordKind = {
 const events = recordEvents(PROFILE);
 
 export function decideCreateProfile(state: RecordState | null, fields: Fields): DomainEvent[] {
-  if (state) throw new ApiError('CONFLICT', 'A profile with this id exists already.');
+  // The service picks ids, so an existing one is an idempotent retry re-running its create: done already.
+  if (state) return [];
   return [events.created(fields)];
 }
 

@@ -1,8 +1,11 @@
 import { Inject } from '@nestjs/common';
-import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
+import { IQueryHandler, Query, QueryBus, QueryHandler } from '@nestjs/cqrs';
+import { RecordAsOfQuery } from '../audit/audit.queries';
 import { notFound } from '../errors';
 import type { ListQuery } from '../http/list-query';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
+import type { Versioned } from '../records/record';
+import { PROFILE } from './profile.decider';
 import { profileProjection } from './profile.projection';
 import { profileView } from './profile.view';
 
@@ -10,8 +13,13 @@ const COLLECTION = profileProjection.schema.name;
 
 export type ProfileView = ReturnType<typeof profileView>;
 
-export class GetProfileQuery extends Query<ProfileView> {
-  constructor(readonly accountId: string, readonly id: string) {
+/** One profile as it is now, or as it stood at `asOf` (epoch seconds). */
+export class GetProfileQuery extends Query<Versioned<ProfileView>> {
+  constructor(
+    readonly accountId: string,
+    readonly id: string,
+    readonly asOf?: number,
+  ) {
     super();
   }
 }
@@ -29,13 +37,21 @@ async function defaultProfileId(readStore: ReadStore, accountId: string): Promis
 }
 
 @QueryHandler(GetProfileQuery)
-export class GetProfileHandler implements IQueryHandler<GetProfileQuery, ProfileView> {
-  constructor(@Inject(READ_STORE) private readonly readStore: ReadStore) {}
+export class GetProfileHandler implements IQueryHandler<GetProfileQuery, Versioned<ProfileView>> {
+  constructor(
+    @Inject(READ_STORE) private readonly readStore: ReadStore,
+    private readonly queries: QueryBus,
+  ) {}
 
-  async execute({ accountId, id }: GetProfileQuery): Promise<ProfileView> {
-    const profile = await this.readStore.get(COLLECTION, accountId, id);
+  /** `default` says whether the profile is the account's default now, as-of reads included. */
+  async execute({ accountId, id, asOf }: GetProfileQuery): Promise<Versioned<ProfileView>> {
+    const profile =
+      asOf === undefined
+        ? await this.readStore.get(COLLECTION, accountId, id)
+        : await this.queries.execute(new RecordAsOfQuery(PROFILE, accountId, id, asOf));
     if (!profile) throw notFound('Profile');
-    return profileView(profile, (await defaultProfileId(this.readStore, accountId)) === id);
+    const isDefault = (await defaultProfileId(this.readStore, accountId)) === id;
+    return { view: profileView(profile, isDefault), revision: profile.revision };
   }
 }
 

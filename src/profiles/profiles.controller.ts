@@ -1,14 +1,18 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { Response } from 'express';
+import { RecordHistoryQuery } from '../audit/audit.queries';
 import { ApiRecordOperation, ApiResource } from '../docs/openapi';
 import { toFields } from '../http/body-validation.pipe';
 import { envelope } from '../http/envelope';
-import { parseListQuery } from '../http/list-query';
+import { parseIfMatch, setETag } from '../http/etag';
+import { parseAsOf, parseListQuery } from '../http/list-query';
 import { RecordIdPipe } from '../http/record-id.pipe';
 import { Ctx, RequestContext } from '../http/request-context';
+import { IdempotentCreates } from '../idempotency/idempotent-creates';
 import { ProfileBody } from './profile.body';
 import { CreateProfileCommand, DeleteProfileCommand, UpdateProfileCommand } from './profile.commands';
+import { PROFILE } from './profile.decider';
 import { PROFILE_FILTERS } from './profile.projection';
 import { GetProfileQuery, ListProfilesQuery } from './profile.queries';
 
@@ -20,14 +24,26 @@ export class ProfilesController {
   constructor(
     private readonly commands: CommandBus,
     private readonly queries: QueryBus,
+    private readonly idempotentCreates: IdempotentCreates,
   ) {}
 
   @Post()
   @ApiRecordOperation('Profile', 'create')
   @HttpCode(201)
-  async create(@Ctx() ctx: RequestContext, @Body() body: ProfileBody) {
-    const id = await this.commands.execute(new CreateProfileCommand(ctx, toFields(body)));
-    return envelope({ Profile: await this.queries.execute(new GetProfileQuery(ctx.accountId, id)) }, 201);
+  async create(
+    @Ctx() ctx: RequestContext,
+    @Body() body: ProfileBody,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const fields = toFields(body);
+    const created = await this.idempotentCreates.run(ctx, idempotencyKey, { resource: 'profiles', fields }, async (id) => {
+      await this.commands.execute(new CreateProfileCommand(ctx, id, fields));
+      const { view, revision } = await this.queries.execute(new GetProfileQuery(ctx.accountId, id));
+      return { body: envelope({ Profile: view }, 201), revision };
+    });
+    setETag(res, created.revision);
+    return created.body;
   }
 
   @Get()
@@ -40,26 +56,57 @@ export class ProfilesController {
     return envelope(profiles.map((p) => ({ Profile: p })), 200);
   }
 
+  /** `?as_of=<epoch seconds>`: the profile as it stood then, folded from its events. */
   @Get(':id')
   @ApiRecordOperation('Profile', 'read')
-  async read(@Ctx() ctx: RequestContext, @Param('id', ProfileId) id: string) {
-    return envelope([{ Profile: await this.queries.execute(new GetProfileQuery(ctx.accountId, id)) }], 200);
+  async read(
+    @Ctx() ctx: RequestContext,
+    @Param('id', ProfileId) id: string,
+    @Query() query: Record<string, unknown>,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const { view, revision } = await this.queries.execute(new GetProfileQuery(ctx.accountId, id, parseAsOf(query)));
+    setETag(res, revision);
+    return envelope([{ Profile: view }], 200);
+  }
+
+  @Get(':id/history')
+  @ApiRecordOperation('Profile', 'history')
+  async history(
+    @Ctx() ctx: RequestContext,
+    @Param('id', ProfileId) id: string,
+    @Query() query: Record<string, unknown>,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const { entries, total } = await this.queries.execute(
+      new RecordHistoryQuery(PROFILE, ctx.accountId, id, parseListQuery(query, [], 100)),
+    );
+    res.setHeader('X-Total-Count', String(total));
+    return envelope(entries, 200);
   }
 
   /** HTTP 200 with body status 201, as the interface's example answers. */
   @Put(':id')
   @ApiRecordOperation('Profile', 'update')
   @HttpCode(200)
-  async update(@Ctx() ctx: RequestContext, @Param('id', ProfileId) id: string, @Body() body: ProfileBody) {
-    await this.commands.execute(new UpdateProfileCommand(ctx, id, toFields(body)));
-    return envelope({ Profile: await this.queries.execute(new GetProfileQuery(ctx.accountId, id)) }, 201);
+  async update(
+    @Ctx() ctx: RequestContext,
+    @Param('id', ProfileId) id: string,
+    @Body() body: ProfileBody,
+    @Headers('if-match') ifMatch: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    await this.commands.execute(new UpdateProfileCommand(ctx, id, toFields(body), parseIfMatch(ifMatch)));
+    const { view, revision } = await this.queries.execute(new GetProfileQuery(ctx.accountId, id));
+    setETag(res, revision);
+    return envelope({ Profile: view }, 201);
   }
 
   @Delete(':id')
   @ApiRecordOperation('Profile', 'delete')
   @HttpCode(200)
-  async remove(@Ctx() ctx: RequestContext, @Param('id', ProfileId) id: string) {
-    await this.commands.execute(new DeleteProfileCommand(ctx, id));
+  async remove(@Ctx() ctx: RequestContext, @Param('id', ProfileId) id: string, @Headers('if-match') ifMatch: string | undefined) {
+    await this.commands.execute(new DeleteProfileCommand(ctx, id, parseIfMatch(ifMatch)));
     return envelope({ Profile: { id } }, 200, 'Profile deleted successfully.');
   }
 }

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
+import { IdempotentCreates } from '../idempotency/idempotent-creates';
 import { RecordWriter } from '../records/record-writer';
 import { CreateProfileHandler, DeleteProfileHandler, PROFILE_WRITER, UpdateProfileHandler } from './profile.commands';
 import { PROFILE } from './profile.decider';
@@ -11,6 +12,7 @@ import { SlugReservations } from './slug-reservations';
 @Module({
   controllers: [ProfilesController],
   providers: [
+    IdempotentCreates,
     {
       provide: PROFILE_WRITER,
       useFactory: (eventStore: EventStore, projections: ProjectionsService) => new RecordWriter(PROFILE, eventStore, projections),

@@ -21,6 +21,12 @@ export interface RecordKind {
  */
 export type RecordState = ReadDocument;
 
+/** A record's response view with the stream revision it shows, the ETag's value. */
+export interface Versioned<View> {
+  view: View;
+  revision: number;
+}
+
 export const streamIdOf = (kind: RecordKind, id: string) => `${kind.streamPrefix}-${id}`;
 
 export const recordEvents = (kind: RecordKind) => {

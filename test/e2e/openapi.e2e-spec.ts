@@ -20,11 +20,13 @@ const OPERATIONS: [Method, string][] = [
   ['get', '/v1/profiles/{id}'],
   ['put', '/v1/profiles/{id}'],
   ['delete', '/v1/profiles/{id}'],
+  ['get', '/v1/profiles/{id}/history'],
   ['post', '/v1/customers'],
   ['get', '/v1/customers'],
   ['get', '/v1/customers/{id}'],
   ['put', '/v1/customers/{id}'],
   ['delete', '/v1/customers/{id}'],
+  ['get', '/v1/customers/{id}/history'],
 ];
 
 describe('the OpenAPI document', () => {
@@ -91,22 +93,31 @@ describe('the OpenAPI document', () => {
     conforms(await http.get('/v1/profiles'), 'get', '/v1/profiles'); // 401
     conforms(await http.get(withToken(`profiles/${id}`)), 'get', '/v1/profiles/{id}');
     conforms(await http.get(withToken(`profiles/${id}`, TOKENS.b)), 'get', '/v1/profiles/{id}'); // 404
+    conforms(await http.get(withToken(`profiles/${id}?as_of=${Math.floor(Date.now() / 1000) + 60}`)), 'get', '/v1/profiles/{id}');
+    conforms(await http.get(withToken(`profiles/${id}?as_of=yesterday`)), 'get', '/v1/profiles/{id}'); // 400
     requestConforms('put', '/v1/profiles/{id}', { tel: '0123', site: null }, true);
     const updated = await http.put(withToken(`profiles/${id}`)).send({ tel: '0123', site: null });
     conforms(updated, 'put', '/v1/profiles/{id}');
     expect(updated.status).toBe(200);
     conforms(await http.put(withToken(`profiles/${id}`)).send({ slug: 'not a slug' }), 'put', '/v1/profiles/{id}'); // 400
+    conforms(await http.put(withToken(`profiles/${id}`)).set('If-Match', '"0"').send({ name: 'Late' }), 'put', '/v1/profiles/{id}'); // 412
+    conforms(await http.delete(withToken(`profiles/${id}`)).set('If-Match', 'nonsense'), 'delete', '/v1/profiles/{id}'); // 400
+    conforms(await http.delete(withToken(`profiles/${id}`)).set('If-Match', '"0"'), 'delete', '/v1/profiles/{id}'); // 412
     conforms(await http.delete(withToken(`profiles/${id}`)), 'delete', '/v1/profiles/{id}');
     conforms(await http.delete(withToken(`profiles/${id}`)), 'delete', '/v1/profiles/{id}'); // 404
+    conforms(await http.get(withToken(`profiles/${id}/history`)), 'get', '/v1/profiles/{id}/history');
+    conforms(await http.get(withToken(`profiles/${id}/history?limit=101`)), 'get', '/v1/profiles/{id}/history'); // 400
+    conforms(await http.get(withToken(`profiles/${id}/history`, TOKENS.b)), 'get', '/v1/profiles/{id}/history'); // 404
   });
 
   it('describes the real answers of every customer operation, errors included', async () => {
     const { http } = app;
     const body = { name: 'Ada', email: 'ada@example.com', postal_code: '01234', fax: 2071234567, mobile: 19123456789 };
     requestConforms('post', '/v1/customers', body, true);
-    const created = await http.post(withToken('customers')).send(body);
+    const created = await http.post(withToken('customers')).set('Idempotency-Key', 'doc-key-1').send(body);
     conforms(created, 'post', '/v1/customers');
     const id: string = created.body.data.Customer.id;
+    conforms(await http.post(withToken('customers')).set('Idempotency-Key', 'doc-key-1').send({ email: 'other@example.com' }), 'post', '/v1/customers'); // 409
     conforms(await http.post(withToken('customers')).send({ name: 'No contact' }), 'post', '/v1/customers'); // 400
     conforms(await http.post(withToken('customers', 'bad-token')).send(body), 'post', '/v1/customers'); // 401
     conforms(await http.get(withToken('customers?company=&page=1')), 'get', '/v1/customers');
@@ -117,6 +128,7 @@ describe('the OpenAPI document', () => {
     conforms(await http.put(withToken(`customers/${id}`)).send({ company: 'Engines', tel: 42 }), 'put', '/v1/customers/{id}');
     conforms(await http.put(withToken(`customers/${id}`)).send({ fax: '1' }), 'put', '/v1/customers/{id}'); // 400
     conforms(await http.delete(withToken(`customers/${id}`)), 'delete', '/v1/customers/{id}');
+    conforms(await http.get(withToken(`customers/${id}/history?page=1`)), 'get', '/v1/customers/{id}/history');
     conforms(await http.put(withToken(`customers/${id}`)).send({ name: 'Gone' }), 'put', '/v1/customers/{id}'); // 404
   });
 

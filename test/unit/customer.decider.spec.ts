@@ -35,6 +35,10 @@ function faultFields(fn: () => unknown): string[] {
 }
 
 describe('customer decisions', () => {
+  it('appends nothing when the id exists already (an idempotent retry re-running its create)', () => {
+    expect(decideCreateCustomer(created(), { name: 'Ada', email: 'ada@x.io' })).toEqual([]);
+  });
+
   it('creates with the fields that have a value', () => {
     expect(decideCreateCustomer(null, { name: 'Ada', email: 'ada@x.io', tel: '' })).toEqual([
       { type: 'CustomerCreated', data: { name: 'Ada', email: 'ada@x.io' } },

@@ -1,0 +1,112 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { createHash, randomUUID } from 'node:crypto';
+import { ApiError, validationFailed } from '../errors';
+import { EVENT_STORE, EventStore, StoredEvent, WrongExpectedRevisionError } from '../event-store/event-store.port';
+import type { RequestContext } from '../http/request-context';
+import type { Fields } from '../records/record';
+import { eventMetadata, withMetadata } from '../records/record-writer';
+
+/** How long a key holds its first response. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+const KEY = /^[\x21-\x7E]{1,255}$/;
+const MAX_ATTEMPTS = 10;
+const CLAIMED = 'IdempotencyKeyClaimed';
+const ANSWERED = 'IdempotencyKeyAnswered';
+
+/** What a create answers and a retry replays: the response body (with the id) and the ETag's revision. */
+export interface CreatedResponse {
+  body: object;
+  revision: number;
+}
+
+interface Claim {
+  /** sha256 of the resource and the request's fields: "the same body". */
+  fingerprint: string;
+  /** The id the create makes; a retry after a crash creates this same one. */
+  recordId: string;
+}
+
+/**
+ * The claim in force at `now` and its answer, if it has one yet. A claim older than the TTL has
+ * expired: the key is free again.
+ */
+export function liveClaim(events: StoredEvent[], now: number): { claim: StoredEvent; answer?: StoredEvent } | undefined {
+  const at = events.findLastIndex((e) => e.type === CLAIMED);
+  if (at < 0 || now - events[at].recordedAt.getTime() >= IDEMPOTENCY_TTL_MS) return undefined;
+  return { claim: events[at], answer: events.slice(at + 1).find((e) => e.type === ANSWERED) };
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/**
+ * Idempotency-Key on POST, kept in the event store itself: one stream per account and key,
+ * `idempotency-<sha256(account, key)>`. The first attempt claims the key (appending at the revision
+ * it read, so of racing attempts one wins) with the body's fingerprint and the id it will create;
+ * then creates the record and appends the response. Any later attempt with the key replays that
+ * response, or, finding a claim without one (an attempt in flight, or one that crashed midway), runs
+ * the same create with the same id: the record's stream makes that exactly-once, since a create on
+ * an existing id appends nothing. The first response appended is the one every attempt answers.
+ * The projectors follow only `profile-`/`customer-` streams, so these never reach a read model.
+ */
+@Injectable()
+export class IdempotentCreates {
+  constructor(@Inject(EVENT_STORE) private readonly eventStore: EventStore) {}
+
+  /** Runs `create` with a fresh record id, or under a key at most once per account and key. */
+  async run(
+    context: RequestContext,
+    key: string | undefined,
+    request: { resource: string; fields: Fields },
+    create: (recordId: string) => Promise<CreatedResponse>,
+  ): Promise<CreatedResponse> {
+    if (key === undefined) return create(randomUUID());
+    if (!KEY.test(key)) {
+      throw validationFailed([{ field: 'Idempotency-Key', message: 'Idempotency-Key must be 1 to 255 printable ASCII characters, no spaces' }]);
+    }
+    const streamId = `idempotency-${sha256(`${context.accountId}\n${key}`)}`;
+    const fingerprint = sha256(JSON.stringify([request.resource, Object.entries(request.fields).sort(([a], [b]) => (a < b ? -1 : 1))]));
+    const metadata = eventMetadata(context, randomUUID());
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const events = await this.eventStore.readStream(streamId);
+      const live = liveClaim(events, Date.now());
+      let claim: Claim;
+      let claimRevision: number;
+      if (live) {
+        claim = live.claim.data as unknown as Claim;
+        if (claim.fingerprint !== fingerprint) {
+          throw new ApiError('CONFLICT', 'This Idempotency-Key was used with a different request; use a new key for a new request.', [
+            { field: 'Idempotency-Key', message: 'Idempotency-Key was used with a different request body' },
+          ]);
+        }
+        if (live.answer) return live.answer.data as unknown as CreatedResponse;
+        claimRevision = live.claim.revision;
+      } else {
+        claim = { fingerprint, recordId: randomUUID() };
+        try {
+          const claimed = await this.eventStore.appendToStream(
+            streamId,
+            withMetadata([{ type: CLAIMED, data: { ...claim } }], metadata),
+            events.length ? events[events.length - 1].revision : 'no_stream',
+          );
+          claimRevision = claimed.revision;
+        } catch (error) {
+          if (!(error instanceof WrongExpectedRevisionError)) throw error;
+          continue; // Another attempt claimed the key first: go by its claim.
+        }
+      }
+      const response = await create(claim.recordId);
+      try {
+        await this.eventStore.appendToStream(
+          streamId,
+          withMetadata([{ type: ANSWERED, data: { ...response } }], metadata),
+          claimRevision,
+        );
+        return response;
+      } catch (error) {
+        if (!(error instanceof WrongExpectedRevisionError)) throw error;
+        // Another attempt answered first: the next turn replays its answer.
+      }
+    }
+    throw new ApiError('CONFLICT', 'Other requests with this Idempotency-Key are in progress right now; try again.');
+  }
+}
