@@ -2,6 +2,7 @@
 // Benchmarks hold the speed targets; the test suite only asserts behaviour.
 const BENCHES: Record<string, () => Promise<{ main(args: string[]): Promise<void> }>> = {
   'audit-and-retries': () => import('./audit-and-retries'),
+  operations: () => import('./operations'),
 };
 
 async function run(): Promise<void> {

@@ -1,33 +1,54 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import { createApp } from './app';
 import { ConfigError, loadConfig, resolveAccessTokens } from './config/config';
 import { StoreUnavailableError } from './storage/store-unavailable.error';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
-/** Resolves when every in-flight request has been answered, or after the grace period. */
-function stopAccepting(server: Server, graceMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    setTimeout(resolve, graceMs).unref();
-    server.close(() => resolve());
-    server.closeIdleConnections();
+/**
+ * Stops accepting connections and resolves when every in-flight request has been answered, or after
+ * the grace period. Answers sent from then on say `Connection: close` and end their connection, so
+ * no keep-alive client sends a request on a connection about to be closed under it.
+ */
+function drainOnShutdown(server: Server): (graceMs: number) => Promise<void> {
+  const open = new Set<ServerResponse>();
+  let closing = false;
+  // Ahead of Express's listener, so the header is set before anything can answer.
+  server.prependListener('request', (_req, res: ServerResponse) => {
+    if (closing) return void res.setHeader('Connection', 'close');
+    open.add(res);
+    res.once('close', () => open.delete(res));
   });
+  return (graceMs) =>
+    new Promise((resolve) => {
+      closing = true;
+      for (const res of open) if (!res.headersSent) res.setHeader('Connection', 'close');
+      setTimeout(resolve, graceMs).unref();
+      server.close(() => resolve());
+      server.closeIdleConnections();
+    });
 }
 
 async function main(): Promise<void> {
   const settings = loadConfig();
   const { tokens, created } = resolveAccessTokens(process.env, settings.dataDir);
   const app = await createApp({ ...settings, accessTokens: tokens });
+  const logger = new Logger('Main');
+  const stopAccepting = drainOnShutdown(app.getHttpServer());
   // Close in order (stop accepting and let in-flight requests finish, stop the projectors, close
   // the stores), then exit 0: a SIGTERM is the normal way to stop the service.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
-      stopAccepting(app.getHttpServer(), SHUTDOWN_GRACE_MS).then(() => app.close()).then(
-        () => process.exit(0),
+      logger.log(`Shutting down on ${signal}: finishing the requests in flight (at most ${SHUTDOWN_GRACE_MS} ms)`);
+      stopAccepting(SHUTDOWN_GRACE_MS).then(() => app.close()).then(
+        () => {
+          logger.log('Stopped');
+          process.exit(0);
+        },
         (error) => {
-          process.stderr.write(`Shutdown failed: ${error?.stack ?? error}\n`);
+          logger.error('Shutdown failed', error?.stack ?? String(error));
           process.exit(1);
         },
       );
@@ -35,7 +56,6 @@ async function main(): Promise<void> {
   }
   await (settings.host ? app.listen(settings.port, settings.host) : app.listen(settings.port));
   const url = (await app.getUrl()).replace('[::1]', 'localhost').replace('[::]', 'localhost');
-  const logger = new Logger('Main');
   logger.log(`Listening on ${url} (data in ${settings.dataDir})`);
   if (created) {
     // Shown once, on the first start: it is kept in the data directory, never logged again.

@@ -22,6 +22,9 @@ export interface AppConfig {
   mongodb?: { uri: string; database: string };
   /** How long one call to EventStoreDB or MongoDB may wait for its server, at start-up and after. */
   storeTimeoutMs: number;
+  /** Requests each access token may make per window; 0 turns the limit off. */
+  rateLimitRequests: number;
+  rateLimitWindowSeconds: number;
 }
 
 export const APP_CONFIG = Symbol('AppConfig');
@@ -50,6 +53,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     eventStoreConnectionString: connectionString(env, 'EVENTSTORE_CONNECTION_STRING', ['esdb:', 'esdb+discover:']),
     mongodb: mongodbSettings(env),
     storeTimeoutMs: integer(env, 'STORE_TIMEOUT_MS', 5000, 100, 600_000),
+    rateLimitRequests: integer(env, 'RATE_LIMIT_REQUESTS', 6000, 0, 1_000_000),
+    rateLimitWindowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
   };
 }
 

@@ -1,7 +1,7 @@
 import type { RecordState } from '../records/record';
 
-const ALL_FIELDS = ['name', 'email', 'mobile', 'address', 'postal_code', 'company', 'tel', 'fax', 'registration_number', 'economical_number'];
-const SHORT_FIELDS = ['name', 'company', 'address', 'tel', 'email', 'mobile'];
+export const CUSTOMER_FIELDS = ['name', 'email', 'mobile', 'address', 'postal_code', 'company', 'tel', 'fax', 'registration_number', 'economical_number'];
+export const CUSTOMER_SHORT_FIELDS = ['name', 'company', 'address', 'tel', 'email', 'mobile'];
 
 /**
  * A customer as responses show it: all twelve fields after a create, the short set (id, name,
@@ -11,7 +11,7 @@ export type CustomerViewShape = 'full' | 'short';
 
 export function customerView(customer: RecordState, shape: CustomerViewShape) {
   const view: Record<string, string | number> = { id: customer.id };
-  for (const field of shape === 'full' ? ALL_FIELDS : SHORT_FIELDS) view[field] = customer.fields[field] ?? '';
+  for (const field of shape === 'full' ? CUSTOMER_FIELDS : CUSTOMER_SHORT_FIELDS) view[field] = customer.fields[field] ?? '';
   view.created = customer.created;
   return view;
 }

@@ -2,6 +2,7 @@ import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Put, Que
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { Response } from 'express';
 import { RecordHistoryQuery } from '../audit/audit.queries';
+import { ApiRecordOperation, ApiResource } from '../docs/openapi';
 import { toFields } from '../http/body-validation.pipe';
 import { envelope } from '../http/envelope';
 import { parseIfMatch, setETag } from '../http/etag';
@@ -17,6 +18,7 @@ import { GetCustomerQuery, ListCustomersQuery } from './customer.queries';
 
 const CustomerId = new RecordIdPipe('Customer');
 
+@ApiResource('Customer')
 @Controller('v1/customers')
 export class CustomersController {
   constructor(
@@ -26,6 +28,7 @@ export class CustomersController {
   ) {}
 
   @Post()
+  @ApiRecordOperation('Customer', 'create')
   @HttpCode(201)
   async create(
     @Ctx() ctx: RequestContext,
@@ -44,6 +47,7 @@ export class CustomersController {
   }
 
   @Get()
+  @ApiRecordOperation('Customer', 'list')
   async list(@Ctx() ctx: RequestContext, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) res: Response) {
     const { customers, total } = await this.queries.execute(
       new ListCustomersQuery(ctx.accountId, parseListQuery(query, CUSTOMER_FILTERS)),
@@ -54,6 +58,7 @@ export class CustomersController {
 
   /** `?as_of=<epoch seconds>`: the customer as it stood then, folded from its events. */
   @Get(':id')
+  @ApiRecordOperation('Customer', 'read')
   async read(
     @Ctx() ctx: RequestContext,
     @Param('id', CustomerId) id: string,
@@ -66,6 +71,7 @@ export class CustomersController {
   }
 
   @Get(':id/history')
+  @ApiRecordOperation('Customer', 'history')
   async history(
     @Ctx() ctx: RequestContext,
     @Param('id', CustomerId) id: string,
@@ -81,6 +87,7 @@ export class CustomersController {
 
   /** HTTP 200 with body status 201, as the interface's example answers. */
   @Put(':id')
+  @ApiRecordOperation('Customer', 'update')
   @HttpCode(200)
   async update(
     @Ctx() ctx: RequestContext,
@@ -96,6 +103,7 @@ export class CustomersController {
   }
 
   @Delete(':id')
+  @ApiRecordOperation('Customer', 'delete')
   @HttpCode(200)
   async remove(@Ctx() ctx: RequestContext, @Param('id', CustomerId) id: string, @Headers('if-match') ifMatch: string | undefined) {
     await this.commands.execute(new DeleteCustomerCommand(ctx, id, parseIfMatch(ifMatch)));

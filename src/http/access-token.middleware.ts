@@ -3,7 +3,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../errors';
 import type { ServiceRequest } from './request-context';
 
-const digest = (token: string) => createHash('sha256').update(token, 'utf8').digest();
+/** A token's SHA-256: what is compared, and what the rate limiter keys on, never the token itself. */
+export const digest = (token: string) => createHash('sha256').update(token, 'utf8').digest();
 
 /** Maps access tokens to accounts without a timing side channel. */
 export class AccessTokens {
@@ -25,7 +26,7 @@ export class AccessTokens {
 }
 
 /** `access_token` from the query, or `Authorization: Bearer <token>`. */
-function tokenOf(req: ServiceRequest): unknown {
+export function tokenOf(req: ServiceRequest): unknown {
   const fromQuery = req.query.access_token;
   if (fromQuery !== undefined) return fromQuery;
   const auth = req.headers.authorization;

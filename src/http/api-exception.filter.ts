@@ -1,8 +1,9 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, NotFoundException } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 import { ApiError } from '../errors';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import { sendJson } from './json-response';
+import type { ServiceRequest } from './request-context';
 
 /** Turns anything thrown while serving a request into the contract's error envelope. */
 @Catch()
@@ -11,14 +12,17 @@ export class ApiExceptionFilter implements ExceptionFilter {
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
-    const req = http.getRequest<Request>();
+    const req = http.getRequest<ServiceRequest>();
     const res = http.getResponse<Response>();
     const error = toApiError(exception, req);
     if (exception instanceof StoreUnavailableError) {
       this.logger.warn(`${req.method} ${req.path} answered 503: ${exception.message}`);
     } else if (error.code === 'INTERNAL') {
       // req.path leaves the query string, and so the access token, out of the log.
-      this.logger.error(`${req.method} ${req.path} failed`, exception instanceof Error ? exception.stack : String(exception));
+      this.logger.error(
+        { msg: `${req.method} ${req.path} failed`, requestId: req.requestId },
+        exception instanceof Error ? exception.stack : String(exception),
+      );
     }
     if (res.headersSent) return void res.end();
     if (error.retryAfter !== undefined) res.setHeader('Retry-After', String(error.retryAfter));
@@ -40,7 +44,7 @@ interface ExpressError {
   type?: string;
 }
 
-function toApiError(exception: unknown, req: Request): ApiError {
+function toApiError(exception: unknown, req: ServiceRequest): ApiError {
   if (exception instanceof ApiError) return exception;
   if (exception instanceof StoreUnavailableError) {
     return new ApiError('UNAVAILABLE', 'The service cannot reach its storage right now; try again shortly.', undefined, 5);

@@ -1,15 +1,27 @@
+import { ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
 import { isEmail, registerDecorator } from 'class-validator';
 
 /**
- * The request field rules of CONTRACT.md as class-validator decorators. Each accepts a missing
- * field, null and '' (the last two clear an optional field), so a rule speaks only of real values.
+ * The request field rules of CONTRACT.md as class-validator decorators, each also describing its
+ * field in the OpenAPI document, so what is checked and what is documented cannot drift apart.
+ * Each accepts a missing field, null and '' (the last two clear an optional field), so a rule
+ * speaks only of real values.
  */
+
+/** The values that clear a field, in OpenAPI 3.0 terms. */
+const CLEARED = { type: 'string', nullable: true, enum: ['', null], description: 'no value: clears the field' };
 
 const isBlank = (v: unknown) => v === undefined || v === null || v === '';
 const isText = (v: unknown): v is string => typeof v === 'string' && v.isWellFormed();
 
-function rule(name: string, test: (value: unknown, object: Record<string, unknown>) => boolean, message: (field: string) => string) {
-  return (target: object, propertyName: string) =>
+function rule(
+  name: string,
+  test: (value: unknown, object: Record<string, unknown>) => boolean,
+  message: (field: string) => string,
+  doc?: ApiPropertyOptions,
+) {
+  return (target: object, propertyName: string) => {
+    if (doc) ApiPropertyOptional(doc)(target, propertyName);
     registerDecorator({
       name,
       target: target.constructor,
@@ -19,6 +31,7 @@ function rule(name: string, test: (value: unknown, object: Record<string, unknow
         defaultMessage: (args) => message(args?.property ?? propertyName),
       },
     });
+  };
 }
 
 /** A string of at most `max` characters (Unicode code points). */
@@ -27,6 +40,7 @@ export const Text = (max: number) =>
     'text',
     (v) => v === undefined || v === null || (isText(v) && [...v].length <= max),
     (f) => `${f} must be a string of at most ${max} characters`,
+    { type: 'string', maxLength: max, nullable: true },
   );
 
 /** A JSON integer >= 0, or a string of 1 to 20 ASCII digits (leading zeros kept). */
@@ -35,6 +49,13 @@ export const Digits = () =>
     'digits',
     (v) => isBlank(v) || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) || (typeof v === 'string' && /^[0-9]{1,20}$/.test(v)),
     (f) => `${f} must be a non-negative integer (at most 2^53-1) or a string of 1 to 20 digits`,
+    {
+      oneOf: [
+        { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+        { type: 'string', pattern: '^[0-9]{1,20}$', description: 'leading zeros are kept' },
+        CLEARED,
+      ],
+    },
   );
 
 /** Exactly 11 ASCII digits, as a string or an integer. */
@@ -43,6 +64,7 @@ export const Mobile = () =>
     'mobile',
     (v) => isBlank(v) || (typeof v === 'string' && /^[0-9]{11}$/.test(v)) || (typeof v === 'number' && Number.isInteger(v) && v >= 1e10 && v < 1e11),
     (f) => `${f} must be exactly 11 digits`,
+    { oneOf: [{ type: 'string', pattern: '^[0-9]{11}$' }, { type: 'integer', minimum: 1e10, maximum: 1e11 - 1 }, CLEARED] },
   );
 
 export const Email = () =>
@@ -50,6 +72,7 @@ export const Email = () =>
     'email',
     (v) => isBlank(v) || (isText(v) && v.length <= 254 && isEmail(v)),
     (f) => `${f} must be a valid e-mail address of at most 254 characters`,
+    { oneOf: [{ type: 'string', format: 'email', maxLength: 254 }, CLEARED] },
   );
 
 /** A store code: 1 to 64 English letters and digits. */
@@ -58,6 +81,10 @@ export const Slug = () =>
     'slug',
     (v) => isBlank(v) || (typeof v === 'string' && /^[A-Za-z0-9]{1,64}$/.test(v)),
     (f) => `${f} must be 1 to 64 English letters and digits`,
+    {
+      oneOf: [{ type: 'string', pattern: '^[A-Za-z0-9]{1,64}$' }, CLEARED],
+      description: 'store code, unique across the service ignoring case',
+    },
   );
 
 /** At least one of the fields must have a value (put it on each of them, so each is named). */

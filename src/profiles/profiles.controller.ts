@@ -2,6 +2,7 @@ import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Put, Que
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { Response } from 'express';
 import { RecordHistoryQuery } from '../audit/audit.queries';
+import { ApiRecordOperation, ApiResource } from '../docs/openapi';
 import { toFields } from '../http/body-validation.pipe';
 import { envelope } from '../http/envelope';
 import { parseIfMatch, setETag } from '../http/etag';
@@ -17,6 +18,7 @@ import { GetProfileQuery, ListProfilesQuery } from './profile.queries';
 
 const ProfileId = new RecordIdPipe('Profile');
 
+@ApiResource('Profile')
 @Controller('v1/profiles')
 export class ProfilesController {
   constructor(
@@ -26,6 +28,7 @@ export class ProfilesController {
   ) {}
 
   @Post()
+  @ApiRecordOperation('Profile', 'create')
   @HttpCode(201)
   async create(
     @Ctx() ctx: RequestContext,
@@ -44,6 +47,7 @@ export class ProfilesController {
   }
 
   @Get()
+  @ApiRecordOperation('Profile', 'list')
   async list(@Ctx() ctx: RequestContext, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) res: Response) {
     const { profiles, total } = await this.queries.execute(
       new ListProfilesQuery(ctx.accountId, parseListQuery(query, PROFILE_FILTERS)),
@@ -54,6 +58,7 @@ export class ProfilesController {
 
   /** `?as_of=<epoch seconds>`: the profile as it stood then, folded from its events. */
   @Get(':id')
+  @ApiRecordOperation('Profile', 'read')
   async read(
     @Ctx() ctx: RequestContext,
     @Param('id', ProfileId) id: string,
@@ -66,6 +71,7 @@ export class ProfilesController {
   }
 
   @Get(':id/history')
+  @ApiRecordOperation('Profile', 'history')
   async history(
     @Ctx() ctx: RequestContext,
     @Param('id', ProfileId) id: string,
@@ -81,6 +87,7 @@ export class ProfilesController {
 
   /** HTTP 200 with body status 201, as the interface's example answers. */
   @Put(':id')
+  @ApiRecordOperation('Profile', 'update')
   @HttpCode(200)
   async update(
     @Ctx() ctx: RequestContext,
@@ -96,6 +103,7 @@ export class ProfilesController {
   }
 
   @Delete(':id')
+  @ApiRecordOperation('Profile', 'delete')
   @HttpCode(200)
   async remove(@Ctx() ctx: RequestContext, @Param('id', ProfileId) id: string, @Headers('if-match') ifMatch: string | undefined) {
     await this.commands.execute(new DeleteProfileCommand(ctx, id, parseIfMatch(ifMatch)));

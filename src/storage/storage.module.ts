@@ -6,6 +6,8 @@ import { SqliteEventStore } from '../event-store/sqlite-event-store';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import { MongoDbReadStore } from '../read-store/mongodb-read-store';
 import { SqliteReadStore } from '../read-store/sqlite-read-store';
+import { InstrumentedEventStore, InstrumentedReadStore } from '../metrics/instrumented-stores';
+import { Metrics } from '../metrics/metrics';
 import { openSqliteDatabase } from './sqlite-database';
 
 /** Closes the stores after everything that uses them has stopped (projectors stop on module destroy). */
@@ -39,6 +41,7 @@ async function openReadStore(config: AppConfig): Promise<ReadStore> {
 /**
  * The configuration and the two ports' adapters, for the whole app, each chosen on its own. The
  * embedded default keeps events and read models in one SQLite file, through one connection each.
+ * Each adapter is wrapped to time its calls for /metrics.
  */
 @Global()
 @Module({})
@@ -48,8 +51,16 @@ export class StorageModule {
       module: StorageModule,
       providers: [
         { provide: APP_CONFIG, useValue: config },
-        { provide: EVENT_STORE, useFactory: () => openEventStore(config) },
-        { provide: READ_STORE, useFactory: () => openReadStore(config) },
+        {
+          provide: EVENT_STORE,
+          useFactory: async (metrics: Metrics) => new InstrumentedEventStore(await openEventStore(config), metrics),
+          inject: [Metrics],
+        },
+        {
+          provide: READ_STORE,
+          useFactory: async (metrics: Metrics) => new InstrumentedReadStore(await openReadStore(config), metrics),
+          inject: [Metrics],
+        },
         StorageShutdown,
       ],
       exports: [APP_CONFIG, EVENT_STORE, READ_STORE],

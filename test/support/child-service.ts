@@ -1,4 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { ACCOUNTS } from './test-app';
 
@@ -18,15 +19,46 @@ export interface ChildService {
   output(): string;
   /** Resolves with the first match of the pattern in the output, waiting for it to be printed. */
   waitForOutput(pattern: RegExp): Promise<RegExpMatchArray>;
+  /** The exit code, once the process has exited and its output is all read. */
   exited: Promise<number | null>;
 }
 
-/** The built service (dist/, made by `npm test`'s build step) as a real child process, once it listens. */
+/** A port free right now, for a child that must not print its address (e.g. at LOG_LEVEL=warn). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+const accepts = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => (socket.destroy(), resolve(true)));
+    socket.on('error', () => resolve(false));
+  });
+
+/**
+ * The built service (dist/, made by `npm test`'s build step) as a real child process. It is ready
+ * once it prints its address; with a fixed PORT in `env`, once that port accepts connections.
+ */
 export async function startChildService(dataDir: string, env: NodeJS.ProcessEnv = {}): Promise<ChildService> {
-  const { child, output, waitForOutput, exited } = spawnService(dataDir, env);
+  const { child, output, waitForOutput, exited, exitCode } = spawnService(dataDir, env);
   try {
-    const [, url] = await waitForOutput(/Listening on (http:\/\/\S+)/);
-    return { url: url.replace('localhost', '127.0.0.1'), process: child, output, waitForOutput, exited };
+    let url: string;
+    if (env.PORT && env.PORT !== '0') {
+      const started = Date.now();
+      while (!(await accepts(Number(env.PORT)))) {
+        if (exitCode() !== undefined || Date.now() - started > WAIT_MS) throw new Error(`port ${env.PORT} never opened:\n${output()}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      url = `http://127.0.0.1:${env.PORT}`;
+    } else {
+      url = (await waitForOutput(/Listening on (http:\/\/\S+)/))[1].replace('localhost', '127.0.0.1');
+    }
+    return { url, process: child, output, waitForOutput, exited };
   } catch (error) {
     child.kill('SIGKILL');
     throw error;
@@ -58,8 +90,9 @@ function spawnService(dataDir: string, env: NodeJS.ProcessEnv) {
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
   let exitCode: number | null | undefined;
+  // 'close' rather than 'exit': by then everything the process printed has been read.
   const exited = new Promise<number | null>((resolve) =>
-    child.on('exit', (code) => {
+    child.on('close', (code) => {
       running.delete(child);
       exitCode = code;
       resolve(code);
@@ -81,5 +114,5 @@ function spawnService(dataDir: string, env: NodeJS.ProcessEnv) {
       }, 20);
     });
 
-  return { child, output: () => output, waitForOutput, exited };
+  return { child, output: () => output, waitForOutput, exited, exitCode: () => exitCode };
 }

@@ -6,7 +6,7 @@ import { makeDataDir } from '../support/test-app';
 describe('configuration', () => {
   it('has defaults a newcomer can run with', () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ port: 3000, host: undefined, logLevel: 'info' });
+    expect(config).toMatchObject({ port: 3000, host: undefined, logLevel: 'info', rateLimitRequests: 6000, rateLimitWindowSeconds: 60 });
     expect(config.sqliteFile).toBe(join(config.dataDir, 'service.sqlite'));
   });
 
@@ -14,6 +14,8 @@ describe('configuration', () => {
     [{ PORT: 'abc' }, /PORT/],
     [{ PORT: '70000' }, /PORT/],
     [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
+    [{ RATE_LIMIT_REQUESTS: '-1' }, /RATE_LIMIT_REQUESTS/],
+    [{ RATE_LIMIT_WINDOW_SECONDS: '0' }, /RATE_LIMIT_WINDOW_SECONDS/],
   ])('refuses %j with a clear message', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

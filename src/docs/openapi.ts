@@ -1,0 +1,284 @@
+import { applyDecorators } from '@nestjs/common';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { ApiBearerAuth, ApiHeader, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiSecurity, ApiTags, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import type { ReferenceObject, SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import type { Express, Request, Response } from 'express';
+import { CUSTOMER_FILTERS } from '../customers/customer.projection';
+import { CUSTOMER_FIELDS, CUSTOMER_SHORT_FIELDS } from '../customers/customer.view';
+import type { ErrorCode } from '../errors';
+import { sendJson } from '../http/json-response';
+import { PROFILE_FILTERS } from '../profiles/profile.projection';
+import { PROFILE_FIELDS } from '../profiles/profile.view';
+
+/**
+ * The OpenAPI document (`GET /docs`, `GET /docs-json`): routes, parameters and request bodies come
+ * from the controllers and the field rules; the response shapes below are built from the same field
+ * lists the views use. Everything is described as the service really answers, quirks included.
+ */
+
+type Resource = 'Profile' | 'Customer';
+
+/** Fields that take digits in requests and are always strings in responses. */
+const DIGIT_FIELDS = new Set(['tel', 'mobile', 'postal_code', 'fax', 'registration_number', 'economical_number']);
+
+const ref = (name: string): ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
+
+function recordSchema(description: string, fields: string[], extra: Record<string, SchemaObject> = {}): SchemaObject {
+  const properties: Record<string, SchemaObject> = {
+    id: { type: 'string', format: 'uuid', minLength: 36, maxLength: 36, description: 'made by the service' },
+  };
+  for (const field of fields) {
+    properties[field] = DIGIT_FIELDS.has(field)
+      ? { type: 'string', pattern: '^[0-9]*$', description: 'digits, as a string; "" when not set' }
+      : { type: 'string', description: '"" when not set' };
+  }
+  Object.assign(properties, extra, { created: { type: 'integer', description: 'seconds since the epoch' } });
+  return { type: 'object', description, additionalProperties: false, required: Object.keys(properties), properties };
+}
+
+const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
+  Profile: recordSchema('A business profile, as every response shows it.', PROFILE_FIELDS, {
+    logo: { type: 'string', enum: [''], description: 'no operation sets it' },
+    signature: { type: 'string', enum: [''], description: 'no operation sets it' },
+    default: { type: 'integer', enum: [0, 1], description: "1 for the account's oldest live profile" },
+  }),
+  Customer: recordSchema('A customer as a create answers it: all twelve fields.', CUSTOMER_FIELDS),
+  CustomerShort: recordSchema('A customer as list, read and update answer it: the short field set.', CUSTOMER_SHORT_FIELDS),
+  HistoryEntry: {
+    type: 'object',
+    description: "One event of a record's history.",
+    additionalProperties: false,
+    required: ['event', 'revision', 'occurred', 'actor', 'changes'],
+    properties: {
+      event: { type: 'string', description: 'the event type, e.g. CustomerUpdated' },
+      revision: { type: 'integer', minimum: 0 },
+      occurred: { type: 'string', format: 'date-time', description: 'when the event was stored (UTC, milliseconds)' },
+      actor: { type: 'string', description: 'the account whose token made the change' },
+      changes: {
+        type: 'object',
+        description: 'each field the event changed, with values as reads show them ("" for no value); {} for a delete',
+        additionalProperties: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['from', 'to'],
+          properties: { from: { type: 'string' }, to: { type: 'string' } },
+        },
+      },
+    },
+  },
+  Error: {
+    type: 'object',
+    description: 'The error envelope of every 4xx and 5xx answer.',
+    additionalProperties: false,
+    required: ['success', 'status', 'error'],
+    properties: {
+      success: { type: 'boolean', enum: [false] },
+      status: { type: 'integer', description: 'the HTTP status again' },
+      error: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['code', 'message'],
+        properties: {
+          code: { type: 'string' },
+          message: { type: 'string' },
+          details: {
+            type: 'array',
+            minItems: 1,
+            description: 'every faulty field, when fields are at fault',
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['field', 'message'],
+              properties: { field: { type: 'string' }, message: { type: 'string' } },
+            },
+          },
+        },
+      },
+    },
+  },
+};
+
+const REQUEST_ID = { 'X-Request-Id': { description: "the request's id: the client's own when well-formed; also the events' correlationId", schema: { type: 'string' } } };
+const ETAG = { ETag: { description: 'the record\'s stream revision, quoted: "3"', schema: { type: 'string', pattern: '^"[0-9]+"$' } } };
+const TOTAL_COUNT = { 'X-Total-Count': { description: 'how many there are, ignoring paging', schema: { type: 'string', pattern: '^[0-9]+$' } } };
+const RETRY_AFTER = { 'Retry-After': { description: 'seconds to wait before trying again', schema: { type: 'integer' } } };
+
+const ERRORS: Record<number, { codes: ErrorCode[]; description: string; retry?: boolean }> = {
+  400: { codes: ['VALIDATION_FAILED', 'MALFORMED_JSON'], description: 'invalid fields or parameters (each named in details), or a body that is not a JSON object' },
+  401: { codes: ['UNAUTHORIZED'], description: 'access_token missing or invalid' },
+  404: { codes: ['NOT_FOUND'], description: "no such record for this account (also another account's records and malformed ids)" },
+  409: { codes: ['CONFLICT'], description: 'slug taken, an Idempotency-Key reused with another body, or the record changed by too many writers at once' },
+  412: { codes: ['PRECONDITION_FAILED'], description: 'If-Match no longer matches the record: nothing was written' },
+  413: { codes: ['PAYLOAD_TOO_LARGE'], description: 'body over 64 KiB' },
+  415: { codes: ['UNSUPPORTED_MEDIA_TYPE'], description: 'body not application/json' },
+  429: { codes: ['RATE_LIMITED'], description: "this access token's request allowance is used up", retry: true },
+  500: { codes: ['INTERNAL'], description: 'unexpected failure; no internals are shown' },
+  503: { codes: ['UNAVAILABLE'], description: 'saved, but the read models have not caught up yet, or a store is down', retry: true },
+};
+
+function errorResponse(status: number) {
+  const { codes, description, retry } = ERRORS[status];
+  return ApiResponse({
+    status,
+    description,
+    headers: { ...REQUEST_ID, ...(retry ? RETRY_AFTER : {}) },
+    content: {
+      'application/json; charset=UTF-8': {
+        schema: {
+          allOf: [
+            ref('Error'),
+            { type: 'object', properties: { status: { type: 'integer', enum: [status] }, error: { type: 'object', properties: { code: { type: 'string', enum: codes } } } } },
+          ],
+        },
+      },
+    },
+  });
+}
+
+function successResponse(status: number, description: string, bodyStatus: number, data: SchemaObject, extra: { message?: string; headers?: object } = {}) {
+  const properties: Record<string, SchemaObject> = {
+    data,
+    success: { type: 'boolean', enum: [true] },
+    status: { type: 'integer', enum: [bodyStatus] },
+    ...(extra.message ? { message: { type: 'string', enum: [extra.message] } } : {}),
+  };
+  return ApiResponse({
+    status,
+    description,
+    headers: { ...REQUEST_ID, ...extra.headers },
+    content: {
+      'application/json; charset=UTF-8': {
+        schema: { type: 'object', additionalProperties: false, required: Object.keys(properties), properties },
+      },
+    },
+  });
+}
+
+const wrapper = (resource: Resource, schema: SchemaObject | ReferenceObject): SchemaObject => ({
+  type: 'object',
+  additionalProperties: false,
+  required: [resource],
+  properties: { [resource]: schema },
+});
+
+/** Tags and the two ways of sending the token, for a /v1 controller. */
+export const ApiResource = (resource: Resource) =>
+  applyDecorators(ApiTags(`${resource.toLowerCase()}s`), ApiSecurity('access_token'), ApiBearerAuth());
+
+const PAGING = (defaultLimit: number) => [
+  ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: defaultLimit } }),
+  ApiQuery({ name: 'offset', required: false, schema: { type: 'integer', minimum: 0 }, description: 'not with page' }),
+  ApiQuery({ name: 'page', required: false, schema: { type: 'integer', minimum: 1 }, description: 'page N is offset (N-1)*limit; not with offset' }),
+];
+
+const IF_MATCH = ApiHeader({
+  name: 'If-Match',
+  required: false,
+  description: 'write only if the record is still at this revision: "3", a list "3", "4", or * (exists); compared strongly',
+  schema: { type: 'string' },
+});
+
+const ID = ApiParam({ name: 'id', description: 'the record id: 36 characters of UUID form (anything else answers 404)', schema: { type: 'string' } });
+
+/** One operation on /v1/profiles or /v1/customers, with every answer it can give. */
+export function ApiRecordOperation(resource: Resource, operation: 'create' | 'list' | 'read' | 'history' | 'update' | 'delete') {
+  const name = resource.toLowerCase();
+  const full = ref(resource);
+  const short = ref(resource === 'Customer' ? 'CustomerShort' : resource);
+  const errors = (...statuses: number[]) => [...statuses, 401, 429, 500].sort().map(errorResponse);
+  switch (operation) {
+    case 'create':
+      return applyDecorators(
+        ApiOperation({
+          summary: `Create a ${name}`,
+          description:
+            resource === 'Customer'
+              ? 'Every field is optional, but at least one of email and mobile must be filled in. Digit fields take a JSON integer >= 0 or a string of digits. Unknown and output-only fields are refused (400).'
+              : 'Every field is optional. The slug is unique across the service, ignoring case (409 when taken). Digit fields take a JSON integer >= 0 or a string of digits. Unknown and output-only fields are refused (400).',
+        }),
+        ApiHeader({
+          name: 'Idempotency-Key',
+          required: false,
+          description: 'makes the create safe to retry: within 24 hours the same key and body answer the first response again and write nothing; 1 to 255 printable ASCII characters, no spaces',
+          schema: { type: 'string', pattern: '^[\\x21-\\x7E]{1,255}$' },
+        }),
+        successResponse(201, `the new ${name}`, 201, wrapper(resource, full), { headers: ETAG }),
+        ...errors(400, 409, 413, 415, 503),
+      );
+    case 'list':
+      return applyDecorators(
+        ApiOperation({ summary: `List ${name}s`, description: 'Newest first. Filters match as the contract says (exact, or substring ignoring case); empty filters are ignored.' }),
+        ...PAGING(10),
+        ...(resource === 'Profile' ? PROFILE_FILTERS : CUSTOMER_FILTERS).map((filter) =>
+          ApiQuery({ name: filter, required: false, schema: { type: 'string' }, description: 'filter' }),
+        ),
+        successResponse(200, `a page of the account's ${name}s`, 200, { type: 'array', items: wrapper(resource, short) }, { headers: TOTAL_COUNT }),
+        ...errors(400),
+      );
+    case 'read':
+      return applyDecorators(
+        ApiOperation({ summary: `Read a ${name}`, description: 'The record comes as the only item of an array.' }),
+        ID,
+        ApiQuery({
+          name: 'as_of',
+          required: false,
+          schema: { type: 'integer', minimum: 0 },
+          description: 'epoch seconds: the record as it stood at the end of that second (404 if it did not exist then)',
+        }),
+        successResponse(200, `the ${name}`, 200, { type: 'array', minItems: 1, maxItems: 1, items: wrapper(resource, short) }, { headers: ETAG }),
+        ...errors(400, 404),
+      );
+    case 'history':
+      return applyDecorators(
+        ApiOperation({
+          summary: `A ${name}'s history`,
+          description: "The record's events, oldest first, also after a delete; entries have no wrapper. X-Total-Count counts the events.",
+        }),
+        ID,
+        ...PAGING(100),
+        successResponse(200, `the ${name}'s events`, 200, { type: 'array', items: ref('HistoryEntry') }, { headers: TOTAL_COUNT }),
+        ...errors(400, 404),
+      );
+    case 'update':
+      return applyDecorators(
+        ApiOperation({
+          summary: `Update a ${name}`,
+          description: `Fields not sent keep their values; "" or null clears one. Answers HTTP 200 with status 201 in the body.${resource === 'Customer' ? ' postal_code, fax, registration_number and economical_number cannot be changed (400); email or mobile must stay filled in.' : ''}`,
+        }),
+        ID,
+        IF_MATCH,
+        successResponse(200, `the ${name} as changed (body status 201)`, 201, wrapper(resource, short), { headers: ETAG }),
+        ...errors(400, 404, 409, 412, 413, 415, 503),
+      );
+    case 'delete':
+      return applyDecorators(
+        ApiOperation({ summary: `Delete a ${name}` }),
+        ID,
+        IF_MATCH,
+        successResponse(200, `the ${name} is deleted`, 200, wrapper(resource, { type: 'object', additionalProperties: false, required: ['id'], properties: { id: { type: 'string' } } }), {
+          message: `${resource} deleted successfully.`,
+        }),
+        ...errors(400, 404, 409, 412, 503),
+      );
+  }
+}
+
+/** Serves the document at /docs-json (in the service's JSON conventions) and its UI at /docs. */
+export function setUpDocs(app: NestExpressApplication): void {
+  const config = new DocumentBuilder()
+    .setTitle('Profiles and customers service')
+    .setDescription(
+      'Business profiles and customers for an invoicing platform. Every /v1 request carries an access token, as ?access_token=… or as Authorization: Bearer …; every answer is application/json; charset=UTF-8.',
+    )
+    .setVersion('1')
+    .addApiKey({ type: 'apiKey', in: 'query', name: 'access_token' }, 'access_token')
+    .addBearerAuth()
+    .build();
+  const document = SwaggerModule.createDocument(app, config);
+  const schemas = (document.components ??= {}).schemas ?? {};
+  // Request bodies refuse any field they do not list.
+  for (const schema of Object.values(schemas)) (schema as SchemaObject).additionalProperties = false;
+  document.components.schemas = { ...schemas, ...RESPONSE_SCHEMAS };
+  SwaggerModule.setup('docs', app, document, { raw: false });
+  (app.getHttpAdapter().getInstance() as Express).get('/docs-json', (_req: Request, res: Response) => sendJson(res, 200, document));
+}

@@ -1,0 +1,72 @@
+import type { AppendResult, EventBatch, EventStore, ExpectedRevision, NewEvent, Position, StoredEvent, SubscribeOptions } from '../event-store/event-store.port';
+import type { Checkpoint, CollectionSchema, FindQuery, FindResult, ReadDocument, ReadStore } from '../read-store/read-store.port';
+import type { Metrics } from './metrics';
+
+/** An event store that times each call and counts the events appended, around any adapter. */
+export class InstrumentedEventStore implements EventStore {
+  constructor(
+    private readonly store: EventStore,
+    private readonly metrics: Metrics,
+  ) {}
+
+  async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    const result = await this.metrics.time(this.metrics.eventStoreDuration, 'appendToStream', () =>
+      this.store.appendToStream(streamId, events, expected),
+    );
+    for (const event of events) this.metrics.eventsAppended.inc({ type: event.type });
+    return result;
+  }
+
+  readStream(streamId: string): Promise<StoredEvent[]> {
+    return this.metrics.time(this.metrics.eventStoreDuration, 'readStream', () => this.store.readStream(streamId));
+  }
+
+  headPosition(): Promise<Position> {
+    return this.metrics.time(this.metrics.eventStoreDuration, 'headPosition', () => this.store.headPosition());
+  }
+
+  /** Not timed: a subscription lasts as long as its projector. */
+  subscribeToAll(from: Position, options: SubscribeOptions): AsyncIterable<EventBatch> {
+    return this.store.subscribeToAll(from, options);
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+}
+
+/** A read store that times each call, around any adapter. */
+export class InstrumentedReadStore implements ReadStore {
+  constructor(
+    private readonly store: ReadStore,
+    private readonly metrics: Metrics,
+  ) {}
+
+  ensureCollection(schema: CollectionSchema): Promise<void> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'ensureCollection', () => this.store.ensureCollection(schema));
+  }
+
+  getMany(collection: string, ids: string[]): Promise<Map<string, ReadDocument>> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'getMany', () => this.store.getMany(collection, ids));
+  }
+
+  get(collection: string, accountId: string, id: string): Promise<ReadDocument | null> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'get', () => this.store.get(collection, accountId, id));
+  }
+
+  find(collection: string, query: FindQuery): Promise<FindResult> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'find', () => this.store.find(collection, query));
+  }
+
+  commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'commit', () => this.store.commit(collection, documents, checkpoint));
+  }
+
+  getCheckpoint(projection: string): Promise<Position | null> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'getCheckpoint', () => this.store.getCheckpoint(projection));
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+}

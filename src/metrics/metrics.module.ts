@@ -1,0 +1,44 @@
+import { Controller, Get, Global, Inject, Module, Res } from '@nestjs/common';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
+import { ProjectionsService } from '../projections/projections.service';
+import { Metrics } from './metrics';
+
+/** `GET /metrics`: Prometheus text, outside /v1 and without a token, as scrapers expect. */
+@ApiTags('operations')
+@Controller('metrics')
+export class MetricsController {
+  constructor(
+    private readonly metrics: Metrics,
+    private readonly projections: ProjectionsService,
+    @Inject(EVENT_STORE) private readonly eventStore: EventStore,
+  ) {}
+
+  @Get()
+  @ApiOperation({ summary: 'Prometheus metrics', description: 'No token. The metrics are listed in the README (Operations).' })
+  @ApiResponse({ status: 200, description: 'Prometheus text format 0.0.4', content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: { type: 'string' } } } })
+  async scrape(@Res() res: Response): Promise<void> {
+    // Projection figures are read at scrape time: they are states, not events to count.
+    const head = await this.eventStore.headPosition();
+    for (const projector of this.projections.projectors) {
+      const labels = { projection: projector.projection.name };
+      const checkpoint = projector.checkpoint.commit;
+      this.metrics.projectionCheckpoint.set(labels, Number(checkpoint));
+      // START is -1; positions begin at 0 or above, so lag counts from 0 then.
+      const folded = checkpoint < 0n ? 0n : checkpoint;
+      this.metrics.projectionLag.set(labels, Number(head.commit > folded ? head.commit - folded : 0n));
+    }
+    const text = await this.metrics.registry.metrics();
+    res.status(200).setHeader('Content-Type', this.metrics.registry.contentType);
+    res.end(text);
+  }
+}
+
+@Global()
+@Module({
+  controllers: [MetricsController],
+  providers: [Metrics],
+  exports: [Metrics],
+})
+export class MetricsModule {}

@@ -1,0 +1,100 @@
+import type { NextFunction, Request, Response } from 'express';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Seconds: from a fast SQLite read to a slow remote store. */
+const STORE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/**
+ * The service's Prometheus metrics, in a registry of their own (one per app, so several apps in one
+ * process, as in the tests, do not mix their figures). Labels never hold a raw URL or a token.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly httpRequests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests answered, by method, route template and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly httpDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from receiving an HTTP request to the end of its answer, by method, route template and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: HTTP_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly eventsAppended = new Counter({
+    name: 'events_appended_total',
+    help: 'Events appended to the event store, by event type',
+    labelNames: ['type'] as const,
+    registers: [this.registry],
+  });
+
+  readonly eventStoreDuration = new Histogram({
+    name: 'event_store_call_duration_seconds',
+    help: 'Event store calls, by operation and outcome (ok or error)',
+    labelNames: ['operation', 'outcome'] as const,
+    buckets: STORE_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly readStoreDuration = new Histogram({
+    name: 'read_store_call_duration_seconds',
+    help: 'Read store calls, by operation and outcome (ok or error)',
+    labelNames: ['operation', 'outcome'] as const,
+    buckets: STORE_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly projectionCheckpoint = new Gauge({
+    name: 'projection_checkpoint',
+    help: "The projection's checkpoint: the commit position of the last event it has folded (-1 before the first)",
+    labelNames: ['projection'] as const,
+    registers: [this.registry],
+  });
+
+  readonly projectionLag = new Gauge({
+    name: 'projection_lag',
+    help: "How far the projection's checkpoint is behind the event store's newest event, in commit positions (events, for SQLite)",
+    labelNames: ['projection'] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Times a store call into `histogram`, labelled with its outcome. */
+  async time<T>(histogram: Histogram<'operation' | 'outcome'>, operation: string, call: () => Promise<T>): Promise<T> {
+    const end = histogram.startTimer({ operation });
+    try {
+      const result = await call();
+      end({ outcome: 'ok' });
+      return result;
+    } catch (error) {
+      end({ outcome: 'error' });
+      throw error;
+    }
+  }
+
+  /**
+   * Counts and times every request once its answer is sent. The route is the template Express
+   * matched (`/v1/customers/:id`); requests answered before routing (a missing token, an unknown
+   * path, a body refused) are labelled `none`.
+   */
+  httpMiddleware() {
+    return (req: Request, res: Response, next: NextFunction): void => {
+      const end = this.httpDuration.startTimer();
+      res.once('finish', () => {
+        const labels = { method: req.method, route: req.route?.path ?? 'none', status: String(res.statusCode) };
+        end(labels);
+        this.httpRequests.inc(labels);
+      });
+      next();
+    };
+  }
+}

@@ -1,0 +1,91 @@
+import { rmSync } from 'node:fs';
+import request from 'supertest';
+import { ChildService, freePort, startChildService } from '../support/child-service';
+import { makeDataDir } from '../support/test-app';
+
+// Tokens that appear nowhere else, so finding one in the output can only mean it leaked.
+const QUERY_TOKEN = 'QueryTok3nZq81';
+const BEARER_TOKEN = 'BearerTok3nWx42';
+const WRONG_TOKEN = 'WrongTok3nKp77';
+const SECRETS = [QUERY_TOKEN, BEARER_TOKEN, WRONG_TOKEN];
+const ACCESS_TOKENS = `${QUERY_TOKEN}:acme,${BEARER_TOKEN}:acme`;
+
+interface LogLine {
+  level: number;
+  msg: string;
+  requestId?: string;
+  req?: { method: string; url: string; headers: Record<string, string> };
+  res?: { statusCode: number };
+}
+
+const lines = (child: ChildService): LogLine[] =>
+  child
+    .output()
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as LogLine);
+
+/** Requests that carry a token in every way a client can, on answers from 200 to 415. */
+async function traffic(url: string): Promise<{ requestId: string; status: number }[]> {
+  const q = (path: string, token = QUERY_TOKEN) => `${path}${path.includes('?') ? '&' : '?'}access_token=${token}`;
+  const bearer = { Authorization: `Bearer ${BEARER_TOKEN}` };
+  const sent = [
+    request(url).post(q('/v1/customers')).send({ name: 'Ada', email: 'ada@example.com' }),
+    request(url).get(q('/v1/customers?limit=5')),
+    request(url).get('/v1/customers').set(bearer),
+    request(url).post('/v1/profiles').set(bearer).send({ name: 'Shop', slug: 'logshop' }),
+    request(url).get(q('/v1/customers', WRONG_TOKEN)),
+    request(url).get('/v1/customers').set({ Authorization: `Bearer ${WRONG_TOKEN}` }),
+    request(url).get(`/v1/customers?acc%65ss_token=${QUERY_TOKEN}`),
+    request(url).get(q('/v1/customers/00000000-0000-4000-8000-000000000000')),
+    request(url).get('/v1/no-such-route').set(bearer),
+    request(url).get(q('/no-such-route')),
+    request(url).post(q('/v1/customers')).send({ name: 'No contact' }),
+    request(url).post('/v1/customers').set(bearer).set('Content-Type', 'application/json').send('{"name": '),
+    request(url).post(q('/v1/customers')).set('Content-Type', 'text/plain').send('hello'),
+    request(url).post(q('/v1/customers')).send({ name: 'x'.repeat(70_000), email: 'big@example.com' }),
+  ];
+  const answers = [];
+  for (const req of sent) {
+    const res = await req;
+    answers.push({ requestId: res.headers['x-request-id'], status: res.status });
+  }
+  return answers;
+}
+
+describe('logs', () => {
+  let dataDir: string;
+  beforeEach(() => (dataDir = makeDataDir()));
+  afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('are JSON lines, one per request at info with its request id, and never hold an access token', async () => {
+    const child = await startChildService(dataDir, { ACCESS_TOKENS, LOG_LEVEL: 'info' });
+    const answers = await traffic(child.url);
+    expect(new Set(answers.map((a) => a.status))).toEqual(new Set([200, 201, 400, 401, 404, 413, 415]));
+    const tagged = await request(child.url).get(`/v1/customers?access_token=${QUERY_TOKEN}`).set('X-Request-Id', 'log-test-req-1');
+    answers.push({ requestId: 'log-test-req-1', status: tagged.status });
+    child.process.kill('SIGTERM');
+    expect(await child.exited).toBe(0);
+
+    for (const secret of SECRETS) expect(child.output()).not.toContain(secret);
+    const logged = lines(child);
+    for (const { requestId, status } of answers) {
+      const mine = logged.filter((l) => l.requestId === requestId);
+      expect(mine).toHaveLength(1);
+      expect(mine[0]).toMatchObject({ level: 30, res: { statusCode: status } });
+    }
+    const bearerLine = logged.find((l) => l.req?.url === '/v1/customers' && l.req.headers.authorization);
+    expect(bearerLine?.req?.headers.authorization).toBe('[REDACTED]');
+    expect(logged.find((l) => l.requestId === 'log-test-req-1')?.req?.url).toBe('/v1/customers?access_token=[REDACTED]');
+    expect(logged.some((l) => /^Listening on /.test(l.msg))).toBe(true);
+  });
+
+  it('have no line per request at LOG_LEVEL=warn', async () => {
+    const child = await startChildService(dataDir, { ACCESS_TOKENS, LOG_LEVEL: 'warn', PORT: String(await freePort()) });
+    await traffic(child.url);
+    child.process.kill('SIGTERM');
+    expect(await child.exited).toBe(0);
+    expect(lines(child).filter((l) => l.req !== undefined || l.requestId !== undefined)).toEqual([]);
+    for (const secret of SECRETS) expect(child.output()).not.toContain(secret);
+  });
+});

@@ -1,0 +1,179 @@
+import Ajv, { ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { Response } from 'supertest';
+import { expectError } from '../support/http-assertions';
+import { JSON_CT, startTestApp, TestApp, TOKENS, withToken } from '../support/test-app';
+
+type Method = 'get' | 'post' | 'put' | 'delete';
+interface OpenApi {
+  paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: object }> }; responses: Record<string, DocumentedResponse> }>>;
+  components: object;
+}
+interface DocumentedResponse {
+  headers?: Record<string, unknown>;
+  content: Record<string, { schema: object }>;
+}
+
+const OPERATIONS: [Method, string][] = [
+  ['post', '/v1/profiles'],
+  ['get', '/v1/profiles'],
+  ['get', '/v1/profiles/{id}'],
+  ['put', '/v1/profiles/{id}'],
+  ['delete', '/v1/profiles/{id}'],
+  ['get', '/v1/profiles/{id}/history'],
+  ['post', '/v1/customers'],
+  ['get', '/v1/customers'],
+  ['get', '/v1/customers/{id}'],
+  ['put', '/v1/customers/{id}'],
+  ['delete', '/v1/customers/{id}'],
+  ['get', '/v1/customers/{id}/history'],
+];
+
+describe('the OpenAPI document', () => {
+  let app: TestApp;
+  let doc: OpenApi;
+  const ajv = new Ajv({ strict: false, allErrors: true });
+  addFormats(ajv);
+  const compiled = new Map<object, ValidateFunction>();
+  /** The schema, with the document's components beside it so its $refs resolve. */
+  const validator = (schema: object) => {
+    if (!compiled.has(schema)) compiled.set(schema, ajv.compile({ ...schema, components: doc.components }));
+    return compiled.get(schema)!;
+  };
+  /** Which documented answers the real service has given, as `method path status`. */
+  const seen = new Set<string>();
+
+  /** The real answer is one the document lists for the operation, and matches its schema and headers. */
+  function conforms(res: Response, method: Method, path: string): void {
+    const documented = doc.paths[path]?.[method]?.responses[String(res.status)];
+    expect({ operation: `${method} ${path}`, status: res.status, documented: documented !== undefined }).toEqual({
+      operation: `${method} ${path}`,
+      status: res.status,
+      documented: true,
+    });
+    expect(Object.keys(documented.content)).toEqual([JSON_CT]);
+    expect(res.headers['content-type']).toBe(JSON_CT);
+    const validate = validator(documented.content[JSON_CT].schema);
+    expect({ body: res.body, errors: validate(res.body) ? null : validate.errors }).toEqual({ body: res.body, errors: null });
+    for (const header of Object.keys(documented.headers ?? {})) expect(res.headers[header.toLowerCase()]).toBeDefined();
+    seen.add(`${method} ${path} ${res.status}`);
+  }
+
+  /** The documented request body accepts (or refuses) `body` as the service does. */
+  function requestConforms(method: Method, path: string, body: object, valid: boolean): void {
+    const validate = validator(doc.paths[path][method].requestBody!.content['application/json'].schema);
+    expect({ body, valid: validate(body) }).toEqual({ body, valid });
+  }
+
+  beforeAll(async () => {
+    app = await startTestApp();
+    const res = await app.http.get('/docs-json').expect(200);
+    expect(res.headers['content-type']).toBe(JSON_CT);
+    doc = res.body;
+  });
+  afterAll(() => app.close());
+
+  it('lists every operation of /v1', () => {
+    for (const [method, path] of OPERATIONS) expect(doc.paths[path]?.[method]).toBeDefined();
+  });
+
+  it('describes the real answers of every profile operation, errors included', async () => {
+    const { http } = app;
+    const body = { name: 'Shop', slug: 'docshop', tel: 2071234567, email: 'shop@example.com' };
+    requestConforms('post', '/v1/profiles', body, true);
+    const created = await http.post(withToken('profiles')).send(body);
+    conforms(created, 'post', '/v1/profiles');
+    const id: string = created.body.data.Profile.id;
+    conforms(await http.post(withToken('profiles')).send({ slug: 'DOCSHOP' }), 'post', '/v1/profiles'); // 409
+    conforms(await http.post(withToken('profiles')).send({ tel: -1, logo: 'x' }), 'post', '/v1/profiles'); // 400
+    conforms(await http.post(withToken('profiles')).set('Content-Type', 'text/plain').send('x'), 'post', '/v1/profiles'); // 415
+    conforms(await http.post(withToken('profiles')).send({ description: 'x'.repeat(70_000) }), 'post', '/v1/profiles'); // 413
+    conforms(await http.get(withToken('profiles?name=shop')), 'get', '/v1/profiles');
+    conforms(await http.get(withToken('profiles?limit=0')), 'get', '/v1/profiles'); // 400
+    conforms(await http.get('/v1/profiles'), 'get', '/v1/profiles'); // 401
+    conforms(await http.get(withToken(`profiles/${id}`)), 'get', '/v1/profiles/{id}');
+    conforms(await http.get(withToken(`profiles/${id}`, TOKENS.b)), 'get', '/v1/profiles/{id}'); // 404
+    conforms(await http.get(withToken(`profiles/${id}?as_of=${Math.floor(Date.now() / 1000) + 60}`)), 'get', '/v1/profiles/{id}');
+    conforms(await http.get(withToken(`profiles/${id}?as_of=yesterday`)), 'get', '/v1/profiles/{id}'); // 400
+    requestConforms('put', '/v1/profiles/{id}', { tel: '0123', site: null }, true);
+    const updated = await http.put(withToken(`profiles/${id}`)).send({ tel: '0123', site: null });
+    conforms(updated, 'put', '/v1/profiles/{id}');
+    expect(updated.status).toBe(200);
+    conforms(await http.put(withToken(`profiles/${id}`)).send({ slug: 'not a slug' }), 'put', '/v1/profiles/{id}'); // 400
+    conforms(await http.put(withToken(`profiles/${id}`)).set('If-Match', '"0"').send({ name: 'Late' }), 'put', '/v1/profiles/{id}'); // 412
+    conforms(await http.delete(withToken(`profiles/${id}`)).set('If-Match', 'nonsense'), 'delete', '/v1/profiles/{id}'); // 400
+    conforms(await http.delete(withToken(`profiles/${id}`)).set('If-Match', '"0"'), 'delete', '/v1/profiles/{id}'); // 412
+    conforms(await http.delete(withToken(`profiles/${id}`)), 'delete', '/v1/profiles/{id}');
+    conforms(await http.delete(withToken(`profiles/${id}`)), 'delete', '/v1/profiles/{id}'); // 404
+    conforms(await http.get(withToken(`profiles/${id}/history`)), 'get', '/v1/profiles/{id}/history');
+    conforms(await http.get(withToken(`profiles/${id}/history?limit=101`)), 'get', '/v1/profiles/{id}/history'); // 400
+    conforms(await http.get(withToken(`profiles/${id}/history`, TOKENS.b)), 'get', '/v1/profiles/{id}/history'); // 404
+  });
+
+  it('describes the real answers of every customer operation, errors included', async () => {
+    const { http } = app;
+    const body = { name: 'Ada', email: 'ada@example.com', postal_code: '01234', fax: 2071234567, mobile: 19123456789 };
+    requestConforms('post', '/v1/customers', body, true);
+    const created = await http.post(withToken('customers')).set('Idempotency-Key', 'doc-key-1').send(body);
+    conforms(created, 'post', '/v1/customers');
+    const id: string = created.body.data.Customer.id;
+    conforms(await http.post(withToken('customers')).set('Idempotency-Key', 'doc-key-1').send({ email: 'other@example.com' }), 'post', '/v1/customers'); // 409
+    conforms(await http.post(withToken('customers')).send({ name: 'No contact' }), 'post', '/v1/customers'); // 400
+    conforms(await http.post(withToken('customers', 'bad-token')).send(body), 'post', '/v1/customers'); // 401
+    conforms(await http.get(withToken('customers?company=&page=1')), 'get', '/v1/customers');
+    conforms(await http.get(withToken('customers?page=1&offset=0')), 'get', '/v1/customers'); // 400
+    conforms(await http.get(withToken(`customers/${id}`)), 'get', '/v1/customers/{id}');
+    conforms(await http.get(withToken('customers/not-a-uuid')), 'get', '/v1/customers/{id}'); // 404
+    requestConforms('put', '/v1/customers/{id}', { company: 'Engines', tel: 42 }, true);
+    conforms(await http.put(withToken(`customers/${id}`)).send({ company: 'Engines', tel: 42 }), 'put', '/v1/customers/{id}');
+    conforms(await http.put(withToken(`customers/${id}`)).send({ fax: '1' }), 'put', '/v1/customers/{id}'); // 400
+    conforms(await http.delete(withToken(`customers/${id}`)), 'delete', '/v1/customers/{id}');
+    conforms(await http.get(withToken(`customers/${id}/history?page=1`)), 'get', '/v1/customers/{id}/history');
+    conforms(await http.put(withToken(`customers/${id}`)).send({ name: 'Gone' }), 'put', '/v1/customers/{id}'); // 404
+  });
+
+  it('refuses in the request schemas what the service refuses', async () => {
+    const refused: [Method, string, string, object][] = [
+      ['post', '/v1/customers', 'customers', { email: 'a@example.com', tel: -1 }],
+      ['post', '/v1/customers', 'customers', { email: 'a@example.com', tel: '12a' }],
+      ['post', '/v1/customers', 'customers', { email: 'not-an-email' }],
+      ['post', '/v1/customers', 'customers', { email: 'a@example.com', mobile: '123' }],
+      ['post', '/v1/customers', 'customers', { email: 'a@example.com', id: 'x' }],
+      ['post', '/v1/profiles', 'profiles', { slug: 'has space' }],
+      ['post', '/v1/profiles', 'profiles', { name: 'x'.repeat(256) }],
+      ['post', '/v1/profiles', 'profiles', { default: 1 }],
+    ];
+    for (const [method, path, collection, body] of refused) {
+      requestConforms(method, path, body, false);
+      expectError(await app.http.post(withToken(collection)).send(body), 400, 'VALIDATION_FAILED');
+    }
+  });
+
+  it('describes the 429 answer', async () => {
+    const limited = await startTestApp({ env: { RATE_LIMIT_REQUESTS: '1' } });
+    try {
+      await limited.http.get(withToken('customers')).expect(200);
+      conforms(await limited.http.get(withToken('customers')), 'get', '/v1/customers');
+      expect(seen.has('get /v1/customers 429')).toBe(true);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('has had every operation answer with its documented success', () => {
+    const successes = OPERATIONS.flatMap(([method, path]) =>
+      Object.keys(doc.paths[path][method].responses)
+        .filter((status) => status.startsWith('2'))
+        .map((status) => `${method} ${path} ${status}`),
+    );
+    expect(successes.filter((s) => !seen.has(s))).toEqual([]);
+  });
+
+  it('is browsable at /docs without a token', async () => {
+    const page = await app.http.get('/docs').expect(200);
+    expect(page.headers['content-type']).toMatch(/^text\/html/);
+    const scripts = [...page.text.matchAll(/src="\.\/docs\/([^"]+)"/g)].map((m) => m[1]);
+    expect(scripts).toContain('swagger-ui-init.js');
+    for (const script of scripts) await app.http.get(`/docs/${script}`).expect(200);
+  });
+});

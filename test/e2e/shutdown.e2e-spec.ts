@@ -1,0 +1,124 @@
+import { rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { join } from 'node:path';
+import request from 'supertest';
+import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
+import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
+import { openSqliteDatabase } from '../../src/storage/sqlite-database';
+import { startChildService } from '../support/child-service';
+import { makeDataDir, withToken } from '../support/test-app';
+
+interface Outcome {
+  status?: number;
+  connection?: string;
+  id?: string;
+  /** The connection error's code, when there was no answer. */
+  error?: string;
+  at: number;
+}
+
+/**
+ * A customer create on a connection of its own. With `hold`, only the headers are sent: `accepted`
+ * resolves when the server has read them (it answers 100 Continue), and `send()` sends the body.
+ */
+function create(base: string, n: number, { hold = false } = {}) {
+  const text = JSON.stringify({ name: `S${n}`, email: `s${n}@example.com` });
+  const { hostname, port } = new URL(base);
+  const req = httpRequest({
+    hostname,
+    port,
+    path: withToken('customers'),
+    method: 'POST',
+    agent: false,
+    headers: {
+      'Content-Type': 'application/json',
+      'Content-Length': Buffer.byteLength(text),
+      ...(hold ? { Expect: '100-continue' } : {}),
+    },
+  });
+  const accepted = hold
+    ? new Promise<void>((resolve, reject) => {
+        req.once('continue', resolve);
+        req.once('error', reject);
+      })
+    : Promise.resolve();
+  const answered = new Promise<Outcome>((resolve) => {
+    req.once('response', (res) => {
+      let body = '';
+      res.on('data', (chunk) => (body += chunk));
+      res.on('end', () =>
+        resolve({ status: res.statusCode, connection: res.headers.connection, id: JSON.parse(body).data?.Customer?.id, at: Date.now() }),
+      );
+    });
+    req.once('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message, at: Date.now() }));
+  });
+  if (hold) req.flushHeaders();
+  else req.end(text);
+  return { accepted, answered, send: () => (req.end(text), answered) };
+}
+
+describe('graceful shutdown', () => {
+  let dataDir: string;
+  beforeEach(() => (dataDir = makeDataDir()));
+  afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('on SIGTERM under load: answers every request in flight, refuses new connections, saves the checkpoints, exits 0', async () => {
+    const child = await startChildService(dataDir);
+    let n = 0;
+    let stopped = false;
+    const loadOutcomes: Outcome[] = [];
+    // Clients writing one after another on fresh connections, until the service is gone.
+    const loops = Array.from({ length: 4 }, async () => {
+      while (!stopped) {
+        const outcome = await create(child.url, n++).answered;
+        loadOutcomes.push(outcome);
+        if (outcome.error) return;
+      }
+    });
+    while (loadOutcomes.filter((o) => o.status === 201).length < 20) await new Promise((r) => setTimeout(r, 20));
+
+    // Requests the service has begun to read when the signal comes; their bodies follow it.
+    const held = Array.from({ length: 8 }, () => create(child.url, n++, { hold: true }));
+    await Promise.all(held.map((h) => h.accepted));
+    const signalledAt = Date.now();
+    child.process.kill('SIGTERM');
+    await child.waitForOutput(/Shutting down on SIGTERM/);
+    expect((await create(child.url, n++).answered).error).toBe('ECONNREFUSED');
+
+    const heldOutcomes = await Promise.all(held.map((h) => h.send()));
+    for (const outcome of heldOutcomes) {
+      expect(outcome).toMatchObject({ status: 201, connection: 'close' });
+    }
+    stopped = true;
+    await Promise.all(loops);
+    expect(await child.exited).toBe(0);
+    expect(child.output()).toMatch(/"msg":"Stopped"/);
+
+    // Every answer was a success; a client saw a connection fail only once the service was stopping.
+    for (const outcome of loadOutcomes) {
+      if (outcome.error) expect(outcome.at).toBeGreaterThanOrEqual(signalledAt);
+      else expect(outcome.status).toBe(201);
+    }
+
+    // The projectors stopped after their last batch and saved it: the checkpoint is the store's head.
+    const db = openSqliteDatabase(join(dataDir, 'service.sqlite'), { durable: false });
+    try {
+      const head = await new SqliteEventStore(db).headPosition();
+      expect(await new SqliteReadStore(db).getCheckpoint('customers')).toEqual(head);
+    } finally {
+      db.close();
+    }
+
+    // A restart shows every answered write, and nothing else.
+    const written = [...loadOutcomes, ...heldOutcomes].filter((o) => o.status === 201).map((o) => o.id!);
+    const second = await startChildService(dataDir);
+    try {
+      const list = await request(second.url).get(withToken('customers?limit=1')).expect(200);
+      expect(list.headers['x-total-count']).toBe(String(written.length));
+      for (const id of written) await request(second.url).get(withToken(`customers/${id}`)).expect(200);
+    } finally {
+      second.process.kill('SIGTERM');
+      expect(await second.exited).toBe(0);
+    }
+  });
+});
