@@ -1,6 +1,8 @@
 // `npm run bench -- <name> [args]`: runs one benchmark from this folder and prints its figures.
 // Benchmarks hold the speed targets; the test suite only asserts behaviour.
-const BENCHES: Record<string, () => Promise<{ main(args: string[]): Promise<void> }>> = {};
+const BENCHES: Record<string, () => Promise<{ main(args: string[]): Promise<void> }>> = {
+  rebuild: () => import('./rebuild'),
+};
 
 async function run(): Promise<void> {
   const [name = 'http', ...args] = process.argv.slice(2);

@@ -1,11 +1,11 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import type { AppConfig } from './config/config';
-import { customerProjection } from './customers/customer.projection';
 import { CustomersModule } from './customers/customers.module';
-import { profileProjection } from './profiles/profile.projection';
 import { ProfilesModule } from './profiles/profiles.module';
+import { HealthModule } from './health/health.module';
 import { ProjectionsModule } from './projections/projections.module';
+import { READ_MODELS } from './read-models';
 import { StorageModule } from './storage/storage.module';
 
 @Module({})
@@ -16,7 +16,8 @@ export class AppModule {
       imports: [
         CqrsModule.forRoot(),
         StorageModule.forRoot(config),
-        ProjectionsModule.forRoot([profileProjection, customerProjection]),
+        ProjectionsModule.forRoot(READ_MODELS),
+        HealthModule,
         ProfilesModule,
         CustomersModule,
       ],

@@ -16,6 +16,8 @@ export interface AppConfig {
   accessTokens: Map<string, string>;
   /** How long a write waits for its read models before answering 503. */
   readYourWritesTimeoutMs: number;
+  /** GET /health/ready answers 503 while a read model is more than this many events behind. */
+  readyMaxLagEvents: number;
 }
 
 export const APP_CONFIG = Symbol('AppConfig');
@@ -41,6 +43,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     sqliteFile: join(dataDir, 'service.sqlite'),
     logLevel,
     readYourWritesTimeoutMs: integer(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5000, 1, 600_000),
+    readyMaxLagEvents: integer(env, 'READY_MAX_LAG_EVENTS', 1000, 0, 1_000_000_000),
   };
 }
 

@@ -32,18 +32,18 @@ const RETRY_DELAY_MS = 1000;
 /**
  * Folds one batch into one generation of a projection's read model: the documents the batch
  * touches are loaded once, folded in memory, and written back together with the new checkpoint.
- * Returns whether it committed: a batch with nothing for this model is committed only if `always`.
+ * A batch with nothing for this model still saves the checkpoint (a small write, not synced), so
+ * the persisted checkpoint says how far the model really is: the CLI's status and a rebuild's
+ * promotion compare it.
  */
 export async function foldBatch(
   projection: Projection,
   readStore: ReadStore,
   generation: number,
   batch: EventBatch,
-  always: boolean,
-): Promise<boolean> {
+): Promise<void> {
   const prefix = `${projection.streamPrefix}-`;
   const relevant = batch.events.filter((e) => e.streamId.startsWith(prefix));
-  if (relevant.length === 0 && !always) return false;
   const collection = projection.schema.name;
   const idOf = (streamId: string) => streamId.slice(prefix.length);
   const documents = await readStore.getMany(collection, [...new Set(relevant.map((e) => idOf(e.streamId)))], generation);
@@ -62,7 +62,6 @@ export async function foldBatch(
     changed.set(id, next);
   }
   await readStore.commit(collection, [...changed.values()], { generation, position: batch.position });
-  return true;
 }
 
 /**
@@ -167,9 +166,7 @@ export class Projector {
   }
 
   private async apply(batch: EventBatch): Promise<void> {
-    // A batch with nothing for this model moves the checkpoint in memory only: replaying it after
-    // a restart costs a read and spares a durable write per foreign event.
-    await foldBatch(this.projection, this.readStore, this.generation, batch, false);
+    await foldBatch(this.projection, this.readStore, this.generation, batch);
     this.position = batch.position;
     this.resolveWaiters();
   }

@@ -20,6 +20,14 @@ class StorageShutdown implements OnApplicationShutdown {
   }
 }
 
+/** The event store the configuration selects: the service and the CLI open it the same way. */
+export const openEventStore = (config: Pick<AppConfig, 'sqliteFile'>): EventStore =>
+  new SqliteEventStore(openSqliteDatabase(config.sqliteFile, { durable: true }));
+
+/** The read store the configuration selects. */
+export const openReadStore = (config: Pick<AppConfig, 'sqliteFile'>): ReadStore =>
+  new SqliteReadStore(openSqliteDatabase(config.sqliteFile, { durable: false }));
+
 /**
  * The configuration and the two ports' adapters, for the whole app. The embedded default keeps
  * events and read models in one SQLite file, through one connection each.
@@ -32,14 +40,8 @@ export class StorageModule {
       module: StorageModule,
       providers: [
         { provide: APP_CONFIG, useValue: config },
-        {
-          provide: EVENT_STORE,
-          useFactory: () => new SqliteEventStore(openSqliteDatabase(config.sqliteFile, { durable: true })),
-        },
-        {
-          provide: READ_STORE,
-          useFactory: () => new SqliteReadStore(openSqliteDatabase(config.sqliteFile, { durable: false })),
-        },
+        { provide: EVENT_STORE, useFactory: () => openEventStore(config) },
+        { provide: READ_STORE, useFactory: () => openReadStore(config) },
         StorageShutdown,
       ],
       exports: [APP_CONFIG, EVENT_STORE, READ_STORE],
