@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { comparePositions, EventBatch, EventStore, Position, START } from '../event-store/event-store.port';
 import { GenerationReplacedError, ReadDocument, ReadStore } from '../read-store/read-store.port';
 import type { Projection } from './projection';
@@ -130,6 +131,8 @@ export class Projector {
       try {
         for await (const batch of this.eventStore.subscribeToAll(this.position, { signal })) {
           await this.apply(batch);
+          // The store calls are synchronous on SQLite: catching up must not keep requests waiting.
+          await nextTurn();
         }
       } catch (error) {
         if (error instanceof PoisonEventError) {

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { comparePositions, EventStore, START } from '../event-store/event-store.port';
 import { ReadStore, RebuildBehindError } from '../read-store/read-store.port';
 import { eventsBetween } from './positions';
@@ -85,6 +86,8 @@ export async function rebuildProjections(
       for await (const batch of eventStore.subscribeToAll(START, { signal: stop.signal, maxBatchSize: REBUILD_BATCH })) {
         for (const target of pending()) await foldBatch(target.projection, readStore, target.generation, batch);
         done += batch.events.length;
+        // The store calls are synchronous on SQLite: let signals (Ctrl-C) and timers in between batches.
+        await nextTurn();
         report();
         if (comparePositions(batch.position, head) >= 0 && (await promote())) {
           finished = true;
