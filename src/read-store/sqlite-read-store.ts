@@ -121,7 +121,7 @@ export class SqliteReadStore implements ReadStore {
       .transaction(() => {
         if (this.selectGenerations.all(schema.name).length > 0) return;
         this.insertGeneration.run(schema.name, 1, 'live', Date.now());
-        this.createTable(schema, 1);
+        this.createTable(schema, 1, { indexed: true });
       })
       .immediate();
   }
@@ -213,13 +213,20 @@ export class SqliteReadStore implements ReadStore {
         for (const row of rows.filter((r) => r.state === 'building')) this.dropGeneration(collection, row.generation);
         const generation = Math.max(0, ...rows.map((r) => r.generation)) + 1;
         this.insertGeneration.run(collection, generation, 'building', Date.now());
-        this.createTable(schema, generation);
+        this.createTable(schema, generation, { indexed: false });
         return generation;
       })
       .immediate();
   }
 
   async promote(collection: string, generation: number): Promise<void> {
+    const { schema } = this.collection(collection);
+    // Built before the swap, in a transaction of its own so a refused promotion keeps them.
+    this.db
+      .transaction(() => {
+        if (this.selectState.get(collection, generation) === 'building') this.createIndexes(schema, generation);
+      })
+      .immediate();
     this.db
       .transaction(() => {
         const rows = this.selectGenerations.all(collection);
@@ -252,14 +259,16 @@ export class SqliteReadStore implements ReadStore {
     this.db.close();
   }
 
-  private createTable(schema: CollectionSchema, generation: number): void {
+  /**
+   * A generation's table, with its indexes unless told otherwise: a rebuild fills its table without
+   * them and builds them once before the promotion, which is much cheaper than keeping them up to
+   * date row by row.
+   */
+  private createTable(schema: CollectionSchema, generation: number, { indexed }: { indexed: boolean }): void {
     const t = tableName(schema.name, generation);
-    const filterFields = Object.keys(schema.filters);
-    const columns = filterFields.map((f) => `, ${filterColumn(f)} TEXT NOT NULL`).join('');
-    const exactIndexes = filterFields
-      .filter((f) => schema.filters[f] !== 'contains-ci')
-      .map((f) => `CREATE INDEX IF NOT EXISTS ${t}_by_${f} ON ${t} (account_id, ${filterColumn(f)}, seq) WHERE deleted = 0;`)
-      .join('\n');
+    const columns = Object.keys(schema.filters)
+      .map((f) => `, ${filterColumn(f)} TEXT NOT NULL`)
+      .join('');
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS ${t} (
         id         TEXT    PRIMARY KEY,
@@ -270,6 +279,17 @@ export class SqliteReadStore implements ReadStore {
         created    INTEGER NOT NULL,
         fields     TEXT    NOT NULL${columns}
       );
+    `);
+    if (indexed) this.createIndexes(schema, generation);
+  }
+
+  private createIndexes(schema: CollectionSchema, generation: number): void {
+    const t = tableName(schema.name, generation);
+    const exactIndexes = Object.keys(schema.filters)
+      .filter((f) => schema.filters[f] !== 'contains-ci')
+      .map((f) => `CREATE INDEX IF NOT EXISTS ${t}_by_${f} ON ${t} (account_id, ${filterColumn(f)}, seq) WHERE deleted = 0;`)
+      .join('\n');
+    this.db.exec(`
       CREATE INDEX IF NOT EXISTS ${t}_by_account ON ${t} (account_id, seq) WHERE deleted = 0;
       ${exactIndexes}
     `);
