@@ -16,13 +16,14 @@ export class ProgressReporter {
 
   constructor(private readonly stream: NodeJS.WriteStream = process.stderr) {}
 
-  update(progress: RebuildProgress, final = false): void {
+  /** `final` gives the time the work took, when the caller knows it better (a rebuild ends with a grace period). */
+  update(progress: RebuildProgress, final?: { ms: number }): void {
     const now = Date.now();
     const every = this.stream.isTTY ? TTY_EVERY_MS : LINE_EVERY_MS;
     if (!final && now - this.last < every) return;
     this.last = now;
     const { projection, done, total } = progress;
-    const seconds = (now - this.started) / 1000;
+    const seconds = (final ? final.ms : now - this.started) / 1000;
     const rate = seconds > 0 ? done / seconds : 0;
     const left = rate > 0 ? (total - done) / rate : Infinity;
     const share = total > 0 ? done / total : 1;

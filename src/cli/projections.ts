@@ -76,7 +76,8 @@ export async function projectionsRebuild(
       onProgress: (p) => progress.update(p),
     });
     const events = Math.max(...results.map((r) => r.events));
-    progress.update({ projection: selected.map((p) => p.name).join(', '), done: events, total: events }, true);
+    const ms = Math.max(...results.map((r) => r.ms));
+    progress.update({ projection: selected.map((p) => p.name).join(', '), done: events, total: events }, { ms });
   } finally {
     progress.end();
   }

@@ -5,7 +5,10 @@ import { eventsBetween } from './positions';
 import type { Projection } from './projection';
 import { foldBatch } from './projector';
 
-/** Large batches: a rebuild has no reader waiting on it, and each batch is one transaction per read model. */
+/**
+ * Larger than the live projector's batches (a rebuild has no reader waiting on it, and each batch is
+ * one transaction per read model), but not so large that the service's writes wait long for the lock.
+ */
 const REBUILD_BATCH = 5000;
 
 export interface RebuildProgress {

@@ -80,7 +80,7 @@ export interface CollectionStatus {
   building: GenerationStatus | null;
 }
 
-/** A commit or promotion named a generation that is neither live nor building: a rebuild replaced it. */
+/** A read, commit or promotion named a generation that is neither live nor building: a rebuild replaced it. */
 export class GenerationReplacedError extends Error {
   constructor(
     readonly collection: string,
@@ -105,7 +105,11 @@ export interface ReadStore {
    * has no generation yet. Idempotent. Every other method needs it called first in this process.
    */
   ensureCollection(schema: CollectionSchema): Promise<void>;
-  /** Documents by id, tombstones included, whatever their account; from the live generation by default. */
+  /**
+   * Documents by id, tombstones included, whatever their account; from the live generation by
+   * default. Given a generation (as projectors do), throws GenerationReplacedError unless it is
+   * live or building: its projector must move to the live one.
+   */
   getMany(collection: string, ids: string[], generation?: number): Promise<Map<string, ReadDocument>>;
   /** One live document of the account, or null. */
   get(collection: string, accountId: string, id: string): Promise<ReadDocument | null>;

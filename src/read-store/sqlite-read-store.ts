@@ -129,6 +129,7 @@ export class SqliteReadStore implements ReadStore {
   async getMany(collection: string, ids: string[], generation?: number): Promise<Map<string, ReadDocument>> {
     const found = new Map<string, ReadDocument>();
     if (ids.length === 0) return found;
+    if (generation !== undefined) this.assertWritable(collection, generation);
     const table = this.table(collection, generation ?? this.liveGeneration(collection));
     for (const row of table.selectMany.all(JSON.stringify(ids))) found.set(row.id, toDocument(row));
     return found;
@@ -173,8 +174,7 @@ export class SqliteReadStore implements ReadStore {
     const filterFields = Object.keys(schema.filters);
     this.db
       .transaction(() => {
-        const state = this.selectState.get(collection, generation);
-        if (state !== 'live' && state !== 'building') throw new GenerationReplacedError(collection, generation);
+        this.assertWritable(collection, generation);
         const { upsert } = this.table(collection, generation);
         for (const d of documents) {
           upsert.run(
@@ -299,6 +299,11 @@ export class SqliteReadStore implements ReadStore {
     this.collections.get(collection)?.tables.delete(generation);
     this.db.exec(`DROP TABLE IF EXISTS ${tableName(collection, generation)}`);
     this.setState.run('dropped', Date.now(), collection, generation);
+  }
+
+  private assertWritable(collection: string, generation: number): void {
+    const state = this.selectState.get(collection, generation);
+    if (state !== 'live' && state !== 'building') throw new GenerationReplacedError(collection, generation);
   }
 
   private liveGeneration(collection: string): number {

@@ -66,6 +66,12 @@ describe('projections rebuild beside a running service', () => {
       await http.get(withToken(`customers/${after.body.data.Customer.id}`)).expect(200);
       expect(await total('customers')).toBe(seededCustomers + written.length + 1);
       expect(service.output()).toMatch(/Generation 1 was replaced by a rebuild: continuing in generation 2/);
+
+      // A rebuild while the service is idle: its generation is replaced and dropped before it writes again.
+      expect((await runCli(['projections', 'rebuild', 'customers', '--grace-seconds', '0'], dataDir)).code).toBe(0);
+      const idle = await http.post(withToken('customers')).send({ email: 'idle@x.io' }).expect(201);
+      await http.get(withToken(`customers/${idle.body.data.Customer.id}`)).expect(200);
+      expect(await total('customers')).toBe(seededCustomers + written.length + 2);
     } finally {
       service.process.kill('SIGTERM');
       await service.exited;
