@@ -3,6 +3,7 @@
 const BENCHES: Record<string, () => Promise<{ main(args: string[]): Promise<void> }>> = {
   'audit-and-retries': () => import('./audit-and-retries'),
   operations: () => import('./operations'),
+  rebuild: () => import('./rebuild'),
 };
 
 async function run(): Promise<void> {

@@ -4,13 +4,13 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { AuditModule } from './audit/audit.module';
 import type { AppConfig } from './config/config';
-import { customerProjection } from './customers/customer.projection';
 import { CustomersModule } from './customers/customers.module';
 import { RateLimitGuard } from './http/rate-limit.guard';
 import { MetricsModule } from './metrics/metrics.module';
-import { profileProjection } from './profiles/profile.projection';
 import { ProfilesModule } from './profiles/profiles.module';
+import { HealthModule } from './health/health.module';
 import { ProjectionsModule } from './projections/projections.module';
+import { READ_MODELS } from './read-models';
 import { StorageModule } from './storage/storage.module';
 
 @Module({})
@@ -22,7 +22,8 @@ export class AppModule {
         CqrsModule.forRoot(),
         MetricsModule,
         StorageModule.forRoot(config),
-        ProjectionsModule.forRoot([profileProjection, customerProjection]),
+        ProjectionsModule.forRoot(READ_MODELS),
+        HealthModule,
         ProfilesModule,
         CustomersModule,
         AuditModule,

@@ -25,6 +25,8 @@ export interface AppConfig {
   /** Requests each access token may make per window; 0 turns the limit off. */
   rateLimitRequests: number;
   rateLimitWindowSeconds: number;
+  /** GET /health/ready answers 503 while a read model is more than this many events behind. */
+  readyMaxLagEvents: number;
 }
 
 export const APP_CONFIG = Symbol('AppConfig');
@@ -55,6 +57,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     storeTimeoutMs: integer(env, 'STORE_TIMEOUT_MS', 5000, 100, 600_000),
     rateLimitRequests: integer(env, 'RATE_LIMIT_REQUESTS', 6000, 0, 1_000_000),
     rateLimitWindowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
+    readyMaxLagEvents: integer(env, 'READY_MAX_LAG_EVENTS', 1000, 0, 1_000_000_000),
   };
 }
 

@@ -1,5 +1,5 @@
 import type { AppendResult, EventBatch, EventStore, ExpectedRevision, NewEvent, Position, StoredEvent, SubscribeOptions } from '../event-store/event-store.port';
-import type { Checkpoint, CollectionSchema, FindQuery, FindResult, ReadDocument, ReadStore } from '../read-store/read-store.port';
+import type { Checkpoint, CollectionSchema, CollectionStatus, FindQuery, FindResult, ProjectionFailure, ReadDocument, ReadStore } from '../read-store/read-store.port';
 import type { Metrics } from './metrics';
 
 /** An event store that times each call and counts the events appended, around any adapter. */
@@ -46,8 +46,8 @@ export class InstrumentedReadStore implements ReadStore {
     return this.metrics.time(this.metrics.readStoreDuration, 'ensureCollection', () => this.store.ensureCollection(schema));
   }
 
-  getMany(collection: string, ids: string[]): Promise<Map<string, ReadDocument>> {
-    return this.metrics.time(this.metrics.readStoreDuration, 'getMany', () => this.store.getMany(collection, ids));
+  getMany(collection: string, ids: string[], generation?: number): Promise<Map<string, ReadDocument>> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'getMany', () => this.store.getMany(collection, ids, generation));
   }
 
   get(collection: string, accountId: string, id: string): Promise<ReadDocument | null> {
@@ -62,8 +62,24 @@ export class InstrumentedReadStore implements ReadStore {
     return this.metrics.time(this.metrics.readStoreDuration, 'commit', () => this.store.commit(collection, documents, checkpoint));
   }
 
-  getCheckpoint(projection: string): Promise<Position | null> {
-    return this.metrics.time(this.metrics.readStoreDuration, 'getCheckpoint', () => this.store.getCheckpoint(projection));
+  recordFailure(collection: string, generation: number, failure: ProjectionFailure): Promise<void> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'recordFailure', () => this.store.recordFailure(collection, generation, failure));
+  }
+
+  status(collection: string): Promise<CollectionStatus> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'status', () => this.store.status(collection));
+  }
+
+  startRebuild(collection: string): Promise<number> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'startRebuild', () => this.store.startRebuild(collection));
+  }
+
+  promote(collection: string, generation: number): Promise<void> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'promote', () => this.store.promote(collection, generation));
+  }
+
+  dropRetired(collection: string, graceMs: number): Promise<void> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'dropRetired', () => this.store.dropRetired(collection, graceMs));
   }
 
   close(): Promise<void> {

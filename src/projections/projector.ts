@@ -1,19 +1,24 @@
 import { Logger } from '@nestjs/common';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { comparePositions, EventBatch, EventStore, Position, START } from '../event-store/event-store.port';
-import type { ReadDocument, ReadStore } from '../read-store/read-store.port';
+import { GenerationReplacedError, ReadDocument, ReadStore } from '../read-store/read-store.port';
 import type { Projection } from './projection';
 
 export type ProjectorState = 'starting' | 'running' | 'stopped' | 'failed';
 
 /** An event a projection could not fold. It stops the projection: skipping it would corrupt the model. */
 export class PoisonEventError extends Error {
+  readonly reason: string;
+
   constructor(
     readonly streamId: string,
     readonly revision: number,
-    cause: unknown,
+    error: unknown,
   ) {
-    super(`cannot apply ${streamId}@${revision}: ${cause instanceof Error ? cause.message : String(cause)}`);
+    const reason = error instanceof Error ? error.message : String(error);
+    super(`cannot apply ${streamId}@${revision}: ${reason}`);
     this.name = 'PoisonEventError';
+    this.reason = reason;
   }
 }
 
@@ -26,14 +31,51 @@ interface Waiter {
 const RETRY_DELAY_MS = 1000;
 
 /**
- * Follows the event store from a persisted checkpoint and folds each batch of events into one read
- * model: the documents a batch touches are loaded once, folded in memory, and written back together
- * with the new checkpoint.
+ * Folds one batch into one generation of a projection's read model: the documents the batch
+ * touches are loaded once, folded in memory, and written back together with the new checkpoint.
+ * A batch with nothing for this model still saves the checkpoint (a small write, not synced), so
+ * the persisted checkpoint says how far the model really is: the CLI's status and a rebuild's
+ * promotion compare it.
+ */
+export async function foldBatch(
+  projection: Projection,
+  readStore: ReadStore,
+  generation: number,
+  batch: EventBatch,
+): Promise<void> {
+  const prefix = `${projection.streamPrefix}-`;
+  const relevant = batch.events.filter((e) => e.streamId.startsWith(prefix));
+  const collection = projection.schema.name;
+  const idOf = (streamId: string) => streamId.slice(prefix.length);
+  const documents = await readStore.getMany(collection, [...new Set(relevant.map((e) => idOf(e.streamId)))], generation);
+  const changed = new Map<string, ReadDocument>();
+  for (const event of relevant) {
+    const id = idOf(event.streamId);
+    const current = documents.get(id) ?? null;
+    if (current && event.revision <= current.revision) continue; // already applied
+    let next: ReadDocument;
+    try {
+      next = projection.evolve(current, event);
+    } catch (error) {
+      throw new PoisonEventError(event.streamId, event.revision, error);
+    }
+    documents.set(id, next);
+    changed.set(id, next);
+  }
+  await readStore.commit(collection, [...changed.values()], { generation, position: batch.position });
+}
+
+/**
+ * Follows the event store from a persisted checkpoint and folds each batch of events into the live
+ * generation of one read model. When a rebuild (another process) replaces that generation, the
+ * next commit fails with GenerationReplacedError and the projector carries on from the new live
+ * generation's checkpoint.
  */
 export class Projector {
   private readonly logger: Logger;
   private readonly abort = new AbortController();
   private position: Position = START;
+  private generation = 0;
   private waiters: Waiter[] = [];
   private loop?: Promise<void>;
   state: ProjectorState = 'starting';
@@ -53,7 +95,7 @@ export class Projector {
 
   async start(): Promise<void> {
     await this.readStore.ensureCollection(this.projection.schema);
-    this.position = (await this.readStore.getCheckpoint(this.projection.name)) ?? START;
+    await this.loadLiveGeneration();
     this.state = 'running';
     this.loop = this.run();
   }
@@ -90,6 +132,8 @@ export class Projector {
         const streamPrefix = this.streamPrefix;
         for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefix })) {
           await this.apply(batch);
+          // The store calls are synchronous on SQLite: catching up must not keep requests waiting.
+          await nextTurn();
         }
       } catch (error) {
         if (error instanceof PoisonEventError) {
@@ -97,7 +141,20 @@ export class Projector {
           this.failure = error;
           this.logger.error(`Projection stopped on a poison event: ${error.message}`);
           this.rejectWaiters(error);
+          await this.readStore
+            .recordFailure(this.projection.schema.name, this.generation, {
+              streamId: error.streamId,
+              revision: error.revision,
+              error: error.reason,
+            })
+            .catch((e) => this.logger.error(`Could not record the failure: ${(e as Error).message}`));
           return;
+        }
+        if (error instanceof GenerationReplacedError) {
+          const replaced = this.generation;
+          await this.loadLiveGeneration();
+          this.logger.log(`Generation ${replaced} was replaced by a rebuild: continuing in generation ${this.generation}`);
+          continue;
         }
         // The store is unreachable or busy: try again from the last checkpoint.
         this.logger.warn(`Subscription failed, retrying in ${RETRY_DELAY_MS} ms: ${(error as Error).message}`);
@@ -111,35 +168,14 @@ export class Projector {
     return `${this.projection.streamPrefix}-`;
   }
 
+  private async loadLiveGeneration(): Promise<void> {
+    const { live } = await this.readStore.status(this.projection.schema.name);
+    this.generation = live.generation;
+    this.position = live.position ?? START;
+  }
+
   private async apply(batch: EventBatch): Promise<void> {
-    const prefix = this.streamPrefix;
-    const relevant = batch.events.filter((e) => e.streamId.startsWith(prefix));
-    if (relevant.length > 0) {
-      const idOf = (streamId: string) => streamId.slice(prefix.length);
-      const documents = await this.readStore.getMany(this.projection.schema.name, [
-        ...new Set(relevant.map((e) => idOf(e.streamId))),
-      ]);
-      const changed = new Map<string, ReadDocument>();
-      for (const event of relevant) {
-        const id = idOf(event.streamId);
-        const current = documents.get(id) ?? null;
-        if (current && event.revision <= current.revision) continue; // already applied
-        let next: ReadDocument;
-        try {
-          next = this.projection.evolve(current, event);
-        } catch (error) {
-          throw new PoisonEventError(event.streamId, event.revision, error);
-        }
-        documents.set(id, next);
-        changed.set(id, next);
-      }
-      await this.readStore.commit(this.projection.schema.name, [...changed.values()], {
-        projection: this.projection.name,
-        position: batch.position,
-      });
-    }
-    // A batch with nothing for this model moves the checkpoint in memory only: replaying it after
-    // a restart costs a read and spares a durable write per foreign event.
+    await foldBatch(this.projection, this.readStore, this.generation, batch);
     this.position = batch.position;
     this.resolveWaiters();
   }

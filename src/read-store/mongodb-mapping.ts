@@ -18,26 +18,41 @@ export interface MongoReadDocument {
   match: Record<string, string>;
 }
 
-export interface MongoCheckpoint {
+/** Which generation of a read model is live, and which one a rebuild is filling: one document, so a promotion is one atomic update. */
+export interface MongoReadModel {
   _id: string;
-  commit: string;
-  prepare: string;
-  /** Sorts as the position does: what the compare-and-set compares. */
-  key: string;
-  updatedAt: Date;
+  live: number;
+  building: number | null;
+  /** The number the next rebuild takes: numbers are never reused. */
+  next: number;
 }
 
-export const CHECKPOINTS_COLLECTION = 'projection_checkpoints';
+/** One generation's checkpoint and failure. */
+export interface MongoGeneration {
+  _id: string;
+  collection: string;
+  generation: number;
+  commit?: string;
+  prepare?: string;
+  /** Sorts as the position does: what the checkpoint's compare-and-set compares. */
+  key?: string;
+  failure: { streamId: string; revision: number; error: string } | null;
+  updatedAt: Date;
+  retiredAt?: Date;
+  dropped?: boolean;
+}
+
+export const READ_MODELS_COLLECTION = 'read_models';
+export const GENERATIONS_COLLECTION = 'read_model_generations';
+
+export const generationId = (collection: string, generation: number) => `${collection}:${generation}`;
 
 const NAME = /^[a-z][a-z0-9_]*$/;
 
-/**
- * The physical collection of a read model. Every name goes through here, so a later change of
- * layout (a generation per rebuild, say) is made in one place.
- */
-export function readModelCollection(name: string): string {
-  if (!NAME.test(name)) throw new Error(`Invalid collection name: ${name}`);
-  return `rm_${name}`;
+/** The physical collection of one generation of a read model. Every name goes through here. */
+export function readModelCollection(name: string, generation: number): string {
+  if (!NAME.test(name) || name.includes('__')) throw new Error(`Invalid collection name: ${name}`);
+  return `rm_${name}__g${generation}`;
 }
 
 export function checkFieldNames(schema: CollectionSchema): void {
@@ -104,12 +119,13 @@ export function positionKey(position: Position): string {
   return `${part(position.commit)}:${part(position.prepare)}`;
 }
 
-export function toMongoCheckpoint(position: Position): Omit<MongoCheckpoint, '_id'> {
-  return { commit: position.commit.toString(), prepare: position.prepare.toString(), key: positionKey(position), updatedAt: new Date() };
+export function toMongoCheckpoint(position: Position): { commit: string; prepare: string; key: string } {
+  return { commit: position.commit.toString(), prepare: position.prepare.toString(), key: positionKey(position) };
 }
 
-export function fromMongoCheckpoint(c: MongoCheckpoint): Position {
-  return { commit: BigInt(c.commit), prepare: BigInt(c.prepare) };
+/** The generation's checkpoint, null before its first commit. */
+export function fromMongoCheckpoint(c: Pick<MongoGeneration, 'commit' | 'prepare'>): Position | null {
+  return c.commit === undefined || c.prepare === undefined ? null : { commit: BigInt(c.commit), prepare: BigInt(c.prepare) };
 }
 
 const DUPLICATE_KEY = 11000;

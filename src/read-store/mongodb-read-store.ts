@@ -1,41 +1,65 @@
 import { AnyBulkWriteOperation, Collection, Db, MongoClient } from 'mongodb';
-import type { Position } from '../event-store/event-store.port';
+import { comparePositions, START } from '../event-store/event-store.port';
 import { ConfigError } from '../config/config';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import {
-  CHECKPOINTS_COLLECTION,
   checkFieldNames,
   duplicateKeyFailures,
   findFilter,
   fromMongoCheckpoint,
   fromMongoDocument,
+  generationId,
+  GENERATIONS_COLLECTION,
   indexesFor,
   isDuplicateKey,
-  MongoCheckpoint,
+  MongoGeneration,
   MongoReadDocument,
+  MongoReadModel,
+  READ_MODELS_COLLECTION,
   readModelCollection,
   toMongoCheckpoint,
   toMongoDocument,
   translateMongoError,
 } from './mongodb-mapping';
-import type { Checkpoint, CollectionSchema, FindQuery, FindResult, ReadDocument, ReadStore } from './read-store.port';
+import {
+  Checkpoint,
+  CollectionSchema,
+  CollectionStatus,
+  FindQuery,
+  FindResult,
+  GenerationReplacedError,
+  GenerationStatus,
+  ProjectionFailure,
+  ReadDocument,
+  ReadStore,
+  RebuildBehindError,
+} from './read-store.port';
+
+/** How long a process keeps using the live generation it looked up: well under a rebuild's grace period. */
+const LIVE_CACHE_MS = 1000;
 
 /**
- * Read store on MongoDB (driver 7). A collection per read model with partial indexes over live
- * documents in creation order; upserts guarded by revision; checkpoints in their own collection,
- * moved only forward. A standalone server has no multi-document transactions, so a commit writes
- * the documents first and the checkpoint last: after a crash in between, the projector refolds the
- * batch from the older checkpoint and the revision guard makes the replay change nothing.
+ * Read store on MongoDB (driver 7). Each read model's generations are collections of their own
+ * (`rm_<model>__g<n>`) with partial indexes over live documents in creation order; one document
+ * per read model in `read_models` says which generation is live and which one a rebuild fills, so
+ * a promotion is a single atomic update. Upserts are guarded by revision; each generation's
+ * checkpoint and failure live in `read_model_generations`, the checkpoint moved only forward. A
+ * standalone server has no multi-document transactions, so a commit writes the documents first
+ * and the checkpoint last: after a crash in between, the projector refolds the batch from the
+ * older checkpoint and the revision guard makes the replay change nothing.
  */
 export class MongoDbReadStore implements ReadStore {
   private readonly schemas = new Map<string, CollectionSchema>();
-  private readonly checkpoints: Collection<MongoCheckpoint>;
+  private readonly readModels: Collection<MongoReadModel>;
+  private readonly generations: Collection<MongoGeneration>;
+  private readonly liveCache = new Map<string, { generation: number; at: number }>();
 
   constructor(
     private readonly client: MongoClient,
     private readonly db: Db,
   ) {
-    this.checkpoints = db.collection<MongoCheckpoint>(CHECKPOINTS_COLLECTION);
+    this.readModels = db.collection<MongoReadModel>(READ_MODELS_COLLECTION);
+    this.generations = db.collection<MongoGeneration>(GENERATIONS_COLLECTION);
   }
 
   /**
@@ -61,29 +85,46 @@ export class MongoDbReadStore implements ReadStore {
 
   async ensureCollection(schema: CollectionSchema): Promise<void> {
     checkFieldNames(schema);
-    // createIndexes creates the collection too, and is a no-op for indexes that already exist as specified.
-    await this.guard(() => this.collection(schema.name).createIndexes(indexesFor(schema)));
+    readModelCollection(schema.name, 1);
+    await this.guard(async () => {
+      await this.ignoreDuplicate(() =>
+        this.readModels.updateOne({ _id: schema.name }, { $setOnInsert: { live: 1, building: null, next: 2 } }, { upsert: true }),
+      );
+      await this.ignoreDuplicate(() =>
+        this.generations.updateOne(
+          { _id: generationId(schema.name, 1) },
+          { $setOnInsert: { collection: schema.name, generation: 1, failure: null, updatedAt: new Date() } },
+          { upsert: true },
+        ),
+      );
+      const { live } = await this.readModel(schema.name);
+      // createIndexes creates the collection too, and is a no-op for indexes that already exist as specified.
+      await this.collection(schema.name, live).createIndexes(indexesFor(schema));
+    });
     this.schemas.set(schema.name, schema);
   }
 
-  async getMany(collection: string, ids: string[]): Promise<Map<string, ReadDocument>> {
+  async getMany(collection: string, ids: string[], generation?: number): Promise<Map<string, ReadDocument>> {
     this.schema(collection);
     const found = new Map<string, ReadDocument>();
     if (ids.length === 0) return found;
-    const docs = await this.guard(() => this.collection(collection).find({ _id: { $in: ids } }).toArray());
+    if (generation !== undefined) await this.assertWritable(collection, generation);
+    const g = generation ?? (await this.liveGeneration(collection));
+    const docs = await this.guard(() => this.collection(collection, g).find({ _id: { $in: ids } }).toArray());
     for (const d of docs) found.set(d._id, fromMongoDocument(d));
     return found;
   }
 
   async get(collection: string, accountId: string, id: string): Promise<ReadDocument | null> {
     this.schema(collection);
-    const d = await this.guard(() => this.collection(collection).findOne({ _id: id, accountId, deleted: false }));
+    const g = await this.liveGeneration(collection);
+    const d = await this.guard(() => this.collection(collection, g).findOne({ _id: id, accountId, deleted: false }));
     return d ? fromMongoDocument(d) : null;
   }
 
   async find(collection: string, query: FindQuery): Promise<FindResult> {
     const filter = findFilter(collection, this.schema(collection), query);
-    const c = this.collection(collection);
+    const c = this.collection(collection, await this.liveGeneration(collection));
     const [docs, total] = await this.guard(() =>
       Promise.all([
         c.find(filter).sort({ seq: query.order === 'newest' ? -1 : 1 }).skip(query.offset).limit(query.limit).toArray(),
@@ -95,19 +136,95 @@ export class MongoDbReadStore implements ReadStore {
 
   async commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
     const schema = this.schema(collection);
+    const { generation, position } = checkpoint;
+    await this.assertWritable(collection, generation);
     const operations: AnyBulkWriteOperation<MongoReadDocument>[] = documents.map((d) => {
       const { _id, ...replacement } = toMongoDocument(schema, d);
       // Replaces only an older revision; when the guard fails on an existing document, the upsert
       // tries to insert its _id and fails as a duplicate: that document is already as new or newer.
       return { replaceOne: { filter: { _id, revision: { $lt: d.revision } }, replacement, upsert: true } };
     });
-    await this.guard(() => this.writeGuarded(collection, operations));
-    await this.guard(() => this.saveCheckpoint(checkpoint.projection, checkpoint.position));
+    await this.guard(() => this.writeGuarded(this.collection(collection, generation), operations));
+    // Compare-and-set: the checkpoint only moves forward, whatever order writers arrive in.
+    const next = toMongoCheckpoint(position);
+    const _id = generationId(collection, generation);
+    await this.guard(async () => {
+      const moved = await this.generations.updateOne(
+        { _id, $or: [{ key: { $exists: false } }, { key: { $lt: next.key } }] },
+        { $set: { ...next, failure: null, updatedAt: new Date() } },
+      );
+      if (moved.matchedCount === 0) await this.generations.updateOne({ _id }, { $set: { failure: null, updatedAt: new Date() } });
+    });
   }
 
-  async getCheckpoint(projection: string): Promise<Position | null> {
-    const c = await this.guard(() => this.checkpoints.findOne({ _id: projection }));
-    return c ? fromMongoCheckpoint(c) : null;
+  async recordFailure(collection: string, generation: number, failure: ProjectionFailure): Promise<void> {
+    await this.guard(() =>
+      this.generations.updateOne({ _id: generationId(collection, generation) }, { $set: { failure, updatedAt: new Date() } }),
+    );
+  }
+
+  async status(collection: string): Promise<CollectionStatus> {
+    const model = await this.readModel(collection);
+    const wanted = [model.live, ...(model.building === null ? [] : [model.building])].map((g) => generationId(collection, g));
+    const docs = await this.guard(() => this.generations.find({ _id: { $in: wanted } }).toArray());
+    const statusOf = (generation: number): GenerationStatus => {
+      const d = docs.find((x) => x.generation === generation);
+      return {
+        generation,
+        position: d ? fromMongoCheckpoint(d) : null,
+        failure: d?.failure ?? null,
+        updatedAt: d ? d.updatedAt.getTime() : 0,
+      };
+    };
+    return { live: statusOf(model.live), building: model.building === null ? null : statusOf(model.building) };
+  }
+
+  async startRebuild(collection: string): Promise<number> {
+    const schema = this.schema(collection);
+    const model = await this.readModel(collection);
+    if (model.building !== null) await this.dropGeneration(collection, model.building);
+    const generation = model.next;
+    await this.guard(async () => {
+      await this.generations.insertOne({
+        _id: generationId(collection, generation),
+        collection,
+        generation,
+        failure: null,
+        updatedAt: new Date(),
+      });
+      await this.collection(collection, generation).createIndexes(indexesFor(schema));
+      const taken = await this.readModels.updateOne(
+        { _id: collection, next: generation, building: model.building },
+        { $set: { building: generation, next: generation + 1 } },
+      );
+      if (taken.matchedCount === 0) throw new Error(`Another rebuild of ${collection} started at the same time`);
+    });
+    return generation;
+  }
+
+  async promote(collection: string, generation: number): Promise<void> {
+    const model = await this.readModel(collection);
+    if (model.building !== generation) throw new GenerationReplacedError(collection, generation);
+    const { live, building } = await this.status(collection);
+    if (comparePositions(building!.position ?? START, live.position ?? START) < 0) throw new RebuildBehindError(collection);
+    await this.guard(async () => {
+      const swapped = await this.readModels.updateOne(
+        { _id: collection, live: model.live, building: generation },
+        { $set: { live: generation, building: null } },
+      );
+      if (swapped.matchedCount === 0) throw new GenerationReplacedError(collection, generation);
+      const now = new Date();
+      await this.generations.updateOne({ _id: generationId(collection, model.live) }, { $set: { retiredAt: now, updatedAt: now } });
+    });
+    this.liveCache.delete(collection);
+  }
+
+  async dropRetired(collection: string, graceMs: number): Promise<void> {
+    const before = new Date(Date.now() - graceMs);
+    const retired = await this.guard(() =>
+      this.generations.find({ collection, retiredAt: { $lte: before }, dropped: { $ne: true } }).toArray(),
+    );
+    for (const r of retired) await this.dropGeneration(collection, r.generation);
   }
 
   async close(): Promise<void> {
@@ -119,9 +236,8 @@ export class MongoDbReadStore implements ReadStore {
    * the same new document race, and the loser's retry now meets the winner's document and its
    * guard. A duplicate on the retry means the stored revision is as new or newer.
    */
-  private async writeGuarded(collection: string, operations: AnyBulkWriteOperation<MongoReadDocument>[]): Promise<void> {
+  private async writeGuarded(c: Collection<MongoReadDocument>, operations: AnyBulkWriteOperation<MongoReadDocument>[]): Promise<void> {
     if (operations.length === 0) return;
-    const c = this.collection(collection);
     let pending = operations;
     for (let attempt = 1; attempt <= 2 && pending.length > 0; attempt++) {
       try {
@@ -135,21 +251,47 @@ export class MongoDbReadStore implements ReadStore {
     }
   }
 
-  /** Compare-and-set: the checkpoint only moves forward, whatever order writers arrive in. */
-  private async saveCheckpoint(projection: string, position: Position): Promise<void> {
-    const next = toMongoCheckpoint(position);
-    for (let attempt = 1; attempt <= 2; attempt++) {
-      try {
-        await this.checkpoints.updateOne({ _id: projection, key: { $lt: next.key } }, { $set: next }, { upsert: true });
-        return;
-      } catch (error) {
-        if (!isDuplicateKey(error)) throw error;
-      }
+  private async dropGeneration(collection: string, generation: number): Promise<void> {
+    await this.guard(async () => {
+      await this.collection(collection, generation).drop().catch((error: unknown) => {
+        // Dropping a collection that was never created is fine: the generation had no documents.
+        if ((error as { codeName?: string }).codeName !== 'NamespaceNotFound') throw error;
+      });
+      await this.generations.updateOne({ _id: generationId(collection, generation) }, { $set: { dropped: true, updatedAt: new Date() } });
+    });
+  }
+
+  private async readModel(collection: string): Promise<MongoReadModel> {
+    const model = await this.guard(() => this.readModels.findOne({ _id: collection }));
+    if (!model) throw new Error(`Unknown collection ${collection}: call ensureCollection first`);
+    return model;
+  }
+
+  /** The live generation, looked up at most once a second per process: retired ones stay readable far longer. */
+  private async liveGeneration(collection: string): Promise<number> {
+    const cached = this.liveCache.get(collection);
+    if (cached && Date.now() - cached.at < LIVE_CACHE_MS) return cached.generation;
+    const { live } = await this.readModel(collection);
+    this.liveCache.set(collection, { generation: live, at: Date.now() });
+    return live;
+  }
+
+  private async assertWritable(collection: string, generation: number): Promise<void> {
+    const { live, building } = await this.readModel(collection);
+    if (generation !== live && generation !== building) throw new GenerationReplacedError(collection, generation);
+  }
+
+  private async ignoreDuplicate(operation: () => Promise<unknown>): Promise<void> {
+    try {
+      await operation();
+    } catch (error) {
+      // Two processes creating the same read model at once: the other one's insert won.
+      if (!isDuplicateKey(error)) throw error;
     }
   }
 
-  private collection(name: string): Collection<MongoReadDocument> {
-    return this.db.collection<MongoReadDocument>(readModelCollection(name));
+  private collection(name: string, generation: number): Collection<MongoReadDocument> {
+    return this.db.collection<MongoReadDocument>(readModelCollection(name, generation));
   }
 
   private schema(name: string): CollectionSchema {

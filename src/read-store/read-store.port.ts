@@ -43,26 +43,101 @@ export interface FindResult {
   total: number;
 }
 
+/**
+ * Generations. Each collection (read model) keeps its documents in numbered storage generations
+ * (a table or collection each). Exactly one is `live`: get, find and getMany without a generation
+ * read it. A rebuild fills a `building` generation beside it and promotes it atomically; the one it
+ * replaces becomes `retired`, keeps its data until dropRetired removes it after a grace period (so
+ * a read that resolved it just before the swap still finds it), and takes no more commits.
+ * Each generation carries its own checkpoint and, once its projector met an event it cannot fold,
+ * that failure, so operators in another process see both.
+ */
 export interface Checkpoint {
-  projection: string;
+  generation: number;
   position: Position;
 }
 
+/** The event a projection could not fold, and why. */
+export interface ProjectionFailure {
+  streamId: string;
+  revision: number;
+  error: string;
+}
+
+export interface GenerationStatus {
+  generation: number;
+  /** Position of the last commit into this generation; null before the first. */
+  position: Position | null;
+  /** Set by recordFailure, cleared by the next commit into this generation. */
+  failure: ProjectionFailure | null;
+  /** Milliseconds since the epoch of the last change to this generation. */
+  updatedAt: number;
+}
+
+export interface CollectionStatus {
+  live: GenerationStatus;
+  /** The generation a rebuild is filling (or an interrupted one left), if any. */
+  building: GenerationStatus | null;
+}
+
+/** A read, commit or promotion named a generation that is neither live nor building: a rebuild replaced it. */
+export class GenerationReplacedError extends Error {
+  constructor(
+    readonly collection: string,
+    readonly generation: number,
+  ) {
+    super(`Generation ${generation} of ${collection} is no longer live or building`);
+    this.name = 'GenerationReplacedError';
+  }
+}
+
+/** promote refused: the building generation's checkpoint is behind the live one's. Catch up, then retry. */
+export class RebuildBehindError extends Error {
+  constructor(readonly collection: string) {
+    super(`The rebuild of ${collection} is behind the live read model`);
+    this.name = 'RebuildBehindError';
+  }
+}
+
 export interface ReadStore {
-  /** Creates the collection and its indexes if missing. Idempotent. */
+  /**
+   * Creates the collection and its indexes if missing, with generation 1 live when the collection
+   * has no generation yet. Idempotent. Every other method needs it called first in this process.
+   */
   ensureCollection(schema: CollectionSchema): Promise<void>;
-  /** Documents by id, tombstones included, whatever their account. */
-  getMany(collection: string, ids: string[]): Promise<Map<string, ReadDocument>>;
+  /**
+   * Documents by id, tombstones included, whatever their account; from the live generation by
+   * default. Given a generation (as projectors do), throws GenerationReplacedError unless it is
+   * live or building: its projector must move to the live one.
+   */
+  getMany(collection: string, ids: string[], generation?: number): Promise<Map<string, ReadDocument>>;
   /** One live document of the account, or null. */
   get(collection: string, accountId: string, id: string): Promise<ReadDocument | null>;
   find(collection: string, query: FindQuery): Promise<FindResult>;
   /**
-   * Writes each document unless the stored one already has its revision or a newer one, and
-   * saves the checkpoint unless the stored one is as far or further; in one transaction where the
-   * store has them, else documents first and checkpoint last (a replay then changes nothing).
+   * Writes each document into the checkpoint's generation unless the stored one already has its
+   * revision or a newer one, saves the checkpoint unless the stored one is as far or further, and
+   * clears the generation's failure, in one transaction where the store has them (else documents
+   * first and checkpoint last: a replay then changes nothing). Throws GenerationReplacedError,
+   * writing nothing, unless that generation is live or building when the commit runs.
    */
   commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void>;
-  getCheckpoint(projection: string): Promise<Position | null>;
+  /** Keeps the failure with the generation's checkpoint, for status and readiness in any process. */
+  recordFailure(collection: string, generation: number, failure: ProjectionFailure): Promise<void>;
+  status(collection: string): Promise<CollectionStatus>;
+  /**
+   * Drops any building generation (an interrupted rebuild's leftovers) and creates an empty one,
+   * numbered above every generation the collection ever had. Returns its number.
+   */
+  startRebuild(collection: string): Promise<number>;
+  /**
+   * Atomically makes the building `generation` live and retires the live one. Throws
+   * RebuildBehindError if its checkpoint is behind the live one's (no checkpoint counts as START),
+   * GenerationReplacedError if it is not the building generation; either way nothing changes.
+   */
+  promote(collection: string, generation: number): Promise<void>;
+  /** Drops the retired generations retired at least `graceMs` ago. */
+  dropRetired(collection: string, graceMs: number): Promise<void>;
   close(): Promise<void>;
 }
 

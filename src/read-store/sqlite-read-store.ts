@@ -1,7 +1,20 @@
 import type { Statement } from 'better-sqlite3';
-import { comparePositions, Position } from '../event-store/event-store.port';
+import { comparePositions, Position, START } from '../event-store/event-store.port';
 import type { SqliteDatabase } from '../storage/sqlite-database';
-import type { Checkpoint, CollectionSchema, FindQuery, FindResult, MatchKind, ReadDocument, ReadStore } from './read-store.port';
+import {
+  Checkpoint,
+  CollectionSchema,
+  CollectionStatus,
+  FindQuery,
+  FindResult,
+  GenerationReplacedError,
+  GenerationStatus,
+  MatchKind,
+  ProjectionFailure,
+  ReadDocument,
+  ReadStore,
+  RebuildBehindError,
+} from './read-store.port';
 
 interface DocumentRow {
   id: string;
@@ -13,8 +26,19 @@ interface DocumentRow {
   fields: string;
 }
 
-interface Collection {
-  schema: CollectionSchema;
+interface GenerationRow {
+  generation: number;
+  /** A dropped generation keeps its row, so generation numbers are never reused. */
+  state: 'live' | 'building' | 'retired' | 'dropped';
+  commit_pos: string | null;
+  prepare_pos: string | null;
+  failure: string | null;
+  updated_at: number;
+}
+
+/** The prepared statements of one generation's table. */
+interface Table {
+  name: string;
   upsert: Statement;
   selectOne: Statement<[string, string], DocumentRow>;
   /** Takes the ids as one JSON array, so one statement serves any number of them. */
@@ -23,51 +47,233 @@ interface Collection {
   finds: Map<string, { page: Statement; count: Statement }>;
 }
 
+interface Collection {
+  schema: CollectionSchema;
+  tables: Map<number, Table>;
+}
+
 const NAME = /^[a-z][a-z0-9_]*$/;
 
 /** The column a filter reads: values of case-insensitive filters are stored lowercased. */
 const filterColumn = (field: string) => `f_${field}`;
 const filterKey = (kind: MatchKind, value: string) => (kind === 'exact' ? value : value.toLowerCase());
+/** `__` is kept out of collection names, so generation tables cannot collide with a collection. */
+const tableName = (collection: string, generation: number) => `${collection}__g${generation}`;
 
 /**
- * Read store on the embedded SQLite file: a table per collection with one indexed column per
- * filter, partial indexes over live rows in creation order, and checkpoints in their own table.
+ * Read store on the embedded SQLite file: a table per collection generation with one indexed column
+ * per filter, partial indexes over live rows in creation order, and the generations (state,
+ * checkpoint, failure) in their own table. Every read looks up the live generation, so a promotion
+ * made by another process (the CLI's rebuild) is seen by the next read.
  */
 export class SqliteReadStore implements ReadStore {
   private readonly collections = new Map<string, Collection>();
-  private readonly selectCheckpoint: Statement<[string], { commit_pos: string; prepare_pos: string }>;
-  private readonly upsertCheckpoint: Statement;
+  private readonly selectGenerations: Statement<[string], GenerationRow>;
+  private readonly selectGeneration: Statement<[string, number], GenerationRow>;
+  private readonly selectLive: Statement<[string], number>;
+  private readonly selectState: Statement<[string, number], string>;
+  private readonly saveCheckpoint: Statement;
+  private readonly saveFailure: Statement;
+  private readonly setState: Statement;
+  private readonly insertGeneration: Statement;
 
   constructor(private readonly db: SqliteDatabase) {
     db.exec(`
-      CREATE TABLE IF NOT EXISTS checkpoints (
-        projection  TEXT PRIMARY KEY,
-        commit_pos  TEXT NOT NULL,
-        prepare_pos TEXT NOT NULL,
-        updated_at  INTEGER NOT NULL
+      CREATE TABLE IF NOT EXISTS read_model_generations (
+        collection  TEXT    NOT NULL,
+        generation  INTEGER NOT NULL,
+        state       TEXT    NOT NULL CHECK (state IN ('live', 'building', 'retired', 'dropped')),
+        commit_pos  TEXT,
+        prepare_pos TEXT,
+        failure     TEXT,
+        updated_at  INTEGER NOT NULL,
+        PRIMARY KEY (collection, generation)
       );
     `);
-    this.selectCheckpoint = db.prepare('SELECT commit_pos, prepare_pos FROM checkpoints WHERE projection = ?');
-    this.upsertCheckpoint = db.prepare(
-      `INSERT INTO checkpoints (projection, commit_pos, prepare_pos, updated_at) VALUES (?, ?, ?, ?)
-       ON CONFLICT (projection) DO UPDATE SET commit_pos = excluded.commit_pos,
-         prepare_pos = excluded.prepare_pos, updated_at = excluded.updated_at`,
+    this.selectGenerations = db.prepare('SELECT * FROM read_model_generations WHERE collection = ? ORDER BY generation');
+    this.selectGeneration = db.prepare('SELECT * FROM read_model_generations WHERE collection = ? AND generation = ?');
+    this.selectLive = db
+      .prepare<[string], number>("SELECT generation FROM read_model_generations WHERE collection = ? AND state = 'live'")
+      .pluck();
+    this.selectState = db
+      .prepare<[string, number], string>('SELECT state FROM read_model_generations WHERE collection = ? AND generation = ?')
+      .pluck();
+    this.saveCheckpoint = db.prepare(
+      `UPDATE read_model_generations SET commit_pos = ?, prepare_pos = ?, failure = NULL, updated_at = ?
+       WHERE collection = ? AND generation = ?`,
+    );
+    this.saveFailure = db.prepare(
+      'UPDATE read_model_generations SET failure = ?, updated_at = ? WHERE collection = ? AND generation = ?',
+    );
+    this.setState = db.prepare(
+      'UPDATE read_model_generations SET state = ?, updated_at = ? WHERE collection = ? AND generation = ?',
+    );
+    this.insertGeneration = db.prepare(
+      'INSERT INTO read_model_generations (collection, generation, state, updated_at) VALUES (?, ?, ?, ?)',
     );
   }
 
   async ensureCollection(schema: CollectionSchema): Promise<void> {
     const names = [schema.name, ...Object.keys(schema.filters)];
-    for (const name of names) if (!NAME.test(name)) throw new Error(`Invalid collection or field name: ${name}`);
-    const t = schema.name;
+    for (const name of names) {
+      if (!NAME.test(name) || name.includes('__')) throw new Error(`Invalid collection or field name: ${name}`);
+    }
+    this.collections.set(schema.name, { schema, tables: new Map() });
+    this.db
+      .transaction(() => {
+        if (this.selectGenerations.all(schema.name).length > 0) return;
+        this.insertGeneration.run(schema.name, 1, 'live', Date.now());
+        this.createTable(schema, 1, { indexed: true });
+      })
+      .immediate();
+  }
+
+  async getMany(collection: string, ids: string[], generation?: number): Promise<Map<string, ReadDocument>> {
+    const found = new Map<string, ReadDocument>();
+    if (ids.length === 0) return found;
+    if (generation !== undefined) this.assertWritable(collection, generation);
+    const table = this.table(collection, generation ?? this.liveGeneration(collection));
+    for (const row of table.selectMany.all(JSON.stringify(ids))) found.set(row.id, toDocument(row));
+    return found;
+  }
+
+  async get(collection: string, accountId: string, id: string): Promise<ReadDocument | null> {
+    const row = this.table(collection, this.liveGeneration(collection)).selectOne.get(id, accountId);
+    return row ? toDocument(row) : null;
+  }
+
+  async find(collection: string, query: FindQuery): Promise<FindResult> {
+    const { schema } = this.collection(collection);
+    const table = this.table(collection, this.liveGeneration(collection));
+    const fields = Object.keys(query.filters).sort();
+    const key = `${fields.join(',')}|${query.order}`;
+    let statements = table.finds.get(key);
+    if (!statements) {
+      const where = ['account_id = ?', 'deleted = 0'];
+      for (const f of fields) {
+        const kind = schema.filters[f];
+        if (!kind) throw new Error(`Collection ${collection} has no filter ${f}`);
+        where.push(kind === 'contains-ci' ? `instr(${filterColumn(f)}, ?) > 0` : `${filterColumn(f)} = ?`);
+      }
+      const clause = where.join(' AND ');
+      statements = {
+        page: this.db.prepare(
+          `SELECT * FROM ${table.name} WHERE ${clause} ORDER BY seq ${query.order === 'newest' ? 'DESC' : 'ASC'} LIMIT ? OFFSET ?`,
+        ),
+        count: this.db.prepare(`SELECT count(*) AS total FROM ${table.name} WHERE ${clause}`).pluck(),
+      };
+      table.finds.set(key, statements);
+    }
+    const params = [query.accountId, ...fields.map((f) => filterKey(schema.filters[f], query.filters[f]))];
+    const rows = statements.page.all(...params, query.limit, query.offset) as DocumentRow[];
+    const total = statements.count.get(...params) as number;
+    return { documents: rows.map(toDocument), total };
+  }
+
+  async commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
+    const { schema } = this.collection(collection);
+    const { generation, position } = checkpoint;
     const filterFields = Object.keys(schema.filters);
-    const columns = filterFields.map((f) => `, ${filterColumn(f)} TEXT NOT NULL`).join('');
-    const exactIndexes = filterFields
-      .filter((f) => schema.filters[f] !== 'contains-ci')
-      .map(
-        (f) =>
-          `CREATE INDEX IF NOT EXISTS ${t}_by_${f} ON ${t} (account_id, ${filterColumn(f)}, seq) WHERE deleted = 0;`,
-      )
-      .join('\n');
+    this.db
+      .transaction(() => {
+        this.assertWritable(collection, generation);
+        const { upsert } = this.table(collection, generation);
+        for (const d of documents) {
+          upsert.run(
+            d.id,
+            d.accountId,
+            d.revision,
+            d.seq,
+            d.deleted ? 1 : 0,
+            d.created,
+            JSON.stringify(d.fields),
+            ...filterFields.map((f) => filterKey(schema.filters[f], d.fields[f] ?? '')),
+          );
+        }
+        // The checkpoint only moves forward, whatever order writers (other processes too) arrive in.
+        const saved = positionOf(this.selectGeneration.get(collection, generation)!);
+        const next = saved && comparePositions(position, saved) <= 0 ? saved : position;
+        this.saveCheckpoint.run(next.commit.toString(), next.prepare.toString(), Date.now(), collection, generation);
+      })
+      .immediate();
+  }
+
+  async recordFailure(collection: string, generation: number, failure: ProjectionFailure): Promise<void> {
+    this.saveFailure.run(JSON.stringify(failure), Date.now(), collection, generation);
+  }
+
+  async status(collection: string): Promise<CollectionStatus> {
+    const rows = this.selectGenerations.all(collection);
+    const live = rows.find((r) => r.state === 'live');
+    if (!live) throw new Error(`Unknown collection ${collection}: call ensureCollection first`);
+    const building = rows.find((r) => r.state === 'building');
+    return { live: toStatus(live), building: building ? toStatus(building) : null };
+  }
+
+  async startRebuild(collection: string): Promise<number> {
+    const { schema } = this.collection(collection);
+    return this.db
+      .transaction(() => {
+        const rows = this.selectGenerations.all(collection);
+        for (const row of rows.filter((r) => r.state === 'building')) this.dropGeneration(collection, row.generation);
+        const generation = Math.max(0, ...rows.map((r) => r.generation)) + 1;
+        this.insertGeneration.run(collection, generation, 'building', Date.now());
+        this.createTable(schema, generation, { indexed: false });
+        return generation;
+      })
+      .immediate();
+  }
+
+  async promote(collection: string, generation: number): Promise<void> {
+    const { schema } = this.collection(collection);
+    // Built before the swap, in a transaction of its own so a refused promotion keeps them.
+    this.db
+      .transaction(() => {
+        if (this.selectState.get(collection, generation) === 'building') this.createIndexes(schema, generation);
+      })
+      .immediate();
+    this.db
+      .transaction(() => {
+        const rows = this.selectGenerations.all(collection);
+        const building = rows.find((r) => r.generation === generation && r.state === 'building');
+        if (!building) throw new GenerationReplacedError(collection, generation);
+        const live = rows.find((r) => r.state === 'live')!;
+        if (comparePositions(positionOf(building) ?? START, positionOf(live) ?? START) < 0) {
+          throw new RebuildBehindError(collection);
+        }
+        const now = Date.now();
+        this.setState.run('retired', now, collection, live.generation);
+        this.setState.run('live', now, collection, generation);
+      })
+      .immediate();
+  }
+
+  async dropRetired(collection: string, graceMs: number): Promise<void> {
+    const before = Date.now() - graceMs;
+    this.db
+      .transaction(() => {
+        for (const row of this.selectGenerations.all(collection)) {
+          if (row.state === 'retired' && row.updated_at <= before) this.dropGeneration(collection, row.generation);
+        }
+      })
+      .immediate();
+  }
+
+  /** Closes the connection this store was given. */
+  async close(): Promise<void> {
+    this.db.close();
+  }
+
+  /**
+   * A generation's table, with its indexes unless told otherwise: a rebuild fills its table without
+   * them and builds them once before the promotion, which is much cheaper than keeping them up to
+   * date row by row.
+   */
+  private createTable(schema: CollectionSchema, generation: number, { indexed }: { indexed: boolean }): void {
+    const t = tableName(schema.name, generation);
+    const columns = Object.keys(schema.filters)
+      .map((f) => `, ${filterColumn(f)} TEXT NOT NULL`)
+      .join('');
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS ${t} (
         id         TEXT    PRIMARY KEY,
@@ -78,102 +284,37 @@ export class SqliteReadStore implements ReadStore {
         created    INTEGER NOT NULL,
         fields     TEXT    NOT NULL${columns}
       );
+    `);
+    if (indexed) this.createIndexes(schema, generation);
+  }
+
+  private createIndexes(schema: CollectionSchema, generation: number): void {
+    const t = tableName(schema.name, generation);
+    const exactIndexes = Object.keys(schema.filters)
+      .filter((f) => schema.filters[f] !== 'contains-ci')
+      .map((f) => `CREATE INDEX IF NOT EXISTS ${t}_by_${f} ON ${t} (account_id, ${filterColumn(f)}, seq) WHERE deleted = 0;`)
+      .join('\n');
+    this.db.exec(`
       CREATE INDEX IF NOT EXISTS ${t}_by_account ON ${t} (account_id, seq) WHERE deleted = 0;
       ${exactIndexes}
     `);
-    const allColumns = ['id', 'account_id', 'revision', 'seq', 'deleted', 'created', 'fields', ...filterFields.map(filterColumn)];
-    const upsert = this.db.prepare(
-      `INSERT INTO ${t} (${allColumns.join(', ')}) VALUES (${allColumns.map(() => '?').join(', ')})
-       ON CONFLICT (id) DO UPDATE SET ${allColumns
-         .slice(1)
-         .map((c) => `${c} = excluded.${c}`)
-         .join(', ')}
-       WHERE excluded.revision > ${t}.revision`,
-    );
-    const selectOne = this.db.prepare<[string, string], DocumentRow>(
-      `SELECT * FROM ${t} WHERE id = ? AND account_id = ? AND deleted = 0`,
-    );
-    const selectMany = this.db.prepare<[string], DocumentRow>(
-      `SELECT * FROM ${t} WHERE id IN (SELECT value FROM json_each(?))`,
-    );
-    this.collections.set(t, { schema, upsert, selectOne, selectMany, finds: new Map() });
   }
 
-  async getMany(collection: string, ids: string[]): Promise<Map<string, ReadDocument>> {
-    const found = new Map<string, ReadDocument>();
-    if (ids.length === 0) return found;
-    for (const row of this.collection(collection).selectMany.all(JSON.stringify(ids))) found.set(row.id, toDocument(row));
-    return found;
+  private dropGeneration(collection: string, generation: number): void {
+    this.collections.get(collection)?.tables.delete(generation);
+    this.db.exec(`DROP TABLE IF EXISTS ${tableName(collection, generation)}`);
+    this.setState.run('dropped', Date.now(), collection, generation);
   }
 
-  async get(collection: string, accountId: string, id: string): Promise<ReadDocument | null> {
-    const row = this.collection(collection).selectOne.get(id, accountId);
-    return row ? toDocument(row) : null;
+  private assertWritable(collection: string, generation: number): void {
+    const state = this.selectState.get(collection, generation);
+    if (state !== 'live' && state !== 'building') throw new GenerationReplacedError(collection, generation);
   }
 
-  async find(collection: string, query: FindQuery): Promise<FindResult> {
-    const c = this.collection(collection);
-    const fields = Object.keys(query.filters).sort();
-    const key = `${fields.join(',')}|${query.order}`;
-    let statements = c.finds.get(key);
-    if (!statements) {
-      const where = ['account_id = ?', 'deleted = 0'];
-      for (const f of fields) {
-        const kind = c.schema.filters[f];
-        if (!kind) throw new Error(`Collection ${collection} has no filter ${f}`);
-        where.push(kind === 'contains-ci' ? `instr(${filterColumn(f)}, ?) > 0` : `${filterColumn(f)} = ?`);
-      }
-      const clause = where.join(' AND ');
-      statements = {
-        page: this.db.prepare(
-          `SELECT * FROM ${collection} WHERE ${clause} ORDER BY seq ${query.order === 'newest' ? 'DESC' : 'ASC'} LIMIT ? OFFSET ?`,
-        ),
-        count: this.db.prepare(`SELECT count(*) AS total FROM ${collection} WHERE ${clause}`).pluck(),
-      };
-      c.finds.set(key, statements);
-    }
-    const params = [query.accountId, ...fields.map((f) => filterKey(c.schema.filters[f], query.filters[f]))];
-    const rows = statements.page.all(...params, query.limit, query.offset) as DocumentRow[];
-    const total = statements.count.get(...params) as number;
-    return { documents: rows.map(toDocument), total };
-  }
-
-  async commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
-    const c = this.collection(collection);
-    const filterFields = Object.keys(c.schema.filters);
-    this.db.transaction(() => {
-      for (const d of documents) {
-        c.upsert.run(
-          d.id,
-          d.accountId,
-          d.revision,
-          d.seq,
-          d.deleted ? 1 : 0,
-          d.created,
-          JSON.stringify(d.fields),
-          ...filterFields.map((f) => filterKey(c.schema.filters[f], d.fields[f] ?? '')),
-        );
-      }
-      // The checkpoint only moves forward, whatever order writers (other processes too) arrive in.
-      const saved = this.readCheckpoint(checkpoint.projection);
-      if (saved && comparePositions(checkpoint.position, saved) <= 0) return;
-      const { commit, prepare } = checkpoint.position;
-      this.upsertCheckpoint.run(checkpoint.projection, commit.toString(), prepare.toString(), Date.now());
-    }).immediate();
-  }
-
-  async getCheckpoint(projection: string): Promise<Position | null> {
-    return this.readCheckpoint(projection);
-  }
-
-  /** Closes the connection this store was given. */
-  async close(): Promise<void> {
-    this.db.close();
-  }
-
-  private readCheckpoint(projection: string): Position | null {
-    const row = this.selectCheckpoint.get(projection);
-    return row ? { commit: BigInt(row.commit_pos), prepare: BigInt(row.prepare_pos) } : null;
+  private liveGeneration(collection: string): number {
+    const generation = this.selectLive.get(collection);
+    if (generation === undefined) throw new Error(`Unknown collection ${collection}: call ensureCollection first`);
+    return generation;
   }
 
   private collection(name: string): Collection {
@@ -181,6 +322,47 @@ export class SqliteReadStore implements ReadStore {
     if (!c) throw new Error(`Unknown collection ${name}: call ensureCollection first`);
     return c;
   }
+
+  /** The statements of one generation's table, prepared on first use (another process may have made it). */
+  private table(collection: string, generation: number): Table {
+    const c = this.collection(collection);
+    let table = c.tables.get(generation);
+    if (table) return table;
+    const name = tableName(collection, generation);
+    const filterFields = Object.keys(c.schema.filters);
+    const allColumns = ['id', 'account_id', 'revision', 'seq', 'deleted', 'created', 'fields', ...filterFields.map(filterColumn)];
+    table = {
+      name,
+      upsert: this.db.prepare(
+        `INSERT INTO ${name} (${allColumns.join(', ')}) VALUES (${allColumns.map(() => '?').join(', ')})
+         ON CONFLICT (id) DO UPDATE SET ${allColumns
+           .slice(1)
+           .map((col) => `${col} = excluded.${col}`)
+           .join(', ')}
+         WHERE excluded.revision > ${name}.revision`,
+      ),
+      selectOne: this.db.prepare<[string, string], DocumentRow>(`SELECT * FROM ${name} WHERE id = ? AND account_id = ? AND deleted = 0`),
+      selectMany: this.db.prepare<[string], DocumentRow>(`SELECT * FROM ${name} WHERE id IN (SELECT value FROM json_each(?))`),
+      finds: new Map(),
+    };
+    // Statements of generations this process no longer reads go with the new one's arrival.
+    for (const old of c.tables.keys()) if (old < generation - 1) c.tables.delete(old);
+    c.tables.set(generation, table);
+    return table;
+  }
+}
+
+function positionOf(row: GenerationRow): Position | null {
+  return row.commit_pos === null ? null : { commit: BigInt(row.commit_pos), prepare: BigInt(row.prepare_pos!) };
+}
+
+function toStatus(row: GenerationRow): GenerationStatus {
+  return {
+    generation: row.generation,
+    position: positionOf(row),
+    failure: row.failure ? JSON.parse(row.failure) : null,
+    updatedAt: row.updated_at,
+  };
 }
 
 function toDocument(row: DocumentRow): ReadDocument {

@@ -24,17 +24,20 @@ class StorageShutdown implements OnApplicationShutdown {
   }
 }
 
-/** EventStoreDB when its connection string is set, else the SQLite file. */
-async function openEventStore(config: AppConfig): Promise<EventStore> {
+/** Where the stores are: the configuration's servers, else the SQLite file. */
+type StoreSettings = Pick<AppConfig, 'sqliteFile'> & Partial<Pick<AppConfig, 'eventStoreConnectionString' | 'mongodb' | 'storeTimeoutMs'>>;
+
+/** The event store the configuration selects (EventStoreDB, else SQLite): the service and the CLI open it the same way. */
+export async function openEventStore(config: StoreSettings): Promise<EventStore> {
   if (config.eventStoreConnectionString) {
-    return EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs);
+    return EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs ?? 5000);
   }
   return new SqliteEventStore(openSqliteDatabase(config.sqliteFile, { durable: true }));
 }
 
-/** MongoDB when its URI is set, else the SQLite file. */
-async function openReadStore(config: AppConfig): Promise<ReadStore> {
-  if (config.mongodb) return MongoDbReadStore.connect(config.mongodb.uri, config.mongodb.database, config.storeTimeoutMs);
+/** The read store the configuration selects (MongoDB, else SQLite). */
+export async function openReadStore(config: StoreSettings): Promise<ReadStore> {
+  if (config.mongodb) return MongoDbReadStore.connect(config.mongodb.uri, config.mongodb.database, config.storeTimeoutMs ?? 5000);
   return new SqliteReadStore(openSqliteDatabase(config.sqliteFile, { durable: false }));
 }
 

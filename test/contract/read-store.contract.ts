@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { CollectionSchema, ReadDocument, ReadStore } from '../../src/read-store/read-store.port';
+import {
+  CollectionSchema,
+  GenerationReplacedError,
+  ReadDocument,
+  ReadStore,
+  RebuildBehindError,
+} from '../../src/read-store/read-store.port';
 
 /** What every ReadStore adapter must do. Collections and checkpoints are named per run. */
 export function readStoreContract(adapter: string, open: () => Promise<{ store: ReadStore; dispose(): Promise<void> }>) {
@@ -11,7 +17,7 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
       name: `contract_${run}`,
       filters: { email: 'exact-ci', tel: 'exact', company: 'contains-ci' },
     };
-    const checkpoint = (commit: bigint) => ({ projection: `contract_${run}`, position: { commit, prepare: commit } });
+    const checkpoint = (commit: bigint, generation = 1) => ({ generation, position: { commit, prepare: commit } });
     let seq = 0;
     const doc = (over: Partial<ReadDocument> = {}): ReadDocument => ({
       id: randomUUID(),
@@ -155,24 +161,99 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
     });
 
     it('never moves a checkpoint backwards', async () => {
-      const name = `cas_${run}`;
-      const at = (commit: bigint, prepare = commit) => ({ projection: name, position: { commit, prepare } });
-      await store.commit(schema.name, [], at(100n));
-      await store.commit(schema.name, [], at(99n));
-      await store.commit(schema.name, [], at(100n, 99n));
-      await expect(store.getCheckpoint(name)).resolves.toEqual({ commit: 100n, prepare: 100n });
-      await store.commit(schema.name, [], at(100n, 101n));
-      await expect(store.getCheckpoint(name)).resolves.toEqual({ commit: 100n, prepare: 101n });
-      await Promise.all([5n, 300n, 7n, 200n].map((c) => store.commit(schema.name, [], at(c))));
-      await expect(store.getCheckpoint(name)).resolves.toEqual({ commit: 300n, prepare: 300n });
+      const cas: CollectionSchema = { name: `cas_${run}`, filters: {} };
+      await store.ensureCollection(cas);
+      const at = (commit: bigint, prepare = commit) => ({ generation: 1, position: { commit, prepare } });
+      const saved = async () => (await store.status(cas.name)).live.position;
+      await store.commit(cas.name, [], at(100n));
+      await store.commit(cas.name, [], at(99n));
+      await store.commit(cas.name, [], at(100n, 99n));
+      await expect(saved()).resolves.toEqual({ commit: 100n, prepare: 100n });
+      await store.commit(cas.name, [], at(100n, 101n));
+      await expect(saved()).resolves.toEqual({ commit: 100n, prepare: 101n });
+      await Promise.all([5n, 300n, 7n, 200n].map((c) => store.commit(cas.name, [], at(c))));
+      await expect(saved()).resolves.toEqual({ commit: 300n, prepare: 300n });
     });
 
-    it('saves and reads checkpoints', async () => {
-      const name = `cp_${run}`;
-      await expect(store.getCheckpoint(name)).resolves.toBeNull();
+    it('saves checkpoints with the live generation, and failures until the next commit', async () => {
       const position = { commit: 12345678901234n, prepare: 12345678901230n };
-      await store.commit(schema.name, [], { projection: name, position });
-      await expect(store.getCheckpoint(name)).resolves.toEqual(position);
+      await store.commit(schema.name, [], { generation: 1, position });
+      expect((await store.status(schema.name)).live).toMatchObject({ generation: 1, position, failure: null });
+      const failure = { streamId: 'customer-x', revision: 3, error: 'Unknown event type' };
+      await store.recordFailure(schema.name, 1, failure);
+      expect((await store.status(schema.name)).live.failure).toEqual(failure);
+      await store.commit(schema.name, [], { generation: 1, position });
+      expect((await store.status(schema.name)).live.failure).toBeNull();
+    });
+
+    describe('generations', () => {
+      const gens: CollectionSchema = { name: `generations_${run}`, filters: { email: 'exact-ci' } };
+      const at = (commit: bigint, generation: number) => ({ generation, position: { commit, prepare: commit } });
+      const listed = async () => (await store.find(gens.name, query({}, { accountId: 'acc-1' }))).documents.map((d) => d.id);
+      const original = doc({ fields: { email: 'old@x.io' } });
+      const rebuilt = { ...original, fields: { email: 'new@x.io' } };
+      let rebuilding: number;
+
+      beforeAll(async () => {
+        await store.ensureCollection(gens);
+      });
+
+      it('starts a new collection with generation 1 live, no checkpoint and no rebuild', async () => {
+        expect(await store.status(gens.name)).toEqual({
+          live: { generation: 1, position: null, failure: null, updatedAt: expect.any(Number) },
+          building: null,
+        });
+        await store.commit(gens.name, [original], at(10n, 1));
+      });
+
+      it('rebuilds into a new, empty generation that reads do not see', async () => {
+        rebuilding = await store.startRebuild(gens.name);
+        expect(rebuilding).toBeGreaterThan(1);
+        expect((await store.status(gens.name)).building).toMatchObject({ generation: rebuilding, position: null });
+        await expect(store.getMany(gens.name, [original.id], rebuilding)).resolves.toEqual(new Map());
+        await store.commit(gens.name, [rebuilt], at(5n, rebuilding));
+        await expect(store.get(gens.name, 'acc-1', original.id)).resolves.toEqual(original);
+        await expect(store.getMany(gens.name, [original.id], rebuilding)).resolves.toEqual(new Map([[original.id, rebuilt]]));
+      });
+
+      it('refuses to promote a generation behind the live one, changing nothing', async () => {
+        await expect(store.promote(gens.name, rebuilding)).rejects.toBeInstanceOf(RebuildBehindError);
+        const status = await store.status(gens.name);
+        expect(status.live.generation).toBe(1);
+        expect(status.building?.generation).toBe(rebuilding);
+        await expect(store.get(gens.name, 'acc-1', original.id)).resolves.toEqual(original);
+      });
+
+      it('promotes a caught-up generation atomically; the old one takes no more commits', async () => {
+        await store.commit(gens.name, [], at(10n, rebuilding));
+        await store.promote(gens.name, rebuilding);
+        expect(await store.status(gens.name)).toMatchObject({ live: { generation: rebuilding }, building: null });
+        await expect(store.get(gens.name, 'acc-1', original.id)).resolves.toEqual(rebuilt);
+        expect(await listed()).toEqual([original.id]);
+        const late = doc();
+        await expect(store.commit(gens.name, [late], at(11n, 1))).rejects.toBeInstanceOf(GenerationReplacedError);
+        await expect(store.getMany(gens.name, [late.id], 1)).rejects.toBeInstanceOf(GenerationReplacedError);
+        await expect(store.getMany(gens.name, [late.id])).resolves.toEqual(new Map());
+        await expect(store.promote(gens.name, 1)).rejects.toBeInstanceOf(GenerationReplacedError);
+      });
+
+      it('drops retired generations only, leaving the live one as it was', async () => {
+        await store.dropRetired(gens.name, 60_000);
+        await store.dropRetired(gens.name, 0);
+        await expect(store.get(gens.name, 'acc-1', original.id)).resolves.toEqual(rebuilt);
+        expect((await store.status(gens.name)).live).toMatchObject({ generation: rebuilding, position: { commit: 10n } });
+      });
+
+      it('drops an interrupted rebuild when the next one starts, and never reuses its number', async () => {
+        const interrupted = await store.startRebuild(gens.name);
+        await store.commit(gens.name, [doc()], at(1n, interrupted));
+        const next = await store.startRebuild(gens.name);
+        expect(next).toBeGreaterThan(interrupted);
+        expect((await store.status(gens.name)).building).toMatchObject({ generation: next, position: null });
+        await expect(store.commit(gens.name, [doc()], at(2n, interrupted))).rejects.toBeInstanceOf(GenerationReplacedError);
+        await expect(store.promote(gens.name, interrupted)).rejects.toBeInstanceOf(GenerationReplacedError);
+        await expect(store.get(gens.name, 'acc-1', original.id)).resolves.toEqual(rebuilt);
+      });
     });
   });
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import request from 'supertest';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
+import { customerProjection } from '../../src/customers/customer.projection';
 import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { startChildService } from '../support/child-service';
 import { makeDataDir, withToken } from '../support/test-app';
@@ -104,7 +105,9 @@ describe('graceful shutdown', () => {
     const db = openSqliteDatabase(join(dataDir, 'service.sqlite'), { durable: false });
     try {
       const head = await new SqliteEventStore(db).headPosition();
-      expect(await new SqliteReadStore(db).getCheckpoint('customers')).toEqual(head);
+      const reads = new SqliteReadStore(db);
+      await reads.ensureCollection(customerProjection.schema);
+      expect((await reads.status('customers')).live.position).toEqual(head);
     } finally {
       db.close();
     }

@@ -34,8 +34,8 @@ const bulkError = (codes: number[]) =>
 
 describe('MongoDB mapping', () => {
   it('names every read model\'s collection in one place, refusing odd names', () => {
-    expect(readModelCollection('customers')).toBe('rm_customers');
-    for (const bad of ['', 'Customers', 'a.b', 'a$b', '1abc', 'x y']) expect(() => readModelCollection(bad)).toThrow(/Invalid/);
+    expect(readModelCollection('customers', 3)).toBe('rm_customers__g3');
+    for (const bad of ['', 'Customers', 'a.b', 'a$b', '1abc', 'x y', 'a__b']) expect(() => readModelCollection(bad, 1)).toThrow(/Invalid/);
   });
 
   it('keeps a lowered copy of case-insensitive filter values beside the fields, and gives the document back as it was', () => {
@@ -101,7 +101,8 @@ describe('MongoDB mapping', () => {
     const position = { commit: 18446744073709551615n, prepare: 18446744073709551614n };
     const stored = toMongoCheckpoint(position);
     expect(stored).toMatchObject({ commit: '18446744073709551615', prepare: '18446744073709551614' });
-    expect(fromMongoCheckpoint({ _id: 'p', ...stored })).toEqual(position);
+    expect(fromMongoCheckpoint(stored)).toEqual(position);
+    expect(fromMongoCheckpoint({})).toBeNull();
   });
 
   it('tells guarded upserts that lost to a newer document from real failures', () => {

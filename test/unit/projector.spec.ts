@@ -51,7 +51,7 @@ describe('Projector', () => {
     await events.appendToStream('profile_slug-other', [ev('SlugReserved', { slug: 'x' })], 'no_stream');
     await p.waitFor(position, 2000);
     expect(await get(a.id)).toMatchObject({ revision: 1, fields: { name: 'Ada L.', email: 'ada@x.io' } });
-    const saved = await reads.getCheckpoint('customers');
+    const saved = (await reads.status('customers')).live.position;
     expect(comparePositions(saved!, position)).toBeGreaterThanOrEqual(0);
   });
 
@@ -76,7 +76,8 @@ describe('Projector', () => {
     await first.waitFor(position, 2000);
     await first.stop();
     const before = await reads.getMany('customers', [a.id]);
-    db.prepare('DELETE FROM checkpoints').run(); // as if the checkpoint had been lost: replay all
+    // As if the checkpoint had been lost: replay all.
+    db.prepare('UPDATE read_model_generations SET commit_pos = NULL, prepare_pos = NULL').run();
     const replay = await startProjector();
     await replay.waitFor(position, 2000);
     expect(await reads.getMany('customers', [a.id])).toEqual(before);
@@ -91,6 +92,12 @@ describe('Projector', () => {
     expect(p.state).toBe('failed');
     expect(logged.mock.calls.flat().join(' ')).toContain(`customer-${id}@0`);
     logged.mockRestore();
+    // Kept with the checkpoint, for the CLI's status in another process.
+    expect((await reads.status('customers')).live.failure).toEqual({
+      streamId: `customer-${id}`,
+      revision: 0,
+      error: `CustomerUpdated before CustomerCreated in customer-${id}`,
+    });
   });
 
   it('lets a wait time out when the read model does not get there', async () => {

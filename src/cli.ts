@@ -1,0 +1,158 @@
+import 'reflect-metadata';
+import { parseArgs } from 'node:util';
+import { eventsTail } from './cli/events';
+import { projectionsRebuild, projectionsStatus } from './cli/projections';
+import { ConfigError, loadConfig } from './config/config';
+import { PoisonEventError } from './projections/projector';
+import { RebuildInterruptedError } from './projections/rebuild';
+import { READ_MODELS } from './read-models';
+import { openEventStore, openReadStore } from './storage/storage.module';
+
+// Operator commands, run beside the service against the same stores: `node dist/cli.js <command>`
+// (`npm run cli -- <command>`). Exit codes: 0 done, 1 failed, 2 usage error, 130 interrupted.
+
+const NAMES = READ_MODELS.map((p) => p.name).join(', ');
+const DEFAULT_GRACE_SECONDS = 10;
+
+const HELP: Record<string, string> = {
+  main: `Usage: npm run cli -- <command> [options]     (or: node dist/cli.js <command> [options])
+
+Commands:
+  projections status                Each read model's checkpoint, the event store's head, the lag
+                                    in events, any rebuild under way and any poison event
+  projections rebuild <name|all>    Replay every event into fresh storage and swap it in
+  events tail [--stream <id>]       Print events as they are appended, one JSON line each
+
+Run a command with --help for its options. Configuration comes from the environment, as for the
+service (DATA_DIR, ...).
+`,
+  'projections status': `Usage: npm run cli -- projections status [--json]
+
+Shows, per read model (${NAMES}): its live storage generation, its checkpoint,
+how many events it is behind the event store's head, whether a rebuild is running (or was
+interrupted), and the event it stopped on if it met one it cannot apply.
+
+Options:
+  --json    One JSON document instead of the table
+  --help    This help
+`,
+  'projections rebuild': `Usage: npm run cli -- projections rebuild <name|all> [--json] [--grace-seconds <n>]
+
+Replays every event into fresh storage for the read model (${NAMES}, or all),
+with a progress bar on stderr, then swaps it in atomically. The service keeps serving reads
+from the old storage meanwhile; events appended during the rebuild are in the result. The old
+storage is dropped after the grace period. Ctrl-C leaves the live read model untouched: run
+the command again.
+
+Options:
+  --json                One JSON document instead of the table
+  --grace-seconds <n>   How long the replaced storage stays readable before it is dropped (default ${DEFAULT_GRACE_SECONDS})
+  --help                This help
+`,
+  'events tail': `Usage: npm run cli -- events tail [--stream <id>]
+
+Prints every event appended from now on, one JSON line each, until Ctrl-C.
+
+Options:
+  --stream <id>   Only the events of this stream, e.g. customer-<uuid>
+  --help          This help
+`,
+};
+
+class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      help: { type: 'boolean', short: 'h' },
+      json: { type: 'boolean' },
+      stream: { type: 'string' },
+      'grace-seconds': { type: 'string' },
+    },
+  });
+  const [group, action, ...rest] = positionals;
+  const command = group && action ? `${group} ${action}` : group;
+  if (!command && values.help) {
+    process.stdout.write(HELP.main);
+    return 0;
+  }
+  if (!command) throw new UsageError('No command given.');
+  if (!HELP[command] || command === 'main') throw new UsageError(`Unknown command "${command}".`);
+  if (values.help) {
+    process.stdout.write(HELP[command]);
+    return 0;
+  }
+  const allowed: Record<string, string[]> = {
+    'projections status': ['json'],
+    'projections rebuild': ['json', 'grace-seconds'],
+    'events tail': ['stream'],
+  };
+  const misplaced = Object.keys(values).find((o) => !allowed[command].includes(o));
+  if (misplaced) throw new UsageError(`${command} has no option --${misplaced}.`, { cause: command });
+  const wanted = command === 'projections rebuild' ? 1 : 0;
+  if (rest.length !== wanted) {
+    throw new UsageError(wanted ? `${command} needs one read model name (${NAMES}) or all.` : `${command} takes no arguments.`, { cause: command });
+  }
+
+  const config = loadConfig();
+  const eventStore = await openEventStore(config);
+  const readStore = await openReadStore(config);
+  const abort = new AbortController();
+  let interrupted = false;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      interrupted = true;
+      abort.abort();
+    });
+  }
+  try {
+    switch (command) {
+      case 'projections status':
+        process.stdout.write(await projectionsStatus(READ_MODELS, eventStore, readStore, values.json === true));
+        return 0;
+      case 'projections rebuild': {
+        const selected = rest[0] === 'all' ? READ_MODELS : READ_MODELS.filter((p) => p.name === rest[0]);
+        if (selected.length === 0) throw new UsageError(`No read model named "${rest[0]}": use ${NAMES} or all.`, { cause: command });
+        const grace = values['grace-seconds'] ?? String(DEFAULT_GRACE_SECONDS);
+        if (!/^\d+$/.test(grace)) throw new UsageError(`--grace-seconds must be a whole number of seconds; got "${grace}".`, { cause: command });
+        const output = await projectionsRebuild(selected, eventStore, readStore, {
+          json: values.json === true,
+          graceMs: Number(grace) * 1000,
+          signal: abort.signal,
+        });
+        process.stdout.write(output);
+        return interrupted ? 130 : 0;
+      }
+      case 'events tail':
+        await eventsTail(eventStore, { stream: values.stream, signal: abort.signal, write: (line) => process.stdout.write(line) });
+        return 0; // Ctrl-C is how a tail ends
+    }
+    throw new UsageError(`Unknown command "${command}".`);
+  } catch (error) {
+    if (error instanceof RebuildInterruptedError) {
+      process.stderr.write(`${error.message}\n`);
+      return 130;
+    }
+    throw error;
+  } finally {
+    await eventStore.close();
+    await readStore.close();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error) => {
+    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      const command = typeof error.cause === 'string' ? error.cause : 'main';
+      process.stderr.write(`${error.message}\n\n${HELP[command]}`);
+      process.exit(2);
+    }
+    if (error instanceof ConfigError) process.stderr.write(`Configuration error: ${error.message}\n`);
+    else if (error instanceof PoisonEventError) process.stderr.write(`Rebuild stopped, the live read model is unchanged: ${error.message}\n`);
+    else process.stderr.write(`${error?.stack ?? error}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,91 @@
+import { EventStore, START } from '../event-store/event-store.port';
+import { eventsBetween, formatPosition } from '../projections/positions';
+import type { Projection } from '../projections/projection';
+import { rebuildProjections, RebuildResult } from '../projections/rebuild';
+import type { GenerationStatus, ReadStore } from '../read-store/read-store.port';
+import { count, formatTable } from './output';
+import { ProgressReporter } from './progress';
+
+/** A building generation with no commit for this long is an interrupted rebuild's leftover, not a running one. */
+const STALE_REBUILD_MS = 60_000;
+
+interface ProjectionStatus {
+  name: string;
+  generation: number;
+  checkpoint: string;
+  lag: number;
+  rebuild: { generation: number; checkpoint: string; state: 'running' | 'interrupted' } | null;
+  failure: GenerationStatus['failure'];
+}
+
+/** `projections status`: how far each read model is, from what the stores keep (the service may be elsewhere). */
+export async function projectionsStatus(
+  readModels: Projection[],
+  eventStore: EventStore,
+  readStore: ReadStore,
+  json: boolean,
+): Promise<string> {
+  const head = await eventStore.headPosition();
+  const projections: ProjectionStatus[] = [];
+  for (const projection of readModels) {
+    await readStore.ensureCollection(projection.schema);
+    const { live, building } = await readStore.status(projection.schema.name);
+    projections.push({
+      name: projection.name,
+      generation: live.generation,
+      checkpoint: formatPosition(live.position),
+      lag: eventsBetween(live.position ?? START, head),
+      rebuild: building && {
+        generation: building.generation,
+        checkpoint: formatPosition(building.position),
+        state: Date.now() - building.updatedAt < STALE_REBUILD_MS ? 'running' : 'interrupted',
+      },
+      failure: live.failure,
+    });
+  }
+  if (json) return JSON.stringify({ head: formatPosition(head), projections }, null, 2) + '\n';
+  return (
+    `Event store head: ${formatPosition(head)}\n\n` +
+    formatTable(
+      ['PROJECTION', 'GENERATION', 'CHECKPOINT', 'LAG', 'REBUILD', 'FAILED ON'],
+      projections.map((p) => [
+        p.name,
+        String(p.generation),
+        p.checkpoint,
+        count(p.lag),
+        p.rebuild ? `${p.rebuild.state} (generation ${p.rebuild.generation} at ${p.rebuild.checkpoint})` : '-',
+        p.failure ? `${p.failure.streamId}@${p.failure.revision}: ${p.failure.error}` : '-',
+      ]),
+    )
+  );
+}
+
+/** `projections rebuild <name|all>`: the read models in one pass over the events, with progress on stderr. */
+export async function projectionsRebuild(
+  selected: Projection[],
+  eventStore: EventStore,
+  readStore: ReadStore,
+  options: { json: boolean; graceMs: number; signal: AbortSignal },
+): Promise<string> {
+  const progress = new ProgressReporter();
+  let results: RebuildResult[];
+  try {
+    results = await rebuildProjections(selected, eventStore, readStore, {
+      signal: options.signal,
+      graceMs: options.graceMs,
+      onProgress: (p) => progress.update(p),
+    });
+    const events = Math.max(...results.map((r) => r.events));
+    const ms = Math.max(...results.map((r) => r.ms));
+    progress.update({ projection: selected.map((p) => p.name).join(', '), done: events, total: events }, { ms });
+  } finally {
+    progress.end();
+  }
+  if (options.json) return JSON.stringify({ rebuilt: results.map((r) => ({ ...r, eventsPerSecond: rate(r) })) }, null, 2) + '\n';
+  return formatTable(
+    ['PROJECTION', 'GENERATION', 'EVENTS', 'SECONDS', 'EVENTS/S'],
+    results.map((r) => [r.projection, String(r.generation), count(r.events), (r.ms / 1000).toFixed(1), count(rate(r))]),
+  );
+}
+
+const rate = (r: RebuildResult) => Math.round(r.events / Math.max(r.ms / 1000, 0.001));

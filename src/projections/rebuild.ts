@@ -1,0 +1,123 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { comparePositions, EventStore, START } from '../event-store/event-store.port';
+import { ReadStore, RebuildBehindError } from '../read-store/read-store.port';
+import { eventsBetween } from './positions';
+import type { Projection } from './projection';
+import { foldBatch } from './projector';
+
+/**
+ * Larger than the live projector's batches (a rebuild has no reader waiting on it, and each batch is
+ * one transaction per read model), but not so large that the service's writes wait long for the lock.
+ */
+const REBUILD_BATCH = 5000;
+
+export interface RebuildProgress {
+  /** The read models being rebuilt, comma-separated. */
+  projection: string;
+  /** Events read so far, and how many the store held when the rebuild started (both grow as it catches up). */
+  done: number;
+  total: number;
+}
+
+export interface RebuildResult {
+  projection: string;
+  generation: number;
+  /** Events replayed until this read model was promoted. */
+  events: number;
+  ms: number;
+}
+
+export class RebuildInterruptedError extends Error {
+  override name = 'RebuildInterruptedError';
+}
+
+interface Target {
+  projection: Projection;
+  generation: number;
+  result?: RebuildResult;
+}
+
+/**
+ * Replays every event, in one pass, into a new generation of each projection's read model, catches
+ * up with the head and promotes each; the service keeps reading the live generations until then.
+ * If a live one got ahead (the service folded newer events meanwhile), that rebuild catches up and
+ * tries again. Interrupted (signal, crash), it leaves the live generations it did not promote
+ * untouched; the next rebuild drops what it left. A replaced generation is dropped after
+ * `graceMs`, once reads that resolved it just before the swap are done.
+ */
+export async function rebuildProjections(
+  projections: Projection[],
+  eventStore: EventStore,
+  readStore: ReadStore,
+  options: { signal: AbortSignal; graceMs: number; onProgress?: (progress: RebuildProgress) => void },
+): Promise<RebuildResult[]> {
+  const started = Date.now();
+  const targets: Target[] = [];
+  for (const projection of projections) {
+    await readStore.ensureCollection(projection.schema);
+    await readStore.dropRetired(projection.schema.name, options.graceMs);
+    targets.push({ projection, generation: await readStore.startRebuild(projection.schema.name) });
+  }
+  let head = await eventStore.headPosition();
+  let done = 0;
+  const names = projections.map((p) => p.name).join(', ');
+  const report = () => options.onProgress?.({ projection: names, done, total: Math.max(done, eventsBetween(START, head)) });
+  const pending = () => targets.filter((t) => !t.result);
+
+  /** Promotes every pending target; true once none is left. */
+  const promote = async (): Promise<boolean> => {
+    for (const target of pending()) {
+      try {
+        await readStore.promote(target.projection.schema.name, target.generation);
+        target.result = { projection: target.projection.name, generation: target.generation, events: done, ms: Date.now() - started };
+      } catch (error) {
+        if (!(error instanceof RebuildBehindError)) throw error;
+      }
+    }
+    if (pending().length > 0) head = await eventStore.headPosition();
+    return pending().length === 0;
+  };
+
+  report();
+  // Its own signal: the promotion ends the subscription, as the caller's signal does.
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  options.signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    let finished = comparePositions(head, START) <= 0 && (await promote());
+    if (!finished) {
+      for await (const batch of eventStore.subscribeToAll(START, { signal: stop.signal, maxBatchSize: REBUILD_BATCH })) {
+        for (const target of pending()) await foldBatch(target.projection, readStore, target.generation, batch);
+        done += batch.events.length;
+        // The store calls are synchronous on SQLite: let signals (Ctrl-C) and timers in between batches.
+        await nextTurn();
+        report();
+        if (comparePositions(batch.position, head) >= 0 && (await promote())) {
+          finished = true;
+          break;
+        }
+      }
+    }
+    if (!finished) {
+      const left = pending().map((t) => t.projection.name).join(', ');
+      throw new RebuildInterruptedError(`Rebuild interrupted: the live read model of ${left} is unchanged`);
+    }
+  } finally {
+    options.signal.removeEventListener('abort', onAbort);
+  }
+  await sleep(options.graceMs, options.signal);
+  if (!options.signal.aborted) for (const p of projections) await readStore.dropRetired(p.schema.name, options.graceMs);
+  return targets.map((t) => t.result!);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}

@@ -1,0 +1,240 @@
+import { Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { seedEvents, SeededRecords } from '../../bench/seed-events';
+import type { NewEvent } from '../../src/event-store/event-store.port';
+import { ProjectionsService } from '../../src/projections/projections.service';
+import { READ_MODELS } from '../../src/read-models';
+import type { ReadStore } from '../../src/read-store/read-store.port';
+import { openEventStore, openReadStore } from '../../src/storage/storage.module';
+import { runCli, spawnCli } from '../support/cli';
+import { makeDataDir, startTestApp } from '../support/test-app';
+
+const sqliteFile = (dataDir: string) => join(dataDir, 'service.sqlite');
+const event = (type: string, data: Record<string, unknown> = {}): NewEvent => ({
+  id: randomUUID(),
+  type,
+  data,
+  metadata: { accountId: 'account-a', correlationId: 'c', causationId: 'c', schemaVersion: 1 },
+});
+
+async function statusJson(dataDir: string) {
+  const { code, stdout } = await runCli(['projections', 'status', '--json'], dataDir);
+  expect(code).toBe(0);
+  return JSON.parse(stdout);
+}
+
+/** The read store on the data directory, as the CLI and the service open it. */
+async function openReads(dataDir: string): Promise<ReadStore> {
+  const reads = await openReadStore({ sqliteFile: sqliteFile(dataDir) });
+  for (const p of READ_MODELS) await reads.ensureCollection(p.schema);
+  return reads;
+}
+
+const dirs: string[] = [];
+const dataDir = () => {
+  const dir = makeDataDir();
+  dirs.push(dir);
+  return dir;
+};
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+describe('CLI usage', () => {
+  const dir = dataDir();
+
+  it.each([[[]], [['projections', 'status']], [['projections', 'rebuild']], [['events', 'tail']]])(
+    '%j --help explains itself and exits 0',
+    async (args) => {
+      const { code, stdout } = await runCli([...args, '--help'], dir);
+      expect(code).toBe(0);
+      expect(stdout).toMatch(/^Usage: npm run cli -- /);
+      expect(stdout).toContain('--help');
+    },
+  );
+
+  it.each([
+    [[], /^No command given\./],
+    [['projections', 'drop'], /^Unknown command "projections drop"\./],
+    [['projections', 'rebuild'], /^projections rebuild needs one read model name \(profiles, customers\) or all\./],
+    [['projections', 'rebuild', 'invoices'], /^No read model named "invoices": use profiles, customers or all\./],
+    [['projections', 'rebuild', 'all', '--grace-seconds', 'soon'], /--grace-seconds must be a whole number/],
+    [['projections', 'status', '--stream', 'x'], /^projections status has no option --stream\./],
+    [['projections', 'status', '--verbose'], /Unknown option '--verbose'/],
+  ])('%j is a usage error: exit 2, what was wrong and the usage on stderr', async (args, message) => {
+    const { code, stdout, stderr } = await runCli(args, dir);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(message);
+    expect(stderr).toContain('Usage: npm run cli -- ');
+  });
+});
+
+describe('projections status and rebuild', () => {
+  const dir = dataDir();
+  let seeded: SeededRecords;
+  beforeAll(async () => {
+    seeded = await seedEvents(sqliteFile(dir), 2000);
+  });
+
+  it('shows each read model behind the head before any projector ran', async () => {
+    const { code, stdout, stderr } = await runCli(['projections', 'status'], dir);
+    expect(code).toBe(0);
+    expect(stderr).toBe('');
+    const head = String(seeded.events);
+    const lag = seeded.events.toLocaleString('en-US');
+    expect(stdout).toBe(
+      `Event store head: ${head}\n\n` +
+        'PROJECTION  GENERATION  CHECKPOINT  LAG    REBUILD  FAILED ON\n' +
+        `profiles    1           start       ${lag}  -        -\n` +
+        `customers   1           start       ${lag}  -        -\n`,
+    );
+    expect(await statusJson(dir)).toEqual({
+      head,
+      projections: READ_MODELS.map((p) => ({
+        name: p.name,
+        generation: 1,
+        checkpoint: 'start',
+        lag: seeded.events,
+        rebuild: null,
+        failure: null,
+      })),
+    });
+  });
+
+  it('rebuilds all read models into new storage, with progress on stderr, and swaps it in', async () => {
+    const { code, stdout, stderr } = await runCli(['projections', 'rebuild', 'all', '--json', '--grace-seconds', '0'], dir);
+    expect(code).toBe(0);
+    const events = seeded.events.toLocaleString('en-US');
+    expect(stderr.startsWith(`profiles, customers: 0%  0/${events} events  0 events/s  ? left\n`)).toBe(true);
+    expect(stderr).toMatch(new RegExp(`profiles, customers: done  ${events} events in \\d+s, [\\d,]+ events/s\n$`));
+    const { rebuilt } = JSON.parse(stdout);
+    expect(rebuilt).toEqual(
+      READ_MODELS.map((p) => ({ projection: p.name, generation: 2, events: seeded.events, ms: expect.any(Number), eventsPerSecond: expect.any(Number) })),
+    );
+    const status = await statusJson(dir);
+    expect(status.projections.map((p: { generation: number; lag: number }) => [p.generation, p.lag])).toEqual([[2, 0], [2, 0]]);
+
+    const reads = await openReads(dir);
+    try {
+      const customers = await reads.getMany('customers', seeded.customerIds);
+      expect(customers.size).toBe(seeded.customerIds.length);
+      // Each record: created, three updates, and every fifth deleted.
+      const deleted = [...customers.values()].filter((d) => d.deleted);
+      const seededDeleted = seeded.customerIds.filter((_, i) => (2 * i + 1) % 5 === 4); // customers are the odd records
+      expect(deleted.map((d) => d.id).sort()).toEqual(seededDeleted.sort());
+      for (const d of customers.values()) expect(d.revision).toBe(d.deleted ? 4 : 3);
+      expect((await reads.getMany('profiles', seeded.profileIds)).size).toBe(seeded.profileIds.length);
+    } finally {
+      await reads.close();
+    }
+  });
+
+  it('prints a table by default', async () => {
+    const { code, stdout } = await runCli(['projections', 'rebuild', 'customers', '--grace-seconds', '0'], dir);
+    expect(code).toBe(0);
+    const events = seeded.events.toLocaleString('en-US');
+    expect(stdout).toMatch(new RegExp(`^PROJECTION  GENERATION  EVENTS  SECONDS  EVENTS/S\ncustomers   3           ${events}   \\d+\\.\\d +[\\d,]+\n$`));
+  });
+});
+
+describe('an interrupted rebuild', () => {
+  const dir = dataDir();
+  beforeAll(() => seedEvents(sqliteFile(dir), 60_000));
+
+  /** Starts a rebuild and resolves once it has committed a batch into a generation above `after`. */
+  async function rebuildUnderWay(reads: ReadStore, after = 1) {
+    const run = spawnCli(['projections', 'rebuild', 'all'], dir);
+    for (;;) {
+      const { building } = await reads.status('customers');
+      if (building?.position && building.generation > after) return { run, generation: building.generation };
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  it('leaves the live read model untouched on Ctrl-C or kill -9, and can be run again', async () => {
+    const reads = await openReads(dir);
+    try {
+      const interrupted = await rebuildUnderWay(reads);
+      interrupted.run.process.kill('SIGINT');
+      expect(await interrupted.run.exited).toBe(130);
+      expect(interrupted.run.stderr()).toContain('Rebuild interrupted: the live read model of profiles, customers is unchanged');
+      let status = await statusJson(dir);
+      expect(status.projections[1]).toMatchObject({ generation: 1, checkpoint: 'start', rebuild: { generation: interrupted.generation, state: 'running' } });
+
+      const killed = await rebuildUnderWay(reads, interrupted.generation);
+      expect(killed.generation).toBeGreaterThan(interrupted.generation);
+      killed.run.process.kill('SIGKILL');
+      expect(await killed.run.exited).toBe('SIGKILL');
+      expect((await reads.status('customers')).live).toMatchObject({ generation: 1, position: null });
+
+      const again = await runCli(['projections', 'rebuild', 'all', '--json', '--grace-seconds', '0'], dir);
+      expect(again.code).toBe(0);
+      const generation = JSON.parse(again.stdout).rebuilt[0].generation;
+      expect(generation).toBeGreaterThan(killed.generation);
+      status = await statusJson(dir);
+      expect(status.projections[1]).toMatchObject({ generation, lag: 0, rebuild: null });
+    } finally {
+      await reads.close();
+    }
+  });
+});
+
+describe('a poison event', () => {
+  const dir = dataDir();
+  const streamId = `customer-${randomUUID()}`;
+  const failure = { streamId, revision: 0, error: `CustomerUpdated before CustomerCreated in ${streamId}` };
+  beforeAll(async () => {
+    const events = await openEventStore({ sqliteFile: sqliteFile(dir) });
+    await events.appendToStream(streamId, [event('CustomerUpdated', { name: 'no creation first' })], 'no_stream');
+    await events.close();
+  });
+
+  it('stops a rebuild, exit 1, naming the event; the live model stays as it was', async () => {
+    const { code, stderr } = await runCli(['projections', 'rebuild', 'customers'], dir);
+    expect(code).toBe(1);
+    expect(stderr).toContain(`Rebuild stopped, the live read model is unchanged: cannot apply ${streamId}@0: ${failure.error}`);
+    expect((await statusJson(dir)).projections[1]).toMatchObject({ generation: 1, checkpoint: 'start' });
+  });
+
+  it('shows in status once the service stopped on it', async () => {
+    jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    const service = await startTestApp({ dataDir: dir });
+    try {
+      const customers = service.app.get(ProjectionsService).projectors[1];
+      while (customers.state !== 'failed') await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      await service.close({ keepData: true });
+      jest.restoreAllMocks();
+    }
+    const { stdout } = await runCli(['projections', 'status'], dir);
+    expect(stdout).toContain(`customers   1           start       1    running (generation 2 at start)  ${streamId}@0: ${failure.error}`);
+    expect((await statusJson(dir)).projections[1].failure).toEqual(failure);
+  });
+});
+
+describe('events tail', () => {
+  it('prints the events of the stream as they are appended, one JSON line each, until Ctrl-C', async () => {
+    const dir = dataDir();
+    const events = await openEventStore({ sqliteFile: sqliteFile(dir) });
+    try {
+      await events.appendToStream('customer-before', [event('CustomerCreated', { name: 'Before' })], 'no_stream');
+      const tail = spawnCli(['events', 'tail', '--stream', 'customer-followed'], dir);
+      await tail.waitForStderr(/Waiting for events after position 1 \(Ctrl-C to stop\)\n/);
+      await events.appendToStream('customer-followed', [event('CustomerCreated', { name: 'Ada' })], 'no_stream');
+      await events.appendToStream('customer-other', [event('CustomerCreated', { name: 'Other' })], 'no_stream');
+      await events.appendToStream('customer-followed', [event('CustomerDeleted')], 0);
+      while (tail.stdout().split('\n').length < 3) await new Promise((r) => setTimeout(r, 20));
+      tail.process.kill('SIGINT');
+      expect(await tail.exited).toBe(0);
+      const lines = tail.stdout().trimEnd().split('\n').map((l) => JSON.parse(l));
+      expect(lines).toEqual([
+        expect.objectContaining({ position: '2', streamId: 'customer-followed', revision: 0, type: 'CustomerCreated', data: { name: 'Ada' } }),
+        expect.objectContaining({ position: '4', streamId: 'customer-followed', revision: 1, type: 'CustomerDeleted', data: {} }),
+      ]);
+      expect(lines[0].metadata).toEqual({ accountId: 'account-a', correlationId: 'c', causationId: 'c', schemaVersion: 1 });
+    } finally {
+      await events.close();
+    }
+  });
+});
