@@ -20,9 +20,12 @@ export interface RawRequest {
  */
 export function rawRequest(baseUrl: string, req: RawRequest, agent?: Agent): Promise<RawResponse> {
   const url = new URL(baseUrl);
+  // Node frames a GET, DELETE or OPTIONS body with nothing unless told its length: the server would
+  // then read it as the start of the next request on the connection.
+  const headers = req.body === undefined ? req.headers : { ...req.headers, 'content-length': String(Buffer.byteLength(req.body)) };
   return new Promise((resolve, reject) => {
     const outgoing = request(
-      { host: url.hostname, port: url.port, method: req.method, path: req.path, headers: req.headers, agent },
+      { host: url.hostname, port: url.port, method: req.method, path: req.path, headers, agent },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
