@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import type { AppConfig } from './config/config';
+import { BenchCeilingController } from './http/bench-ceiling.controller';
 import { customerProjection } from './customers/customer.projection';
 import { CustomersModule } from './customers/customers.module';
 import { profileProjection } from './profiles/profile.projection';
@@ -20,6 +21,7 @@ export class AppModule {
         ProfilesModule,
         CustomersModule,
       ],
+      controllers: config.benchCeiling ? [BenchCeilingController] : [],
     };
   }
 }

@@ -16,6 +16,8 @@ export interface AppConfig {
   accessTokens: Map<string, string>;
   /** How long a write waits for its read models before answering 503. */
   readYourWritesTimeoutMs: number;
+  /** Bench-only (BENCH_CEILING=1): serves GET /v1/bench/ceiling, the benchmark's yardstick. Never set in production. */
+  benchCeiling: boolean;
 }
 
 export const APP_CONFIG = Symbol('AppConfig');
@@ -41,6 +43,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     sqliteFile: join(dataDir, 'service.sqlite'),
     logLevel,
     readYourWritesTimeoutMs: integer(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5000, 1, 600_000),
+    benchCeiling: env.BENCH_CEILING === '1',
   };
 }
 
