@@ -17,7 +17,7 @@ eventStoreContract('SQLite (embedded default)', async () => {
 });
 
 describe('SQLite event store: group commit', () => {
-  const event = (id = randomUUID()): NewEvent => ({
+  const event = (id: string = randomUUID()): NewEvent => ({
     id,
     type: 'Happened',
     data: {},
