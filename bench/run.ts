@@ -1,13 +1,16 @@
 // `npm run bench -- <name> [args]`: runs one benchmark from this folder and prints its figures.
 // Benchmarks hold the speed targets; the test suite only asserts behaviour.
 const BENCHES: Record<string, () => Promise<{ main(args: string[]): Promise<void> }>> = {
+  http: () => import('./http'),
   'audit-and-retries': () => import('./audit-and-retries'),
   operations: () => import('./operations'),
   rebuild: () => import('./rebuild'),
 };
 
 async function run(): Promise<void> {
-  const [name = 'http', ...args] = process.argv.slice(2);
+  const given = process.argv.slice(2);
+  // `npm run bench -- --scale` means the default benchmark with that option.
+  const [name = 'http', ...args] = given[0]?.startsWith('--') ? ['http', ...given] : given;
   const load = BENCHES[name];
   if (!load) {
     console.error(`unknown benchmark "${name}"; known: ${Object.keys(BENCHES).join(', ') || '(none yet)'}`);

@@ -39,14 +39,28 @@ const EVENT_COLUMNS = 'global_position, event_id, stream_id, stream_revision, ty
 
 const DEFAULT_BATCH = 1000;
 
+interface PendingAppend {
+  streamId: string;
+  events: NewEvent[];
+  expected: ExpectedRevision;
+  resolve: (result: AppendResult) => void;
+  reject: (error: unknown) => void;
+}
+
 /**
  * Event store on the embedded SQLite file. The primary key gives the global order, the unique
  * (stream_id, stream_revision) index guarantees one event per revision even across processes, and
  * appends run in an IMMEDIATE transaction so the revision check and the insert cannot interleave.
+ *
+ * Group commit: the appends asked for within one turn of the event loop share one durable
+ * transaction, so one fsync serves them all. Each runs in its own savepoint, checked against its own
+ * expected revision (and seeing the appends before it in the group), and each caller hears of its
+ * own append only once the whole group is on disk.
  */
 export class SqliteEventStore implements EventStore {
   private readonly wakeUps = new Set<() => void>();
-  private readonly append: (streamId: string, events: NewEvent[], expected: ExpectedRevision) => AppendResult;
+  private readonly appendGroup: (group: PendingAppend[]) => ({ result: AppendResult } | { error: unknown })[];
+  private pending: PendingAppend[] = [];
   private readonly selectStream: Statement<[string], EventTuple>;
   private readonly selectAfter: Statement<[number, number], EventTuple>;
   private readonly selectHead: Statement<[], { pos: number | null }>;
@@ -114,14 +128,45 @@ export class SqliteEventStore implements EventStore {
       }
       return { revision, position: toPosition(position) };
     });
-    this.append = (streamId, events, expected) => appendTx.immediate(streamId, events, expected);
+    // Nested in the group's transaction, appendTx runs as a savepoint: a refused append leaves nothing.
+    const groupTx = db.transaction((group: PendingAppend[]) =>
+      group.map(({ streamId, events, expected }) => {
+        try {
+          return { result: appendTx(streamId, events, expected) };
+        } catch (error) {
+          return { error };
+        }
+      }),
+    );
+    this.appendGroup = (group) => groupTx.immediate(group);
   }
 
   async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     if (events.length === 0) throw new Error('appendToStream needs at least one event');
-    const result = this.append(streamId, events, expected);
+    return new Promise((resolve, reject) => {
+      this.pending.push({ streamId, events, expected, resolve, reject });
+      if (this.pending.length === 1) setImmediate(() => this.commitPending());
+    });
+  }
+
+  /** Commits every append asked for since the last group, then answers each. */
+  private commitPending(): void {
+    const group = this.pending;
+    this.pending = [];
+    let outcomes: ReturnType<typeof this.appendGroup>;
+    try {
+      outcomes = this.appendGroup(group);
+    } catch (error) {
+      // The transaction itself failed (busy, disk, closed): nothing of the group was stored.
+      for (const append of group) append.reject(error);
+      return;
+    }
+    group.forEach((append, i) => {
+      const outcome = outcomes[i];
+      if ('result' in outcome) append.resolve(outcome.result);
+      else append.reject(outcome.error);
+    });
     this.wakeSubscribers();
-    return result;
   }
 
   async readStream(streamId: string): Promise<StoredEvent[]> {

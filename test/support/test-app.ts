@@ -30,10 +30,15 @@ export function makeDataDir(): string {
   return mkdtempSync(join(tmpdir(), 'pcs-test-'));
 }
 
-/** The real service on a real SQLite file in a temp dir, listening on an ephemeral port. */
-export async function startTestApp(options: { dataDir?: string; env?: NodeJS.ProcessEnv } = {}): Promise<TestApp> {
+/**
+ * The real service on a real SQLite file in a temp dir, listening on an ephemeral port.
+ * `accounts`: token -> account id, ACCOUNTS unless given.
+ */
+export async function startTestApp(
+  options: { dataDir?: string; env?: NodeJS.ProcessEnv; accounts?: Map<string, string> } = {},
+): Promise<TestApp> {
   const dataDir = options.dataDir ?? makeDataDir();
-  const config = { ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'error', ...options.env }), accessTokens: ACCOUNTS };
+  const config = { ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'error', ...options.env }), accessTokens: options.accounts ?? ACCOUNTS };
   const app = await createApp(config);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;

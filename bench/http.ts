@@ -1,0 +1,257 @@
+// `npm run bench [-- http] [--scale] [--duration S] [--connections N]`
+// Starts the built service (dist/main.js) on a fresh data directory, loads each route over loopback
+// with autocannon in a forked process, and prints req/s and p50/p99 latency per route next to the
+// ceiling: a bench-only route of the same app that answers a constant body of the same size.
+// With --scale it then seeds 1,000,000 customers over 100 accounts through the event store, lets the
+// projector fold them from the start, and measures the read and list rows again at that size.
+import { ChildProcess, fork, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { LoadResult, LoadSpec } from './load-worker';
+import { seedCustomers } from './seed';
+
+const ROOT = join(__dirname, '..', '..');
+const TOKEN = 'bench-token';
+const ACCOUNT = 'account-0';
+/** Records made before the rows run, so reads, updates and lists have something to hit. */
+const SEEDED = 200;
+/** Every seeded record of a kind carries this e-mail: the filtered lists match all of them, show 10. */
+const LISTED_EMAIL = 'listed@example.com';
+
+interface Options {
+  scale: boolean;
+  durationSeconds: number;
+  connections: number;
+}
+
+interface Row {
+  name: string;
+  target?: number;
+  spec: Omit<LoadSpec, 'url' | 'token' | 'connections' | 'durationSeconds'>;
+}
+
+interface Service {
+  url: string;
+  child: ChildProcess;
+  output(): string;
+}
+
+export async function main(args: string[]): Promise<void> {
+  const options: Options = {
+    scale: args.includes('--scale'),
+    durationSeconds: numberArg(args, '--duration', 10),
+    connections: numberArg(args, '--connections', 10),
+  };
+  console.log(`Load: ${options.connections} connections, ${options.durationSeconds} s per row, autocannon in a forked process.`);
+
+  const small = await smallDataRun(options);
+  if (options.scale) await scaleRun(options, small);
+}
+
+/** The rows on a fresh data directory: create/read/list/update per resource, each between two ceiling runs. */
+async function smallDataRun(options: Options): Promise<Map<string, RowResult>> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'pcs-bench-'));
+  const service = await startService(dataDir);
+  try {
+    const ids = {
+      customers: await createMany(service, 'customers', (i) => ({ name: `customer ${i}`, email: LISTED_EMAIL, company: 'Bench Co' })),
+      profiles: await createMany(service, 'profiles', (i) => ({ name: `profile ${i}`, email: LISTED_EMAIL, site: 'https://bench.example.com' })),
+    };
+    const ceilingBytes = (await call(service, 'GET', `/v1/customers/${ids.customers[0]}`)).text.length;
+    const rows: Row[] = [ceilingRow(ceilingBytes)];
+    for (const resource of ['customers', 'profiles'] as const) {
+      const body: Record<string, string> = resource === 'customers' ? { email: 'new@example.com', company: 'Bench Co' } : { email: 'new@example.com' };
+      const items = ids[resource].map((id) => `/v1/${resource}/${id}`);
+      rows.push(
+        { name: `${resource}: create`, target: 0.4, spec: { method: 'POST', paths: [`/v1/${resource}`], body, rename: true } },
+        { name: `${resource}: read`, target: 0.7, spec: { method: 'GET', paths: items } },
+        { name: `${resource}: list, email filter, limit 10`, target: 0.5, spec: { method: 'GET', paths: [`/v1/${resource}?email=${LISTED_EMAIL}&limit=10`] } },
+        { name: `${resource}: update`, target: 0.4, spec: { method: 'PUT', paths: items, body: {}, rename: true } },
+      );
+    }
+    const results = await runRows(service, rows, options);
+    printTable(`Small data (${SEEDED} customers and ${SEEDED} profiles, plus what the create rows add)`, rows, results);
+    return results;
+  } finally {
+    await stopService(service);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** 1,000,000 customers over 100 accounts, seeded through the event store, folded by the projector from the start. */
+async function scaleRun(options: Options, small: Map<string, RowResult>): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'pcs-bench-scale-'));
+  try {
+    const seeded = await seedCustomers(join(dataDir, 'service.sqlite'), { customers: 1_000_000, accounts: 100, listedEmail: LISTED_EMAIL });
+    console.log(`\nSeeded ${seeded.count.toLocaleString('en')} customer events in ${(seeded.ms / 1000).toFixed(1)} s: ${Math.round(seeded.count / (seeded.ms / 1000)).toLocaleString('en')} events/s.`);
+
+    const started = Date.now();
+    const service = await startService(dataDir);
+    try {
+      // A write waits until every read model has folded all events before it: here, the million.
+      await call(service, 'POST', '/v1/customers', { email: 'after-seed@example.com' });
+      const ms = Date.now() - started;
+      console.log(`Start and projection rebuild from the first event: ${(ms / 1000).toFixed(1)} s, ${Math.round(seeded.count / (ms / 1000)).toLocaleString('en')} events/s.`);
+
+      const items = seeded.sampleIds.map((id) => `/v1/customers/${id}`);
+      const ceilingBytes = (await call(service, 'GET', items[0])).text.length;
+      const rows: Row[] = [
+        ceilingRow(ceilingBytes),
+        { name: 'customers: read', target: 0.7, spec: { method: 'GET', paths: items } },
+        { name: 'customers: list, email filter, limit 10', target: 0.5, spec: { method: 'GET', paths: [`/v1/customers?email=${LISTED_EMAIL}&limit=10`] } },
+      ];
+      const results = await runRows(service, rows, options);
+      printTable(`1,000,000 customers over 100 accounts (${seeded.perAccount.toLocaleString('en')} in the benchmarked account)`, rows, results);
+      console.log('\nAt scale against small data (target: at least 0.8):');
+      // Each side as a share of its own ceilings, so the machine's drift between the two runs cancels out.
+      for (const row of rows.slice(1)) {
+        const ratio = results.get(row.name)!.ratio / small.get(row.name)!.ratio;
+        console.log(`  ${row.name.padEnd(42)} ${ratio.toFixed(2)} ${ratio >= 0.8 ? 'ok' : 'BELOW TARGET'}`);
+      }
+    } finally {
+      await stopService(service);
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const ceilingRow = (bytes: number): Row => ({ name: 'ceiling', spec: { method: 'GET', paths: [`/v1/bench/ceiling?bytes=${bytes}`] } });
+
+/** A row's figures, and its ratio to the ceilings measured right before and right after it. */
+interface RowResult extends LoadResult {
+  ratio: number;
+}
+
+/**
+ * Each row in its own forked autocannon, between two ceiling runs: on a shared machine the load
+ * drifts, so each row is set against the ceiling of its own moment. The ceiling row is their mean.
+ */
+async function runRows(service: Service, rows: Row[], options: Options): Promise<Map<string, RowResult>> {
+  const run = async (row: Row) => {
+    const result = await load({ ...row.spec, url: service.url, token: TOKEN, connections: options.connections, durationSeconds: options.durationSeconds });
+    if (result.failures > 0) throw new Error(`${row.name}: ${result.failures} of ${result.requests} requests failed\n${service.output().slice(-2000)}`);
+    return result;
+  };
+  const ceilingSpec = rows.find((r) => r.name === 'ceiling')!;
+  const ceilings = [await run(ceilingSpec)];
+  const results = new Map<string, RowResult>();
+  for (const row of rows.filter((r) => r.name !== 'ceiling')) {
+    const result = await run(row);
+    ceilings.push(await run(ceilingSpec));
+    const around = (ceilings[ceilings.length - 2].requestsPerSecond + ceilings[ceilings.length - 1].requestsPerSecond) / 2;
+    results.set(row.name, { ...result, ratio: result.requestsPerSecond / around });
+  }
+  const mean = (f: (r: LoadResult) => number) => ceilings.reduce((sum, r) => sum + f(r), 0) / ceilings.length;
+  results.set('ceiling', { ...ceilings[0], requestsPerSecond: mean((r) => r.requestsPerSecond), p50: mean((r) => r.p50), p99: mean((r) => r.p99), ratio: 1 });
+  const rates = ceilings.map((r) => r.requestsPerSecond);
+  console.log(`Ceiling over the run: ${Math.min(...rates).toFixed(0)} to ${Math.max(...rates).toFixed(0)} req/s in ${rates.length} runs (the load others put on the machine).`);
+  return results;
+}
+
+function printTable(title: string, rows: Row[], results: Map<string, RowResult>): void {
+  console.log(`\n${title}\n`);
+  console.log('| Route | req/s | p50 ms | p99 ms | × ceiling around it | target |');
+  console.log('|---|---:|---:|---:|---:|---|');
+  for (const name of [...new Set(rows.map((r) => r.name))]) {
+    const row = rows.find((r) => r.name === name)!;
+    const r = results.get(name)!;
+    const { ratio } = r;
+    const target = row.target === undefined ? '' : `≥ ${row.target} ${ratio >= row.target ? 'ok' : 'BELOW'}`;
+    console.log(`| ${name} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${ratio.toFixed(2)} | ${target} |`);
+  }
+}
+
+function load(spec: LoadSpec): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    const worker = fork(join(__dirname, 'load-worker.js'));
+    worker.once('message', (result: LoadResult) => resolve(result));
+    worker.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`load worker exited with ${code}`))));
+    worker.send(spec);
+  });
+}
+
+async function startService(dataDir: string): Promise<Service> {
+  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), join(ROOT, 'dist', 'main.js')], {
+    cwd: dataDir,
+    env: {
+      PATH: process.env.PATH,
+      NO_COLOR: '1',
+      DATA_DIR: dataDir,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info', // the "Listening on" line is at info
+      ACCESS_TOKENS: `${TOKEN}:${ACCOUNT}`,
+      BENCH_CEILING: '1',
+      // The scale run's first write waits for the whole rebuild.
+      READ_YOUR_WRITES_TIMEOUT_MS: '600000',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setInterval(() => {
+      const match = output.match(/Listening on (http:\/\/\S+)/);
+      if (match) {
+        clearInterval(timer);
+        resolve(match[1].replace('localhost', '127.0.0.1'));
+      } else if (child.exitCode !== null) {
+        clearInterval(timer);
+        reject(new Error(`the service exited with ${child.exitCode}:\n${output}`));
+      }
+    }, 20);
+  });
+  return { url, child, output: () => output };
+}
+
+async function stopService(service: Service): Promise<void> {
+  const exited = new Promise((resolve) => service.child.once('exit', resolve));
+  service.child.kill('SIGTERM');
+  await exited;
+}
+
+async function createMany(service: Service, resource: string, bodyOf: (i: number) => Record<string, string>): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < SEEDED; i++) {
+    const res = await call(service, 'POST', `/v1/${resource}`, bodyOf(i));
+    ids.push((Object.values(JSON.parse(res.text).data)[0] as { id: string }).id);
+  }
+  return ids;
+}
+
+function call(service: Service, method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> {
+  const url = new URL(path, service.url);
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method,
+        headers: { authorization: `Bearer ${TOKEN}`, 'x-request-id': randomUUID(), ...(payload ? { 'content-type': 'application/json' } : {}) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () =>
+          res.statusCode! >= 200 && res.statusCode! < 300 ? resolve({ status: res.statusCode!, text }) : reject(new Error(`${method} ${path}: ${res.statusCode} ${text}`)),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+function numberArg(args: string[], name: string, fallback: number): number {
+  const i = args.indexOf(name);
+  if (i < 0) return fallback;
+  const value = Number(args[i + 1]);
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} takes a positive integer`);
+  return value;
+}
