@@ -54,6 +54,10 @@ export class InstrumentedReadStore implements ReadStore {
     return this.metrics.time(this.metrics.readStoreDuration, 'get', () => this.store.get(collection, accountId, id));
   }
 
+  oldest(collection: string, accountId: string): Promise<ReadDocument | null> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'oldest', () => this.store.oldest(collection, accountId));
+  }
+
   find(collection: string, query: FindQuery): Promise<FindResult> {
     return this.metrics.time(this.metrics.readStoreDuration, 'find', () => this.store.find(collection, query));
   }

@@ -32,8 +32,7 @@ export class ListProfilesQuery extends Query<{ profiles: ProfileView[]; total: n
 
 /** The account's default profile is its oldest live one: derived at read time, never stored. */
 async function defaultProfileId(readStore: ReadStore, accountId: string): Promise<string | undefined> {
-  const { documents } = await readStore.find(COLLECTION, { accountId, filters: {}, order: 'oldest', offset: 0, limit: 1 });
-  return documents[0]?.id;
+  return (await readStore.oldest(COLLECTION, accountId))?.id;
 }
 
 @QueryHandler(GetProfileQuery)

@@ -122,6 +122,13 @@ export class MongoDbReadStore implements ReadStore {
     return d ? fromMongoDocument(d) : null;
   }
 
+  async oldest(collection: string, accountId: string): Promise<ReadDocument | null> {
+    this.schema(collection);
+    const g = await this.liveGeneration(collection);
+    const d = await this.guard(() => this.collection(collection, g).findOne({ accountId, deleted: false }, { sort: { seq: 1 } }));
+    return d ? fromMongoDocument(d) : null;
+  }
+
   async find(collection: string, query: FindQuery): Promise<FindResult> {
     const filter = findFilter(collection, this.schema(collection), query);
     const c = this.collection(collection, await this.liveGeneration(collection));

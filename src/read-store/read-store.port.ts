@@ -113,6 +113,8 @@ export interface ReadStore {
   getMany(collection: string, ids: string[], generation?: number): Promise<Map<string, ReadDocument>>;
   /** One live document of the account, or null. */
   get(collection: string, accountId: string, id: string): Promise<ReadDocument | null>;
+  /** The account's first-created live document, or null: one index lookup, no count. */
+  oldest(collection: string, accountId: string): Promise<ReadDocument | null>;
   find(collection: string, query: FindQuery): Promise<FindResult>;
   /**
    * Writes each document into the checkpoint's generation unless the stored one already has its

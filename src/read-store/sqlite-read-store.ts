@@ -41,6 +41,7 @@ interface Table {
   name: string;
   upsert: Statement;
   selectOne: Statement<[string, string], DocumentRow>;
+  selectOldest: Statement<[string], DocumentRow>;
   /** Takes the ids as one JSON array, so one statement serves any number of them. */
   selectMany: Statement<[string], DocumentRow>;
   /** Prepared find statements by filter combination, built on first use. */
@@ -139,6 +140,11 @@ export class SqliteReadStore implements ReadStore {
 
   async get(collection: string, accountId: string, id: string): Promise<ReadDocument | null> {
     const row = this.table(collection, this.liveGeneration(collection)).selectOne.get(id, accountId);
+    return row ? toDocument(row) : null;
+  }
+
+  async oldest(collection: string, accountId: string): Promise<ReadDocument | null> {
+    const row = this.table(collection, this.liveGeneration(collection)).selectOldest.get(accountId);
     return row ? toDocument(row) : null;
   }
 
@@ -342,6 +348,7 @@ export class SqliteReadStore implements ReadStore {
          WHERE excluded.revision > ${name}.revision`,
       ),
       selectOne: this.db.prepare<[string, string], DocumentRow>(`SELECT * FROM ${name} WHERE id = ? AND account_id = ? AND deleted = 0`),
+      selectOldest: this.db.prepare<[string], DocumentRow>(`SELECT * FROM ${name} WHERE account_id = ? AND deleted = 0 ORDER BY seq LIMIT 1`),
       selectMany: this.db.prepare<[string], DocumentRow>(`SELECT * FROM ${name} WHERE id IN (SELECT value FROM json_each(?))`),
       finds: new Map(),
     };

@@ -48,6 +48,19 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
       await expect(store.get(schema.name, 'acc-2', d.id)).resolves.toBeNull();
     });
 
+    it('finds the account\'s oldest live document, skipping tombstones and other accounts', async () => {
+      const oldest: CollectionSchema = { name: `oldest_${run}`, filters: {} };
+      await store.ensureCollection(oldest);
+      await expect(store.oldest(oldest.name, 'acc-1')).resolves.toBeNull();
+      const first = doc({ deleted: true });
+      const second = doc();
+      const third = doc();
+      const foreign = doc({ accountId: 'acc-2', seq: 0 });
+      await store.commit(oldest.name, [third, foreign, second, first], checkpoint(BigInt(seq)));
+      await expect(store.oldest(oldest.name, 'acc-1')).resolves.toEqual(second);
+      await expect(store.oldest(oldest.name, 'acc-2')).resolves.toEqual(foreign);
+    });
+
     it('hides tombstones from get and find but returns them from getMany', async () => {
       const d = doc({ deleted: true, fields: { email: 'gone@x.io' } });
       await save(d);
