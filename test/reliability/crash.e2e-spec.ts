@@ -15,6 +15,7 @@ import { evolveRecord, RecordKind, RecordState } from '../../src/records/record'
 import { startChildService } from '../support/child-service';
 import { jsonRequest, rawRequest } from '../support/raw-http';
 import { makeDataDir, TOKENS } from '../support/test-app';
+import { liveTable } from '../support/temp-sqlite';
 
 const KINDS: { kind: RecordKind; path: string }[] = [
   { kind: CUSTOMER, path: 'customers' },
@@ -124,7 +125,7 @@ describe('a kill -9 while writing', () => {
 
       // Every stream is whole: revisions 0..n-1, a create first, and its read model row is its fold.
       for (const { kind, path } of KINDS) {
-        const table = db.prepare(`SELECT * FROM ${path}`).all() as { id: string; revision: number; deleted: number; fields: string; account_id: string }[];
+        const table = db.prepare(`SELECT * FROM ${liveTable(db, path)}`).all() as { id: string; revision: number; deleted: number; fields: string; account_id: string }[];
         const folded = new Map<string, RecordState>();
         for (const [streamId, stream] of streams) {
           if (!streamId.startsWith(`${kind.streamPrefix}-`)) continue;

@@ -18,6 +18,7 @@ import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { startChildService } from '../support/child-service';
 import { jsonRequest, RawRequest, RawResponse, rawRequest } from '../support/raw-http';
 import { JSON_CT, makeDataDir, TOKENS } from '../support/test-app';
+import { liveTable } from '../support/temp-sqlite';
 
 /** 500 runs of 20 concurrent requests; FUZZ_RUNS sets another number of runs, for a quick look or a long soak. */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 500);
@@ -236,7 +237,7 @@ async function expectReadModelsEqualARebuild(serviceFile: string): Promise<void>
     const fresh = new Database(rebuildFile, { readonly: true });
     try {
       for (const { schema } of PROJECTIONS) {
-        const all = (db: Database.Database) => db.prepare(`SELECT * FROM ${schema.name} ORDER BY id`).all();
+        const all = (db: Database.Database) => db.prepare(`SELECT * FROM ${liveTable(db, schema.name)} ORDER BY id`).all();
         const served = all(service);
         expect(served.length).toBeGreaterThan(0);
         expect(served).toEqual(all(fresh));
