@@ -31,7 +31,7 @@ const FIELDS = {
   customers: ['name', 'email', 'mobile', 'address', 'postal_code', 'company', 'tel', 'fax', 'registration_number', 'economical_number'],
   profiles: ['name', 'description', 'tel', 'email', 'address', 'site', 'slug', 'messenger', 'network_a', 'network_b', 'network_c'],
 };
-const QUERY_KEYS = ['limit', 'offset', 'page', 'email', 'mobile', 'company', 'tel', 'site', 'slug', 'access_token', 'name'];
+const QUERY_KEYS = ['limit', 'offset', 'page', 'email', 'mobile', 'company', 'tel', 'site', 'slug', 'access_token', 'name', 'as_of'];
 
 // ---------------------------------------------------------------- arbitraries
 
@@ -87,8 +87,8 @@ const credentials = fc.oneof(
   fc.constant({}),
 );
 const extraHeaders = fc.dictionary(
-  fc.constantFrom('x-request-id', 'content-encoding', 'accept', 'accept-charset', 'if-match', 'if-none-match', 'x-forwarded-for', 'cookie', 'x-http-method-override', 'x-custom'),
-  fc.oneof(fc.constantFrom('gzip', 'deflate', 'br', 'identity', '*', 'application/xml'), headerSafe),
+  fc.constantFrom('x-request-id', 'content-encoding', 'accept', 'accept-charset', 'if-match', 'idempotency-key', 'if-none-match', 'x-forwarded-for', 'cookie', 'x-http-method-override', 'x-custom'),
+  fc.oneof(fc.constantFrom('gzip', 'deflate', 'br', 'identity', '*', 'application/xml', '"0"', '"1", "2"', 'W/"0"', 'key-1'), headerSafe),
   { maxKeys: 3 },
 );
 const queryArb = fc.array(fc.tuple(fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...QUERY_KEYS) }, nasty), fc.oneof(plausible.map(String), nasty)), { maxLength: 5 });
@@ -98,7 +98,7 @@ const requestArb = fc
   .chain((resource) =>
     fc.record({
       resource: fc.constant(resource),
-      op: fc.constantFrom('create', 'list', 'read', 'update', 'delete', 'other'),
+      op: fc.constantFrom('create', 'list', 'read', 'history', 'update', 'delete', 'other'),
       method: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'),
       id: idArb,
       onItem: fc.boolean(),
@@ -131,6 +131,7 @@ function toRequest(spec: Spec, ids: string[]): RawRequest {
     create: ['POST', collection],
     list: ['GET', collection],
     read: ['GET', `${collection}/${encode(id)}`],
+    history: ['GET', `${collection}/${encode(id)}/history`],
     update: ['PUT', `${collection}/${encode(id)}`],
     delete: ['DELETE', `${collection}/${encode(id)}`],
     other: [spec.method, spec.onItem ? `${collection}/${encode(id)}` : collection],

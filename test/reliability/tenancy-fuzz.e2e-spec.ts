@@ -22,7 +22,7 @@ const FILTERS: Record<Resource, string[]> = { customers: ['email', 'company'], p
 
 const opArb = fc.record({
   resource: fc.constantFrom<Resource>('customers', 'profiles'),
-  op: fc.constantFrom('create', 'create', 'read', 'update', 'delete', 'list'),
+  op: fc.constantFrom('create', 'create', 'read', 'history', 'as_of', 'update', 'delete', 'list'),
   token: fc.constantFrom(...TOKENS),
   /** Which record, by index into all made so far: any account's. */
   target: fc.nat(),
@@ -72,6 +72,10 @@ describe('tenancy under fuzz', () => {
         req = jsonRequest('POST', `/v1/${op.resource}`, op.token, bodyFor(op.resource, k, op.serial));
       } else if (op.op === 'read') {
         req = jsonRequest('GET', item!, op.token);
+      } else if (op.op === 'history') {
+        req = jsonRequest('GET', `${item}/history`, op.token);
+      } else if (op.op === 'as_of') {
+        req = jsonRequest('GET', `${item}?as_of=${Math.floor(Date.now() / 1000) + 1}`, op.token);
       } else if (op.op === 'update') {
         req = jsonRequest('PUT', item!, op.token, { name: `renamed ${mark(k)}-${op.serial}` });
       } else if (op.op === 'delete') {
