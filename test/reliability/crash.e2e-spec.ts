@@ -13,6 +13,7 @@ import type { StoredEvent } from '../../src/event-store/event-store.port';
 import { PROFILE } from '../../src/profiles/profile.decider';
 import { evolveRecord, RecordKind, RecordState } from '../../src/records/record';
 import { startChildService } from '../support/child-service';
+import { liveTable } from '../support/live-table';
 import { jsonRequest, rawRequest } from '../support/raw-http';
 import { makeDataDir, TOKENS } from '../support/test-app';
 
@@ -124,7 +125,7 @@ describe('a kill -9 while writing', () => {
 
       // Every stream is whole: revisions 0..n-1, a create first, and its read model row is its fold.
       for (const { kind, path } of KINDS) {
-        const table = db.prepare(`SELECT * FROM ${path}`).all() as { id: string; revision: number; deleted: number; fields: string; account_id: string }[];
+        const table = db.prepare(`SELECT * FROM ${liveTable(db, path)}`).all() as { id: string; revision: number; deleted: number; fields: string; account_id: string }[];
         const folded = new Map<string, RecordState>();
         for (const [streamId, stream] of streams) {
           if (!streamId.startsWith(`${kind.streamPrefix}-`)) continue;

@@ -16,6 +16,7 @@ import { Projector } from '../../src/projections/projector';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
 import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { startChildService } from '../support/child-service';
+import { liveTable } from '../support/live-table';
 import { jsonRequest, RawRequest, RawResponse, rawRequest } from '../support/raw-http';
 import { JSON_CT, makeDataDir, TOKENS } from '../support/test-app';
 
@@ -236,7 +237,7 @@ async function expectReadModelsEqualARebuild(serviceFile: string): Promise<void>
     const fresh = new Database(rebuildFile, { readonly: true });
     try {
       for (const { schema } of PROJECTIONS) {
-        const all = (db: Database.Database) => db.prepare(`SELECT * FROM ${schema.name} ORDER BY id`).all();
+        const all = (db: Database.Database) => db.prepare(`SELECT * FROM ${liveTable(db, schema.name)} ORDER BY id`).all();
         const served = all(service);
         expect(served.length).toBeGreaterThan(0);
         expect(served).toEqual(all(fresh));
