@@ -7,10 +7,9 @@ import { foldBatch } from './projector';
 
 /**
  * Larger than the live projector's batches (a rebuild has no reader waiting on it, and each batch is
- * one transaction per read model: fewer, larger commits write each index page fewer times), but not
- * so large that the service's writes wait long for the lock.
+ * one transaction per read model), but not so large that the service's writes wait long for the lock.
  */
-const REBUILD_BATCH = 20_000;
+const REBUILD_BATCH = 5000;
 
 export interface RebuildProgress {
   /** The read models being rebuilt, comma-separated. */
