@@ -47,7 +47,17 @@ export async function foldBatch(
   const relevant = batch.events.filter((e) => e.streamId.startsWith(prefix));
   const collection = projection.schema.name;
   const idOf = (streamId: string) => streamId.slice(prefix.length);
-  const documents = await readStore.getMany(collection, [...new Set(relevant.map((e) => idOf(e.streamId)))], generation);
+  // A stream whose first event is in this batch is folded from scratch, so only the others are
+  // looked up (in a rebuild, nearly every document is new). Should the store hold it already, as
+  // far or further, commit's revision guard keeps the stored one.
+  const started = new Set<string>();
+  const existing = new Set<string>();
+  for (const event of relevant) {
+    const id = idOf(event.streamId);
+    if (event.revision === 0) started.add(id);
+    else if (!started.has(id)) existing.add(id);
+  }
+  const documents = await readStore.getMany(collection, [...existing], generation);
   const changed = new Map<string, ReadDocument>();
   for (const event of relevant) {
     const id = idOf(event.streamId);

@@ -13,6 +13,7 @@ import type { StoredEvent } from '../../src/event-store/event-store.port';
 import { PROFILE } from '../../src/profiles/profile.decider';
 import { evolveRecord, RecordKind, RecordState } from '../../src/records/record';
 import { startChildService } from '../support/child-service';
+import { liveTable } from '../support/live-table';
 import { jsonRequest, rawRequest } from '../support/raw-http';
 import { makeDataDir, TOKENS } from '../support/test-app';
 import { liveTable } from '../support/temp-sqlite';

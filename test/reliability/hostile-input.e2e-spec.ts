@@ -16,6 +16,7 @@ import { Projector } from '../../src/projections/projector';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
 import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { startChildService } from '../support/child-service';
+import { liveTable } from '../support/live-table';
 import { jsonRequest, RawRequest, RawResponse, rawRequest } from '../support/raw-http';
 import { JSON_CT, makeDataDir, TOKENS } from '../support/test-app';
 import { liveTable } from '../support/temp-sqlite';

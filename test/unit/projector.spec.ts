@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { customerProjection } from '../../src/customers/customer.projection';
 import { comparePositions, NewEvent, Position } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
-import { Projector } from '../../src/projections/projector';
+import { foldBatch, Projector } from '../../src/projections/projector';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
 import type { SqliteDatabase } from '../../src/storage/sqlite-database';
 import { openTempSqlite } from '../support/temp-sqlite';
@@ -81,6 +81,20 @@ describe('Projector', () => {
     const replay = await startProjector();
     await replay.waitFor(position, 2000);
     expect(await reads.getMany('customers', [a.id])).toEqual(before);
+  });
+
+  it('keeps a stored document that is further than a replayed batch starting its stream', async () => {
+    const first = await startProjector();
+    const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
+    const { position } = await events.appendToStream(`customer-${a.id}`, [ev('CustomerDeleted')], 0);
+    await first.waitFor(position, 2000);
+    await first.stop();
+    const before = await reads.getMany('customers', [a.id]);
+    // Only the creation again: folded from scratch (no lookup), it must not revive the record.
+    const [created] = await events.readStream(`customer-${a.id}`);
+    await foldBatch(customerProjection, reads, 1, { events: [created], position: created.position });
+    expect(await reads.getMany('customers', [a.id])).toEqual(before);
+    expect(before.get(a.id)).toMatchObject({ deleted: true, revision: 1 });
   });
 
   it('stops on an event it cannot fold, naming its stream and revision', async () => {
