@@ -16,7 +16,6 @@ import { startChildService } from '../support/child-service';
 import { liveTable } from '../support/live-table';
 import { jsonRequest, rawRequest } from '../support/raw-http';
 import { makeDataDir, TOKENS } from '../support/test-app';
-import { liveTable } from '../support/temp-sqlite';
 
 const KINDS: { kind: RecordKind; path: string }[] = [
   { kind: CUSTOMER, path: 'customers' },

@@ -19,7 +19,6 @@ import { startChildService } from '../support/child-service';
 import { liveTable } from '../support/live-table';
 import { jsonRequest, RawRequest, RawResponse, rawRequest } from '../support/raw-http';
 import { JSON_CT, makeDataDir, TOKENS } from '../support/test-app';
-import { liveTable } from '../support/temp-sqlite';
 
 /** 500 runs of 20 concurrent requests; FUZZ_RUNS sets another number of runs, for a quick look or a long soak. */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 500);

@@ -15,13 +15,3 @@ export function openTempSqlite(): { db: SqliteDatabase; dispose(): void } {
     },
   };
 }
-
-/** The SQLite table that holds a read model's live generation, for tests that compare whole tables. */
-export function liveTable(db: { prepare(sql: string): { pluck(): { get(...params: unknown[]): unknown } } }, collection: string): string {
-  const generation = db
-    .prepare(`SELECT generation FROM read_model_generations WHERE collection = ? AND state = 'live'`)
-    .pluck()
-    .get(collection);
-  if (generation === undefined) throw new Error(`no live generation of ${collection}`);
-  return `${collection}__g${generation}`;
-}
