@@ -13,7 +13,8 @@ import {
   WrongExpectedRevisionError,
 } from './event-store.port';
 
-interface EventRow {
+/** An events row as SQLite returns it. */
+export interface EventRow {
   global_position: number;
   event_id: string;
   stream_id: string;

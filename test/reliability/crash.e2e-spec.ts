@@ -13,6 +13,7 @@ import type { StoredEvent } from '../../src/event-store/event-store.port';
 import { PROFILE } from '../../src/profiles/profile.decider';
 import { evolveRecord, RecordKind, RecordState } from '../../src/records/record';
 import { startChildService } from '../support/child-service';
+import type { EventRow } from '../../src/event-store/sqlite-event-store';
 import { liveTable } from '../support/live-table';
 import { jsonRequest, rawRequest } from '../support/raw-http';
 import { makeDataDir, TOKENS } from '../support/test-app';
@@ -33,16 +34,6 @@ interface Write {
   answered: boolean;
 }
 
-interface EventRow {
-  global_position: number;
-  event_id: string;
-  stream_id: string;
-  stream_revision: number;
-  type: string;
-  data: string;
-  metadata: string;
-  recorded_at: number;
-}
 
 describe('a kill -9 while writing', () => {
   const dataDir = makeDataDir();
