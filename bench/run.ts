@@ -1,5 +1,7 @@
 // `npm run bench -- <name> [args]`: runs one benchmark from this folder and prints its figures.
 // Benchmarks hold the speed targets; the test suite only asserts behaviour.
+import { cpus, loadavg } from 'node:os';
+
 const BENCHES: Record<string, () => Promise<{ main(args: string[]): Promise<void> }>> = {
   http: () => import('./http'),
   'audit-and-retries': () => import('./audit-and-retries'),
@@ -16,6 +18,9 @@ async function run(): Promise<void> {
     console.error(`unknown benchmark "${name}"; known: ${Object.keys(BENCHES).join(', ') || '(none yet)'}`);
     process.exit(2);
   }
+  // A figure means little without the machine it ran on and what else that machine was doing.
+  const [oneMinute] = loadavg();
+  console.log(`Machine: ${cpus().length} cores, Node ${process.versions.node}, load average ${oneMinute.toFixed(2)} at the start.`);
   await (await load()).main(args);
 }
 
