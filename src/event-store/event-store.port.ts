@@ -93,8 +93,11 @@ export class WrongExpectedRevisionError extends Error {
 export interface EventStore {
   /** Appends atomically, or throws WrongExpectedRevisionError. Resolves once durable. */
   appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
-  /** A stream's events in revision order; [] when the stream does not exist. */
-  readStream(streamId: string): Promise<StoredEvent[]>;
+  /**
+   * A stream's events in revision order, from `fromRevision` (default 0) on; [] when the stream does
+   * not exist or has no event that far.
+   */
+  readStream(streamId: string, fromRevision?: number): Promise<StoredEvent[]>;
   /** Position of the newest event, or START when the store is empty. */
   headPosition(): Promise<Position>;
   /**

@@ -104,10 +104,11 @@ export class EventStoreDbEventStore implements EventStore {
     }
   }
 
-  async readStream(streamId: string): Promise<StoredEvent[]> {
+  async readStream(streamId: string, fromRevision = 0): Promise<StoredEvent[]> {
     const events: StoredEvent[] = [];
     try {
-      for await (const resolved of this.client.readStream(streamId, { deadline: this.deadlineMs })) {
+      const read = this.client.readStream(streamId, { fromRevision: BigInt(fromRevision), deadline: this.deadlineMs });
+      for await (const resolved of read) {
         if (resolved.event) events.push(toStoredEvent(resolved.event));
       }
     } catch (error) {

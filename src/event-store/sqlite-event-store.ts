@@ -62,7 +62,7 @@ export class SqliteEventStore implements EventStore {
   private readonly wakeUps = new Set<() => void>();
   private readonly appendGroup: (group: PendingAppend[]) => ({ result: AppendResult } | { error: unknown })[];
   private pending: PendingAppend[] = [];
-  private readonly selectStream: Statement<[string], EventTuple>;
+  private readonly selectStream: Statement<[string, number], EventTuple>;
   private readonly selectAfter: Statement<[number, number], EventTuple>;
   private readonly selectHead: Statement<[], { pos: number | null }>;
 
@@ -93,7 +93,9 @@ export class SqliteEventStore implements EventStore {
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
     this.selectStream = db
-      .prepare<[string], EventTuple>(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? ORDER BY stream_revision`)
+      .prepare<[string, number], EventTuple>(
+        `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? AND stream_revision >= ? ORDER BY stream_revision`,
+      )
       .raw();
     this.selectAfter = db
       .prepare<[number, number], EventTuple>(`SELECT ${EVENT_COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?`)
@@ -170,8 +172,8 @@ export class SqliteEventStore implements EventStore {
     this.wakeSubscribers();
   }
 
-  async readStream(streamId: string): Promise<StoredEvent[]> {
-    return this.selectStream.all(streamId).map(toStoredEvent);
+  async readStream(streamId: string, fromRevision = 0): Promise<StoredEvent[]> {
+    return this.selectStream.all(streamId, fromRevision).map(toStoredEvent);
   }
 
   async headPosition(): Promise<Position> {

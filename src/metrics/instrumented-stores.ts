@@ -17,8 +17,8 @@ export class InstrumentedEventStore implements EventStore {
     return result;
   }
 
-  readStream(streamId: string): Promise<StoredEvent[]> {
-    return this.metrics.time(this.metrics.eventStoreDuration, 'readStream', () => this.store.readStream(streamId));
+  readStream(streamId: string, fromRevision?: number): Promise<StoredEvent[]> {
+    return this.metrics.time(this.metrics.eventStoreDuration, 'readStream', () => this.store.readStream(streamId, fromRevision));
   }
 
   headPosition(): Promise<Position> {

@@ -33,24 +33,45 @@ export type Decision = (state: RecordState | null) => DomainEvent[] | Promise<Do
  */
 export type Precondition = '*' | number[];
 
+/** Folded records a writer keeps between writes, least recently used dropped first. */
+const FOLDED_RECORDS_KEPT = 10_000;
+
+/** A record as its stream has it up to `revision`, the last event's `position`. */
+interface Folded {
+  state: RecordState;
+  revision: number;
+  position: Position;
+}
+
 /**
  * The write path of one record: fold its stream, decide, append at the revision read. When another
  * writer got there first, the whole thing runs again on the new state, so no update is lost. Then it
  * waits for the read models, so the caller's next read sees the write.
+ *
+ * Records folded before are kept, and a load reads only the events after them: a write costs the
+ * same for a record with a long history as for a new one. Events are never changed or removed, so a
+ * kept fold plus the events after it is the fold of the whole stream, whoever appended them.
  */
 export class RecordWriter {
+  private readonly folded = new Map<string, Folded>();
+
   constructor(
     private readonly kind: RecordKind,
     private readonly eventStore: EventStore,
     private readonly projections: ProjectionsService,
+    private readonly keepAtMost = FOLDED_RECORDS_KEPT,
   ) {}
 
-  async load(id: string): Promise<{ state: RecordState | null; revision: number | 'no_stream'; position?: Position }> {
-    let state: RecordState | null = null;
-    const events = await this.eventStore.readStream(streamIdOf(this.kind, id));
+  async load(id: string): Promise<Folded | { state: null; revision: 'no_stream'; position?: undefined }> {
+    const kept = this.folded.get(id);
+    const events = await this.eventStore.readStream(streamIdOf(this.kind, id), kept ? kept.revision + 1 : 0);
+    let state = kept?.state ?? null;
     for (const event of events) state = evolveRecord(this.kind, state, event);
     const last = events[events.length - 1];
-    return { state, revision: last ? last.revision : 'no_stream', position: last?.position };
+    const folded = last ? { state: state!, revision: last.revision, position: last.position } : kept;
+    if (!folded) return { state: null, revision: 'no_stream' };
+    this.keep(id, folded);
+    return folded;
   }
 
   /**
@@ -97,5 +118,14 @@ export class RecordWriter {
       'PRECONDITION_FAILED',
       `The ${this.kind.label.toLowerCase()} has changed since: its current ETag is "${record.revision}".`,
     );
+  }
+
+  private keep(id: string, folded: Folded): void {
+    const kept = this.folded.get(id);
+    // A slower concurrent load may bring an older fold: keep the newer.
+    if (kept && kept.revision > folded.revision) return;
+    this.folded.delete(id); // re-inserted last: the Map's order is the order of use
+    this.folded.set(id, folded);
+    if (this.folded.size > this.keepAtMost) this.folded.delete(this.folded.keys().next().value!);
   }
 }

@@ -72,6 +72,19 @@ export function eventStoreContract(adapter: string, open: () => Promise<{ store:
 
     it('reads a stream that does not exist as empty', async () => {
       await expect(store.readStream(stream('missing'))).resolves.toEqual([]);
+      await expect(store.readStream(stream('missing'), 3)).resolves.toEqual([]);
+    });
+
+    it('reads a stream from a revision on: the tail, or nothing past the end', async () => {
+      const appended = [event(), event(), event()];
+      await store.appendToStream(stream('tail'), appended, 'no_stream');
+      const tail = await store.readStream(stream('tail'), 1);
+      expect(tail.map((e) => [e.revision, e.id])).toEqual([
+        [1, appended[1].id],
+        [2, appended[2].id],
+      ]);
+      expect(await store.readStream(stream('tail'), 0)).toHaveLength(3);
+      expect(await store.readStream(stream('tail'), 3)).toEqual([]);
     });
 
     it.each([

@@ -1,0 +1,80 @@
+import { randomUUID } from 'node:crypto';
+import { CUSTOMER, decideCreateCustomer, decideUpdateCustomer } from '../../src/customers/customer.decider';
+import type { Position } from '../../src/event-store/event-store.port';
+import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
+import type { ProjectionsService } from '../../src/projections/projections.service';
+import { RecordWriter } from '../../src/records/record-writer';
+import { openTempSqlite } from '../support/temp-sqlite';
+
+/** The read models are not this test's subject: a write here need not wait for them. */
+const noReadModels = { waitFor: async (_streamId: string, _position: Position) => undefined } as unknown as ProjectionsService;
+const context = { accountId: 'acc', requestId: 'req' };
+
+describe('RecordWriter', () => {
+  let sqlite: ReturnType<typeof openTempSqlite>;
+  let events: SqliteEventStore;
+
+  beforeEach(() => {
+    sqlite = openTempSqlite();
+    events = new SqliteEventStore(sqlite.db);
+  });
+  afterEach(() => sqlite.dispose());
+
+  const writerOf = (keepAtMost?: number) => new RecordWriter(CUSTOMER, events, noReadModels, keepAtMost);
+  const create = (writer: RecordWriter, id: string) =>
+    writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada', email: 'ada@example.com' }));
+  const update = (writer: RecordWriter, id: string, fields: Record<string, string>) =>
+    writer.write(id, context, randomUUID(), (state) => decideUpdateCustomer(state, 'acc', fields));
+
+  it('decides on what other writers appended since it kept the record', async () => {
+    const id = randomUUID();
+    const here = writerOf();
+    const elsewhere = writerOf(); // another process, say
+    await create(here, id);
+    await update(here, id, { name: 'Ada L' });
+    await update(elsewhere, id, { company: 'Analytical Engines' });
+
+    const written = await update(here, id, { mobile: '+44 20 7946 0000' });
+    expect(written?.revision).toBe(3); // no conflict: it read the other writer's event first
+    const { state, revision } = await here.load(id);
+    expect(revision).toBe(3);
+    expect(state?.fields).toEqual({ name: 'Ada L', email: 'ada@example.com', company: 'Analytical Engines', mobile: '+44 20 7946 0000' });
+    expect(await writerOf().load(id)).toEqual(await here.load(id)); // the same as a fold of the whole stream
+  });
+
+  it('reads only the events after the record it kept', async () => {
+    const id = randomUUID();
+    const writer = writerOf();
+    await create(writer, id);
+    for (let n = 1; n <= 20; n++) await update(writer, id, { name: `Ada ${n}` });
+    const reads = jest.spyOn(events, 'readStream');
+
+    await update(writer, id, { name: 'Ada 21' });
+    // It kept revision 19, as the last write found it: that write's own event is the one read.
+    expect(reads.mock.calls).toEqual([[`customer-${id}`, 20]]);
+    expect((await writer.load(id)).state?.fields.name).toBe('Ada 21');
+  });
+
+  it('keeps at most as many records as it is told, forgetting the least recently used', async () => {
+    const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+    const writer = writerOf(2);
+    for (const id of [a, b, c]) await create(writer, id);
+    for (const id of [a, b, c]) await writer.load(id); // c's fold pushes a's out
+    const reads = jest.spyOn(events, 'readStream');
+
+    await writer.load(c);
+    await writer.load(a);
+    expect(reads.mock.calls).toEqual([
+      [`customer-${c}`, 1], // kept
+      [`customer-${a}`, 0], // forgotten: folded again from the start
+    ]);
+  });
+
+  it('answers no_stream for a record that does not exist yet, and finds it once created', async () => {
+    const writer = writerOf();
+    const id = randomUUID();
+    expect(await writer.load(id)).toEqual({ state: null, revision: 'no_stream' });
+    await create(writer, id);
+    expect((await writer.load(id)).revision).toBe(0);
+  });
+});
