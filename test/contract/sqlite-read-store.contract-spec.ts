@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { ReadDocument } from '../../src/read-store/read-store.port';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
 import { openTempSqlite } from '../support/temp-sqlite';
 import { readStoreContract } from './read-store.contract';
@@ -12,4 +14,70 @@ readStoreContract('SQLite (embedded default)', async () => {
       sqlite.dispose();
     },
   };
+});
+
+describe('SqliteReadStore rebuilds', () => {
+  const schema = { name: 'people', filters: { email: 'exact-ci' as const } };
+  const at = (commit: bigint, generation: number) => ({ generation, position: { commit, prepare: commit } });
+  const doc = (over: Partial<ReadDocument> = {}): ReadDocument => ({
+    id: randomUUID(),
+    accountId: 'acc',
+    revision: 0,
+    seq: 1,
+    deleted: false,
+    created: 1_700_000_000,
+    fields: {},
+    ...over,
+  });
+  let sqlite: ReturnType<typeof openTempSqlite>;
+
+  beforeEach(() => (sqlite = openTempSqlite()));
+  afterEach(() => sqlite.dispose());
+
+  it('builds the id index once past the documents it keeps in memory, losing nothing and keeping newer revisions', async () => {
+    const store = new SqliteReadStore(sqlite.db, 2);
+    await store.ensureCollection(schema);
+    const generation = await store.startRebuild(schema.name);
+    const [a, b, c] = [doc({ seq: 1 }), doc({ seq: 2 }), doc({ seq: 3 })];
+    await store.commit(schema.name, [a, b], at(1n, generation));
+    const a1 = { ...a, revision: 1, fields: { email: 'a@x.io' } };
+    await store.commit(schema.name, [a1, c], at(2n, generation)); // the third document: past the limit
+    const b1 = { ...b, revision: 1, fields: { email: 'b@x.io' } };
+    await store.commit(schema.name, [b1, { ...a, revision: 0, fields: { email: 'stale@x.io' } }], at(3n, generation));
+    expect(await store.getMany(schema.name, [a.id, b.id, c.id], generation)).toEqual(new Map([[a.id, a1], [b.id, b1], [c.id, c]]));
+
+    await store.promote(schema.name, generation);
+    const found = await store.find(schema.name, { accountId: 'acc', filters: { email: 'B@X.IO' }, limit: 10, offset: 0, order: 'oldest' });
+    expect(found).toEqual({ documents: [b1], total: 1 });
+    const b2 = { ...b1, revision: 2, fields: { email: 'b2@x.io' } };
+    await store.commit(schema.name, [b2], at(4n, generation));
+    expect(await store.get(schema.name, 'acc', b.id)).toEqual(b2);
+  });
+
+  it('keeps the same documents whether a rebuild found them in memory or through the index', async () => {
+    const results: Map<string, ReadDocument>[] = [];
+    const docs = Array.from({ length: 6 }, (_, n) => doc({ seq: n + 1 }));
+    for (const limit of [2, 1_000]) {
+      const store = new SqliteReadStore(sqlite.db, limit);
+      await store.ensureCollection(schema);
+      const generation = await store.startRebuild(schema.name);
+      for (const [n, d] of docs.entries()) {
+        await store.commit(schema.name, [d, { ...docs[0], revision: n, fields: { email: `v${n}@x.io` } }], at(BigInt(n + 1), generation));
+      }
+      await store.commit(schema.name, [{ ...docs[0], revision: 1, fields: { email: 'stale@x.io' } }], at(7n, generation));
+      results.push(await store.getMany(schema.name, docs.map((d) => d.id), generation));
+    }
+    expect(results[0]).toEqual(results[1]);
+    expect(results[0].get(docs[0].id)).toMatchObject({ revision: 5, fields: { email: 'v5@x.io' } });
+  });
+
+  it('refuses to write a generation another process is building', async () => {
+    const builder = new SqliteReadStore(sqlite.db);
+    const other = new SqliteReadStore(sqlite.db);
+    await builder.ensureCollection(schema);
+    await other.ensureCollection(schema);
+    const generation = await builder.startRebuild(schema.name);
+    await expect(other.commit(schema.name, [doc()], at(1n, generation))).rejects.toThrow(`Generation ${generation} of people is being built by another process`);
+    await builder.commit(schema.name, [doc()], at(1n, generation));
+  });
 });
