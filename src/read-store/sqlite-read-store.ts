@@ -163,9 +163,10 @@ export class SqliteReadStore implements ReadStore {
     const table = this.table(collection, generation ?? this.liveGeneration(collection));
     const build = this.builds.get(table.name);
     const rowids = build?.rowids;
-    const rows = rowids
-      ? build!.selectByRowids.all(JSON.stringify(ids.map((id) => rowids.get(id)).filter((rowid) => rowid !== undefined)))
-      : table.selectMany.all(JSON.stringify(ids));
+    const rows =
+      build && rowids
+        ? build.selectByRowids.all(JSON.stringify(ids.map((id) => rowids.get(id)).filter((rowid) => rowid !== undefined)))
+        : table.selectMany.all(JSON.stringify(ids));
     for (const row of rows) found.set(row.id, toDocument(row));
     return found;
   }
