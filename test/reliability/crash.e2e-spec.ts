@@ -10,10 +10,10 @@ import { Agent } from 'node:http';
 import { join } from 'node:path';
 import { CUSTOMER } from '../../src/customers/customer.decider';
 import type { StoredEvent } from '../../src/event-store/event-store.port';
+import type { EventRow } from '../../src/event-store/sqlite-event-store';
 import { PROFILE } from '../../src/profiles/profile.decider';
 import { evolveRecord, RecordKind, RecordState } from '../../src/records/record';
 import { startChildService } from '../support/child-service';
-import type { EventRow } from '../../src/event-store/sqlite-event-store';
 import { liveTable } from '../support/live-table';
 import { jsonRequest, rawRequest } from '../support/raw-http';
 import { makeDataDir, TOKENS } from '../support/test-app';
@@ -33,7 +33,6 @@ interface Write {
   id?: string;
   answered: boolean;
 }
-
 
 describe('a kill -9 while writing', () => {
   const dataDir = makeDataDir();
@@ -81,8 +80,11 @@ describe('a kill -9 while writing', () => {
     expect(await first.exited).toBeNull();
     await running;
     agent.destroy();
-    // The kill came with writes in flight: each worker had one out.
-    expect(writes.filter((w) => !w.answered)).toHaveLength(WORKERS);
+    // The kill came with writes in flight, at most one per worker: a worker whose answer was already
+    // on its way when the kill was sent finished its record and stopped with nothing out.
+    const unanswered = writes.filter((w) => !w.answered);
+    expect(unanswered.length).toBeGreaterThan(0);
+    expect(new Set(unanswered.map((w) => w.requestId.split('-')[0])).size).toBe(unanswered.length);
 
     expect(writes.filter((w) => w.answered).length).toBeGreaterThanOrEqual(killAfter);
 
