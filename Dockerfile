@@ -3,19 +3,19 @@
 
 # Build stage: every dependency, then the TypeScript build. better-sqlite3 (the embedded default,
 # always installed) compiles from source when no prebuilt binary fits, hence python3, make and g++.
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
-COPY nest-cli.json tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build
 
 # Final stage: production dependencies only, the built code, and no compiler left behind.
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     PORT=3000 \
     DATA_DIR=/app/data

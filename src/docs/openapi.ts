@@ -1,7 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiSecurity, ApiTags, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import type { ReferenceObject, SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import type { ReferenceObject, SchemaObject } from '@nestjs/swagger';
 import type { Express, Request, Response } from 'express';
 import { CUSTOMER_FILTERS } from '../customers/customer.projection';
 import { CUSTOMER_FIELDS, CUSTOMER_SHORT_FIELDS } from '../customers/customer.view';
