@@ -1,8 +1,17 @@
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 
-export type SqliteDatabase = Database.Database;
+/**
+ * better-sqlite3, in the line that runs on this Node. Line 13 (prebuilt for N-API) needs Node 22+;
+ * line 12, the last for Node 20, aborts the process on Node 24.19+ whenever the garbage collector
+ * frees one of its statements (WiseLibs/better-sqlite3#1515). npm installs 13, an optional
+ * dependency, only where its engines allow, so on Node 20 line 12 is the only one there.
+ */
+export const Database: typeof BetterSqlite3 =
+  Number(process.versions.node.split('.')[0]) >= 22 ? require('better-sqlite3-v13') : require('better-sqlite3');
+
+export type SqliteDatabase = BetterSqlite3.Database;
 
 /**
  * Opens a connection to the embedded default's single SQLite file. WAL lets readers run beside the

@@ -3,7 +3,6 @@
  * is stored exactly once, in the events and in the read models, and a write that got no answer is
  * either wholly there or not at all.
  */
-import Database from 'better-sqlite3';
 import { randomInt } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { Agent } from 'node:http';
@@ -13,6 +12,7 @@ import type { StoredEvent } from '../../src/event-store/event-store.port';
 import type { EventRow } from '../../src/event-store/sqlite-event-store';
 import { PROFILE } from '../../src/profiles/profile.decider';
 import { evolveRecord, RecordKind, RecordState } from '../../src/records/record';
+import { Database } from '../../src/storage/sqlite-database';
 import { startChildService } from '../support/child-service';
 import { liveTable } from '../support/live-table';
 import { jsonRequest, rawRequest } from '../support/raw-http';

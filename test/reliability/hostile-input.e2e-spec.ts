@@ -4,7 +4,6 @@
  * ids and headers. Every answer is a 2xx or a 4xx in the envelope, as JSON with the exact content type;
  * the service stays up; and afterwards every read model equals a fresh rebuild from the events.
  */
-import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { rmSync } from 'node:fs';
 import { Agent } from 'node:http';
@@ -14,7 +13,7 @@ import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { profileProjection } from '../../src/profiles/profile.projection';
 import { Projector } from '../../src/projections/projector';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
-import { openSqliteDatabase } from '../../src/storage/sqlite-database';
+import { Database, openSqliteDatabase, type SqliteDatabase } from '../../src/storage/sqlite-database';
 import { startChildService } from '../support/child-service';
 import { liveTable } from '../support/live-table';
 import { jsonRequest, RawRequest, RawResponse, rawRequest } from '../support/raw-http';
@@ -238,7 +237,7 @@ async function expectReadModelsEqualARebuild(serviceFile: string): Promise<void>
     const fresh = new Database(rebuildFile, { readonly: true });
     try {
       for (const { schema } of PROJECTIONS) {
-        const all = (db: Database.Database) => db.prepare(`SELECT * FROM ${liveTable(db, schema.name)} ORDER BY id`).all();
+        const all = (db: SqliteDatabase) => db.prepare(`SELECT * FROM ${liveTable(db, schema.name)} ORDER BY id`).all();
         const served = all(service);
         expect(served.length).toBeGreaterThan(0);
         expect(served).toEqual(all(fresh));

@@ -1,7 +1,7 @@
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase } from '../../src/storage/sqlite-database';
 
 /** The SQLite table of a read model's live generation, for tests that read the file directly. */
-export function liveTable(db: Database.Database, collection: string): string {
+export function liveTable(db: SqliteDatabase, collection: string): string {
   const generation = db
     .prepare("SELECT generation FROM read_model_generations WHERE collection = ? AND state = 'live'")
     .pluck()
