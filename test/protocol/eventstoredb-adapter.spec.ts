@@ -7,6 +7,7 @@ import { READ_MODELS } from '../../src/read-models';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 import {
+  answerReadBackwards,
   appendNotHandled,
   appendSuccess,
   caughtUpMessage,
@@ -14,7 +15,6 @@ import {
   confirmationMessage,
   describeRead,
   eventMessage,
-  ReadCall,
   ScriptedEvent,
   ScriptedServer,
   startScriptedEventStoreDb,
@@ -44,17 +44,6 @@ async function open(script: Parameters<typeof startScriptedEventStoreDb>[0]): Pr
   server = await startScriptedEventStoreDb(script);
   store = new EventStoreDbEventStore(EventStoreDBClient.connectionString(server.connectionString), DEADLINE_MS);
   return store;
-}
-
-/**
- * Answers a read of $all backwards with the events of `log` (newest first) from its position on,
- * that one included, at most its count, and ends it.
- */
-function answerRead(call: ReadCall, log: ScriptedEvent[]): void {
-  const { count, from } = describeRead(call);
-  const events = log.filter((e) => from === undefined || e.commit <= from);
-  for (const e of events.slice(0, count || events.length)) call.write(eventMessage(e));
-  call.end();
 }
 
 /** Resolves once `check` holds, polling; the jest timeout bounds it. */
@@ -154,7 +143,7 @@ describe('EventStoreDB adapter: subscriptions', () => {
     const s = await open({
       read: (call) => {
         const read = describeRead(call);
-        if (!read.subscription) return answerRead(call, [{ streamId: '$stats-127.0.0.1:2113', revision: 9, commit: 1000n }]);
+        if (!read.subscription) return answerReadBackwards(call, [{ streamId: '$stats-127.0.0.1:2113', revision: 9, commit: 1000n }]);
         call.write(confirmationMessage());
         call.write(checkpointMessage(END));
         call.write(caughtUpMessage());
@@ -172,7 +161,7 @@ describe('EventStoreDB adapter: subscriptions', () => {
   it('starts again from the start when told to resume beyond the end of the log (a checkpoint stored before the fix)', async () => {
     const s = await open({
       read: (call) => {
-        if (!describeRead(call).subscription) return answerRead(call, [{ streamId: 'customer-1', revision: 0, commit: 1000n }]);
+        if (!describeRead(call).subscription) return answerReadBackwards(call, [{ streamId: 'customer-1', revision: 0, commit: 1000n }]);
         call.write(confirmationMessage());
         call.write(eventMessage({ streamId: 'customer-1', revision: 0, commit: 1000n }));
       },
@@ -199,18 +188,18 @@ describe('EventStoreDB adapter: the head is where a subscription can get to (fin
   ];
 
   it('is the last event of a stream not the server\'s own', async () => {
-    const s = await open({ read: (call) => answerRead(call, log) });
+    const s = await open({ read: (call) => answerReadBackwards(call, log) });
     expect(await s.headPosition()).toEqual({ commit: 2800n, prepare: 2800n });
   });
 
   it('is found past more than a page of the server\'s own events', async () => {
     const stats = Array.from({ length: 70 }, (_, i): ScriptedEvent => ({ streamId: '$stats-127.0.0.1:2113', revision: 100 - i, commit: 5000n - BigInt(i) }));
-    const s = await open({ read: (call) => answerRead(call, [...stats, ...log]) });
+    const s = await open({ read: (call) => answerReadBackwards(call, [...stats, ...log]) });
     expect(await s.headPosition()).toEqual({ commit: 2800n, prepare: 2800n });
   });
 
   it('is START when the log holds only the server\'s own events', async () => {
-    const s = await open({ read: (call) => answerRead(call, log.slice(0, 2)) });
+    const s = await open({ read: (call) => answerReadBackwards(call, log.slice(0, 2)) });
     expect(await s.headPosition()).toEqual(START);
   });
 
@@ -220,7 +209,7 @@ describe('EventStoreDB adapter: the head is where a subscription can get to (fin
     // 304-307), then "caught up"; the $-events after it never reach it.
     const s = await open({
       read: (call) => {
-        if (!describeRead(call).subscription) return answerRead(call, log);
+        if (!describeRead(call).subscription) return answerReadBackwards(call, log);
         call.write(confirmationMessage());
         for (const e of [...log].reverse().filter((x) => !x.streamId.startsWith('$'))) call.write(eventMessage(e));
         call.write(checkpointMessage(2800n));

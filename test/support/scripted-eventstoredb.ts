@@ -114,20 +114,52 @@ export const confirmationMessage = () => new ReadResp().setConfirmation(new Read
 export const checkpointMessage = (commit: bigint, prepare = commit) =>
   new ReadResp().setCheckpoint(new ReadResp.Checkpoint().setCommitPosition(String(commit)).setPreparePosition(String(prepare)));
 
+/** Streams.Read.cs v24.10.4 lines 273-277: the answer to a read of a stream that does not exist. */
+export const streamNotFoundMessage = (stream: string) =>
+  new ReadResp().setStreamNotFound(new ReadResp.StreamNotFound().setStreamIdentifier(new StreamIdentifier().setStreamName(Buffer.from(stream))));
+
 /** Streams.Read.cs v24.10.4 lines 278-280: sent when a subscription goes live. */
 export const caughtUpMessage = () => new ReadResp().setCaughtUp(new ReadResp.CaughtUp());
 
-/** Whether a Read call is a subscription (else a read with a count), and from where it starts. */
-export function describeRead(call: ReadCall): { subscription: boolean; backwards: boolean; count: number; fromStart: boolean; from?: bigint } {
+export interface ReadRequest {
+  /** A subscription; else a read with a count. */
+  subscription: boolean;
+  backwards: boolean;
+  count: number;
+  fromStart: boolean;
+  from?: bigint;
+  /** The stream read, when not $all. */
+  stream?: string;
+  /** A subscription's stream-name filter: its prefixes, or its regex. */
+  prefixes: string[];
+  regex?: string;
+}
+
+export function describeRead(call: ReadCall): ReadRequest {
   const options = call.request.getOptions()!;
   const all = options.getAll();
+  const streamFilter = options.getFilter()?.getStreamIdentifier();
   return {
     subscription: options.hasSubscription(),
     backwards: options.getReadDirection() === ReadReq.Options.ReadDirection.BACKWARDS,
     count: Number(options.getCount() || '0'),
     fromStart: all?.hasStart() ?? false,
     from: all?.hasPosition() ? BigInt(all.getPosition()!.getCommitPosition()) : undefined,
+    stream: options.hasStream() ? Buffer.from(options.getStream()!.getStreamIdentifier()!.getStreamName_asU8()).toString() : undefined,
+    prefixes: streamFilter?.getPrefixList() ?? [],
+    regex: streamFilter?.getRegex() || undefined,
   };
+}
+
+/**
+ * Answers a read of $all backwards with the events of `log` (newest first) from its position on,
+ * that one included, at most its count, and ends the call.
+ */
+export function answerReadBackwards(call: ReadCall, log: ScriptedEvent[]): void {
+  const { count, from } = describeRead(call);
+  const events = log.filter((e) => from === undefined || e.commit <= from);
+  for (const e of events.slice(0, count || events.length)) call.write(eventMessage(e));
+  call.end();
 }
 
 /** A successful batch append, as Streams.BatchAppend.cs v24.10.4 lines 240-243 answers it. */
