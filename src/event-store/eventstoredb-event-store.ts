@@ -222,8 +222,9 @@ export class EventStoreDbEventStore implements EventStore {
     }
   }
 
+  /** Bounded too: the client waits for every call it has open to finish, and one may never. */
   async close(): Promise<void> {
-    await this.client.dispose();
+    await this.withinDeadline(this.client.dispose()).catch((error: Error) => this.logger.warn(`Closing: ${error.message}`));
   }
 
   /**
