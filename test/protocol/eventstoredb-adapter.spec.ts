@@ -118,12 +118,10 @@ describe('EventStoreDB adapter: subscriptions', () => {
     });
     const abort = new AbortController();
     const iterator = s.subscribeToAll(START, { signal: abort.signal, maxBatchSize: 100 })[Symbol.asyncIterator]();
+    // Each pause lets the events the server sent fill the subscription's buffer before reading on.
     const sizes: number[] = [];
-    sizes.push((await iterator.next()).value.events.length);
-    // Let every event the server sent reach the subscription's buffer before reading on.
-    await new Promise((r) => setTimeout(r, 1500));
-    let total = sizes[0];
-    while (total < 300) {
+    for (let total = 0; total < 300; ) {
+      await new Promise((r) => setTimeout(r, 500));
       const batch: EventBatch = (await iterator.next()).value;
       sizes.push(batch.events.length);
       total += batch.events.length;
@@ -131,7 +129,7 @@ describe('EventStoreDB adapter: subscriptions', () => {
     abort.abort();
     await iterator.return?.();
     // Before the fix the stream's default buffer (16 objects) cut every batch to about 31 events.
-    expect(sizes[1]).toBe(100);
+    expect(Math.max(...sizes)).toBe(100);
   });
 
   it('refuses a checkpoint beyond the end of the log, as 24.10.0-24.10.4 send it (finding 8)', async () => {
