@@ -99,6 +99,50 @@ describe('the service on the EventStoreDB protocol (scripted endpoint)', () => {
   });
 });
 
+describe('the service when EventStoreDB stops answering (scripted endpoint, finding 3)', () => {
+  let server: ScriptedServer;
+  let t: TestApp;
+  let silent = false;
+  beforeAll(async () => {
+    // Answers as startServer's endpoint does until `silent`, then accepts every call and never answers.
+    server = await startScriptedEventStoreDb({
+      read: (call) => {
+        if (silent) return;
+        const read = describeRead(call);
+        if (read.stream !== undefined) {
+          call.write(streamNotFoundMessage(read.stream));
+          return call.end();
+        }
+        if (!read.subscription) return answerReadBackwards(call, log);
+        call.write(confirmationMessage());
+        call.write(caughtUpMessage());
+      },
+      batchAppend: () => undefined,
+    });
+    t = await startTestApp({ env: { EVENTSTORE_CONNECTION_STRING: server.connectionString, STORE_TIMEOUT_MS: '1000' } });
+    silent = true;
+  });
+  afterAll(async () => {
+    await t?.close();
+    await server?.close();
+  });
+
+  it('answers health, metrics and a write with 503 instead of hanging', async () => {
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const ready = await t.http.get('/health/ready');
+      expect(ready.status).toBe(503);
+      expect(ready.body.problems).toContain('event store unreachable');
+      expect((await t.http.get('/metrics')).status).toBe(503);
+      const write = await t.http.post(withToken('customers')).send({ email: 'silent@x.io' });
+      expect(write.status).toBe(503);
+      expect(write.headers['retry-after']).toBeDefined();
+    } finally {
+      jest.restoreAllMocks();
+    }
+  });
+});
+
 describe('the CLI on the EventStoreDB protocol (scripted endpoint)', () => {
   let server: ScriptedServer;
   let dataDir: string;
