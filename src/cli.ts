@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from './config/config';
 import { PoisonEventError } from './projections/projector';
 import { RebuildInterruptedError } from './projections/rebuild';
 import { READ_MODELS } from './read-models';
+import { StoreUnavailableError } from './storage/store-unavailable.error';
 import { openEventStore, openReadStore } from './storage/storage.module';
 
 // Operator commands, run beside the service against the same stores: `node dist/cli.js <command>`
@@ -19,7 +20,8 @@ const HELP: Record<string, string> = {
 
 Commands:
   projections status                Each read model's checkpoint, the event store's head, the lag
-                                    in events, any rebuild under way and any poison event
+                                    in events (unknown on EventStoreDB), any rebuild under way and
+                                    any poison event
   projections rebuild <name|all>    Replay every event into fresh storage and swap it in
   events tail [--stream <id>]       Print events as they are appended, one JSON line each
 
@@ -29,8 +31,9 @@ service (DATA_DIR, ...).
   'projections status': `Usage: npm run cli -- projections status [--json]
 
 Shows, per read model (${NAMES}): its live storage generation, its checkpoint,
-how many events it is behind the event store's head, whether a rebuild is running (or was
-interrupted), and the event it stopped on if it met one it cannot apply.
+how many events it is behind the event store's head (unknown on EventStoreDB, whose positions
+are byte offsets), whether a rebuild is running (or was interrupted), and the event it stopped
+on if it met one it cannot apply.
 
 Options:
   --json    One JSON document instead of the table
@@ -152,6 +155,7 @@ main(process.argv.slice(2)).then(
     }
     if (error instanceof ConfigError) process.stderr.write(`Configuration error: ${error.message}\n`);
     else if (error instanceof PoisonEventError) process.stderr.write(`Rebuild stopped, the live read model is unchanged: ${error.message}\n`);
+    else if (error instanceof StoreUnavailableError) process.stderr.write(`${error.message}\n`);
     else process.stderr.write(`${error?.stack ?? error}\n`);
     process.exit(1);
   },

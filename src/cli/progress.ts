@@ -25,11 +25,18 @@ export class ProgressReporter {
     const { projection, done, total } = progress;
     const seconds = (final ? final.ms : now - this.started) / 1000;
     const rate = seconds > 0 ? done / seconds : 0;
-    const left = rate > 0 ? (total - done) / rate : Infinity;
-    const share = total > 0 ? done / total : 1;
     const figures = final
       ? `${count(done)} events in ${duration(seconds)}, ${count(rate)} events/s`
-      : `${count(done)}/${count(total)} events  ${count(rate)} events/s  ${duration(left)} left`;
+      : total === null
+        ? `${count(done)} events  ${count(rate)} events/s`
+        : `${count(done)}/${count(total)} events  ${count(rate)} events/s  ${duration(rate > 0 ? (total - done) / rate : Infinity)} left`;
+    if (total === null && !final) {
+      // The event store cannot count what is left (EventStoreDB): no bar, no share, no estimate.
+      this.stream.write(this.stream.isTTY ? `\r\x1b[K${projection} ${figures}` : `${projection}: ${figures}\n`);
+      this.drawn = this.stream.isTTY === true;
+      return;
+    }
+    const share = total !== null && total > 0 ? done / total : 1;
     if (this.stream.isTTY) {
       const filled = Math.round(share * BAR_WIDTH);
       const bar = `[${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}]`;

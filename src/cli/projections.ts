@@ -1,5 +1,5 @@
 import { EventStore, START } from '../event-store/event-store.port';
-import { eventsBetween, formatPosition } from '../projections/positions';
+import { formatPosition } from '../projections/positions';
 import type { Projection } from '../projections/projection';
 import { rebuildProjections, RebuildResult } from '../projections/rebuild';
 import type { GenerationStatus, ReadStore } from '../read-store/read-store.port';
@@ -13,7 +13,8 @@ interface ProjectionStatus {
   name: string;
   generation: number;
   checkpoint: string;
-  lag: number;
+  /** Events behind the head; null where the event store cannot count them (EventStoreDB). */
+  lag: number | null;
   rebuild: { generation: number; checkpoint: string; state: 'running' | 'interrupted' } | null;
   failure: GenerationStatus['failure'];
 }
@@ -34,7 +35,7 @@ export async function projectionsStatus(
       name: projection.name,
       generation: live.generation,
       checkpoint: formatPosition(live.position),
-      lag: eventsBetween(live.position ?? START, head),
+      lag: eventStore.eventsBetween(live.position ?? START, head),
       rebuild: building && {
         generation: building.generation,
         checkpoint: formatPosition(building.position),
@@ -52,7 +53,7 @@ export async function projectionsStatus(
         p.name,
         String(p.generation),
         p.checkpoint,
-        count(p.lag),
+        p.lag === null ? 'unknown' : count(p.lag),
         p.rebuild ? `${p.rebuild.state} (generation ${p.rebuild.generation} at ${p.rebuild.checkpoint})` : '-',
         p.failure ? `${p.failure.streamId}@${p.failure.revision}: ${p.failure.error}` : '-',
       ]),

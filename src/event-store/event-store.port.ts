@@ -98,8 +98,16 @@ export interface EventStore {
    * not exist or has no event that far.
    */
   readStream(streamId: string, fromRevision?: number): Promise<StoredEvent[]>;
-  /** Position of the newest event, or START when the store is empty. */
+  /**
+   * Position of the newest event a subscription delivers (the store's own bookkeeping streams
+   * left out), or START when there is none.
+   */
   headPosition(): Promise<Position>;
+  /**
+   * How many events lie after `from` up to `to`, or null when the store's positions cannot say
+   * (EventStoreDB's are byte offsets in its log): lag is a count of events or unknown, never bytes.
+   */
+  eventsBetween(from: Position, to: Position): number | null;
   /**
    * Every event after `from` in global order, in batches, then new ones as they are appended,
    * until the signal aborts.

@@ -10,6 +10,7 @@ import {
   STREAM_NAME,
   TimeoutError,
   UnavailableError,
+  UnknownError,
   WrongExpectedVersionError,
 } from '@eventstore/db-client';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
@@ -30,6 +31,14 @@ export function fromEsdbRevision(revision: bigint): number {
 }
 
 /**
+ * How the client reports a batch append the server did not handle because it is starting or
+ * overloaded: the server answers with a status whose details are empty and whose message says so
+ * (KurrentDB src/EventStore.Core/Services/Transport/Grpc/Streams.BatchAppend.cs, v24.10.4 lines
+ * 224-229), which the client turns into UnknownError("Could not recognize <message>").
+ */
+const NOT_HANDLED = /Server Is (Not Ready|Busy)$/;
+
+/**
  * The client's errors that mean "the server is not there right now": retrying later can succeed.
  * A CancelledError here comes from the server (shutting down): the client drops its own cancellations.
  */
@@ -39,7 +48,8 @@ export function isTransientEsdbError(error: unknown): boolean {
     error instanceof CancelledError ||
     error instanceof DeadlineExceededError ||
     error instanceof TimeoutError ||
-    error instanceof NotLeaderError
+    error instanceof NotLeaderError ||
+    (error instanceof UnknownError && NOT_HANDLED.test(error.message))
   );
 }
 

@@ -181,6 +181,11 @@ export class SqliteEventStore implements EventStore {
     return pos == null ? START : toPosition(pos);
   }
 
+  /** Exact: a position is the event's sequence number, counted from 1 (START is before it). */
+  eventsBetween(from: Position, to: Position): number {
+    return Math.max(0, Number(to.commit - (from.commit < 0n ? 0n : from.commit)));
+  }
+
   async *subscribeToAll(from: Position, options: SubscribeOptions): AsyncIterable<EventBatch> {
     const batchSize = options.maxBatchSize ?? DEFAULT_BATCH;
     let after = Number(from.commit);

@@ -3,7 +3,7 @@ import type { Response } from 'express';
 import { APP_CONFIG, AppConfig } from '../config/config';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { sendJson } from '../http/json-response';
-import { eventsBetween, formatPosition } from '../projections/positions';
+import { formatPosition } from '../projections/positions';
 import { PoisonEventError } from '../projections/projector';
 import { ProjectionsService } from '../projections/projections.service';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
@@ -27,8 +27,9 @@ export class HealthController {
   }
 
   /**
-   * Ready to serve: both stores answer, and every projection is running and at most
-   * READY_MAX_LAG_EVENTS behind the event store's head. 503 otherwise, naming each problem.
+   * Ready to serve: both stores answer, and every projection is running and, where the event
+   * store can count events (SQLite), at most READY_MAX_LAG_EVENTS behind its head. 503 otherwise,
+   * naming each problem.
    */
   @Get('ready')
   async ready(@Res() res: Response): Promise<void> {
@@ -38,7 +39,8 @@ export class HealthController {
       Promise.all(this.projections.projectors.map((p) => this.readStore.status(p.projection.schema.name))),
     );
     const projections = this.projections.projectors.map((p) => {
-      const lag = head ? eventsBetween(p.checkpoint, head) : null;
+      // Null when the store cannot count events between positions (EventStoreDB): then lag is unknown, not checked.
+      const lag = head ? this.eventStore.eventsBetween(p.checkpoint, head) : null;
       const failure =
         p.failure instanceof PoisonEventError
           ? { streamId: p.failure.streamId, revision: p.failure.revision, error: p.failure.reason }

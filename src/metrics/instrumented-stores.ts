@@ -25,6 +25,10 @@ export class InstrumentedEventStore implements EventStore {
     return this.metrics.time(this.metrics.eventStoreDuration, 'headPosition', () => this.store.headPosition());
   }
 
+  eventsBetween(from: Position, to: Position): number | null {
+    return this.store.eventsBetween(from, to);
+  }
+
   /** Not timed: a subscription lasts as long as its projector. */
   subscribeToAll(from: Position, options: SubscribeOptions): AsyncIterable<EventBatch> {
     return this.store.subscribeToAll(from, options);

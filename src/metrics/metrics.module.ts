@@ -25,9 +25,10 @@ export class MetricsController {
       const labels = { projection: projector.projection.name };
       const checkpoint = projector.checkpoint.commit;
       this.metrics.projectionCheckpoint.set(labels, Number(checkpoint));
-      // START is -1; positions begin at 0 or above, so lag counts from 0 then.
-      const folded = checkpoint < 0n ? 0n : checkpoint;
-      this.metrics.projectionLag.set(labels, Number(head.commit > folded ? head.commit - folded : 0n));
+      // Absent where the event store cannot count events between positions (EventStoreDB).
+      const lag = this.eventStore.eventsBetween(projector.checkpoint, head);
+      if (lag === null) this.metrics.projectionLag.remove(labels);
+      else this.metrics.projectionLag.set(labels, lag);
     }
     const text = await this.metrics.registry.metrics();
     res.status(200).setHeader('Content-Type', this.metrics.registry.contentType);

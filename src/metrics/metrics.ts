@@ -59,7 +59,7 @@ export class Metrics {
 
   readonly projectionLag = new Gauge({
     name: 'projection_lag',
-    help: "How far the projection's checkpoint is behind the event store's newest event, in commit positions (events, for SQLite)",
+    help: "How many events the projection's checkpoint is behind the event store's newest event; absent where the store cannot count them (EventStoreDB)",
     labelNames: ['projection'] as const,
     registers: [this.registry],
   });

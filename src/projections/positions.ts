@@ -1,12 +1,5 @@
 import type { Position } from '../event-store/event-store.port';
 
-/**
- * Events after `from` up to `to`. Exact on SQLite, where a position is the event's sequence
- * number, counted from 1 (START is before it).
- */
-export const eventsBetween = (from: Position, to: Position): number =>
-  Math.max(0, Number(to.commit - (from.commit < 0n ? 0n : from.commit)));
-
 /** A position for people and JSON: "start", the sequence number, or commit/prepare where they differ. */
 export function formatPosition(position: Position | null): string {
   if (!position || position.commit < 0n) return 'start';

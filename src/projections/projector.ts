@@ -166,9 +166,11 @@ export class Projector {
           this.logger.log(`Generation ${replaced} was replaced by a rebuild: continuing in generation ${this.generation}`);
           continue;
         }
-        // The store is unreachable or busy: try again from the last checkpoint.
+        // The store is unreachable or busy: try again from the checkpoint the read store kept. A
+        // server that crashed may have lost commits it had acknowledged; this fold refolds them.
         this.logger.warn(`Subscription failed, retrying in ${RETRY_DELAY_MS} ms: ${(error as Error).message}`);
         await new Promise((r) => setTimeout(r, RETRY_DELAY_MS));
+        await this.loadLiveGeneration().catch(() => undefined); // still unreachable: the next attempt says so
       }
     }
   }

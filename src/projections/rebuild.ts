@@ -1,7 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { comparePositions, EventStore, START } from '../event-store/event-store.port';
 import { ReadStore, RebuildBehindError } from '../read-store/read-store.port';
-import { eventsBetween } from './positions';
 import type { Projection } from './projection';
 import { foldBatch } from './projector';
 
@@ -14,9 +13,12 @@ const REBUILD_BATCH = 5000;
 export interface RebuildProgress {
   /** The read models being rebuilt, comma-separated. */
   projection: string;
-  /** Events read so far, and how many the store held when the rebuild started (both grow as it catches up). */
+  /**
+   * Events read so far, and how many the store held when the rebuild started (both grow as it
+   * catches up); total is null where the event store cannot count them (EventStoreDB).
+   */
   done: number;
-  total: number;
+  total: number | null;
 }
 
 export interface RebuildResult {
@@ -61,7 +63,10 @@ export async function rebuildProjections(
   let head = await eventStore.headPosition();
   let done = 0;
   const names = projections.map((p) => p.name).join(', ');
-  const report = () => options.onProgress?.({ projection: names, done, total: Math.max(done, eventsBetween(START, head)) });
+  const report = () => {
+    const total = eventStore.eventsBetween(START, head);
+    options.onProgress?.({ projection: names, done, total: total === null ? null : Math.max(done, total) });
+  };
   const pending = () => targets.filter((t) => !t.result);
 
   /** Promotes every pending target; true once none is left. */

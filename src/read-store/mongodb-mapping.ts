@@ -1,4 +1,16 @@
-import { Filter, IndexDescription, MongoBulkWriteError, MongoNetworkError, MongoServerError, MongoServerSelectionError } from 'mongodb';
+import {
+  Filter,
+  IndexDescription,
+  MongoBulkWriteError,
+  MongoClientOptions,
+  MongoError,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoOperationTimeoutError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+} from 'mongodb';
 import type { Position } from '../event-store/event-store.port';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import type { CollectionSchema, FindQuery, MatchKind, ReadDocument } from './read-store.port';
@@ -91,9 +103,12 @@ export function indexesFor(schema: CollectionSchema): IndexDescription[] {
   ];
 }
 
-/** Regex metacharacters of user input made literal: contains-ci never runs a pattern a client wrote. */
+/**
+ * Regex metacharacters of user input made literal: contains-ci never runs a pattern a client
+ * wrote. A NUL becomes the escape \x00: MongoDB refuses a pattern holding the byte itself.
+ */
 export function escapeRegex(value: string): string {
-  return value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\0/g, '\\x00');
 }
 
 export function findFilter(collection: string, schema: CollectionSchema, query: FindQuery): Filter<MongoReadDocument> {
@@ -145,10 +160,70 @@ export function isDuplicateKey(error: unknown): boolean {
   return error instanceof MongoServerError && error.code === DUPLICATE_KEY;
 }
 
-/** The port's error for a driver error: no server to talk to becomes StoreUnavailableError. */
-export function translateMongoError(error: unknown): unknown {
-  if (error instanceof MongoServerSelectionError || error instanceof MongoNetworkError) {
-    return new StoreUnavailableError('MongoDB', error.message);
+/**
+ * How the service's client talks to MongoDB. `timeoutMs` bounds each wait of an operation:
+ * finding a server, opening a connection, getting one from the pool, and each send or receive on
+ * it (driver 7 ignores `timeoutMS`; a socket timeout closes the connection and fails the
+ * operation as a network error). An acknowledged write is on disk (journal) and, on a replica
+ * set, on a majority of its members, so a commit the projector moved past cannot vanish in a
+ * crash of the server.
+ */
+export function mongoClientOptions(timeoutMs: number): MongoClientOptions {
+  return {
+    appName: 'profiles-customers-service',
+    serverSelectionTimeoutMS: timeoutMs,
+    connectTimeoutMS: timeoutMs,
+    waitQueueTimeoutMS: timeoutMs,
+    socketTimeoutMS: timeoutMs,
+    writeConcern: { w: 'majority', journal: true },
+  };
+}
+
+/**
+ * Server error codes that mean "not now": the server is shutting down, stepping down, not (yet)
+ * primary, unreachable or out of time. The driver's retryable codes (lib/error.js,
+ * RETRYABLE_READ_ERROR_CODES) plus MaxTimeMSExpired, WriteConcernTimeout and LegacyNotPrimary.
+ */
+const UNAVAILABLE_CODES = new Set([
+  6, // HostUnreachable
+  7, // HostNotFound
+  50, // MaxTimeMSExpired
+  64, // WriteConcernTimeout
+  89, // NetworkTimeout
+  91, // ShutdownInProgress
+  134, // ReadConcernMajorityNotAvailableYet
+  189, // PrimarySteppedDown
+  262, // ExceededTimeLimit
+  9001, // SocketException
+  10058, // LegacyNotPrimary
+  10107, // NotWritablePrimary
+  11600, // InterruptedAtShutdown
+  11602, // InterruptedDueToReplStateChange
+  13435, // NotPrimaryNoSecondaryOk
+  13436, // NotPrimaryOrSecondary
+]);
+
+function isUnavailable(error: unknown): boolean {
+  if (
+    error instanceof MongoServerSelectionError ||
+    error instanceof MongoNetworkError ||
+    error instanceof MongoOperationTimeoutError ||
+    error instanceof MongoTopologyClosedError ||
+    error instanceof MongoNotConnectedError
+  ) {
+    return true;
   }
-  return error;
+  if (error instanceof MongoBulkWriteError) {
+    const writeErrors = Array.isArray(error.writeErrors) ? error.writeErrors : [error.writeErrors];
+    // A bulk write the server never answered (connection lost, timed out) comes wrapped in one
+    // without the original's class: no code, no write error.
+    if (error.code === undefined && writeErrors.length === 0) return true;
+    if (writeErrors.some((w) => UNAVAILABLE_CODES.has(w.code))) return true;
+  }
+  return error instanceof MongoError && typeof error.code === 'number' && UNAVAILABLE_CODES.has(error.code);
+}
+
+/** The port's error for a driver error: no server to talk to, or one that cannot answer now, becomes StoreUnavailableError. */
+export function translateMongoError(error: unknown): unknown {
+  return isUnavailable(error) ? new StoreUnavailableError('MongoDB', (error as Error).message) : error;
 }

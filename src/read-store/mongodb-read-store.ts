@@ -12,6 +12,7 @@ import {
   GENERATIONS_COLLECTION,
   indexesFor,
   isDuplicateKey,
+  mongoClientOptions,
   MongoGeneration,
   MongoReadDocument,
   MongoReadModel,
@@ -63,13 +64,13 @@ export class MongoDbReadStore implements ReadStore {
   }
 
   /**
-   * Connects within `timeoutMs` (which also bounds how long any later call waits for a missing
-   * server), so a wrong or unreachable server stops the start with a clear error.
+   * Connects within `timeoutMs` (which also bounds every later operation), so a wrong or
+   * unreachable server stops the start with a clear error.
    */
   static async connect(uri: string, database: string, timeoutMs: number): Promise<MongoDbReadStore> {
     let client: MongoClient;
     try {
-      client = new MongoClient(uri, { serverSelectionTimeoutMS: timeoutMs, appName: 'profiles-customers-service' });
+      client = new MongoClient(uri, mongoClientOptions(timeoutMs));
     } catch (error) {
       throw new ConfigError(`MONGODB_URI cannot be parsed: ${(error as Error).message}`);
     }
@@ -186,25 +187,29 @@ export class MongoDbReadStore implements ReadStore {
     return { live: statusOf(model.live), building: model.building === null ? null : statusOf(model.building) };
   }
 
+  /**
+   * Crash-safe step by step: the number is claimed first, in the one update that makes it the
+   * building generation, so a crash after any step leaves a building generation the next rebuild
+   * drops, never a number it tries to take again. The steps after the claim can be repeated.
+   */
   async startRebuild(collection: string): Promise<number> {
     const schema = this.schema(collection);
     const model = await this.readModel(collection);
     if (model.building !== null) await this.dropGeneration(collection, model.building);
     const generation = model.next;
     await this.guard(async () => {
-      await this.generations.insertOne({
-        _id: generationId(collection, generation),
-        collection,
-        generation,
-        failure: null,
-        updatedAt: new Date(),
-      });
-      await this.collection(collection, generation).createIndexes(indexesFor(schema));
       const taken = await this.readModels.updateOne(
         { _id: collection, next: generation, building: model.building },
         { $set: { building: generation, next: generation + 1 } },
       );
       if (taken.matchedCount === 0) throw new Error(`Another rebuild of ${collection} started at the same time`);
+      // Replaces what a rebuild that crashed before this fix left under the same number.
+      await this.generations.replaceOne(
+        { _id: generationId(collection, generation) },
+        { collection, generation, failure: null, updatedAt: new Date() },
+        { upsert: true },
+      );
+      await this.collection(collection, generation).createIndexes(indexesFor(schema));
     });
     return generation;
   }
@@ -226,10 +231,23 @@ export class MongoDbReadStore implements ReadStore {
     this.liveCache.delete(collection);
   }
 
+  /**
+   * The generations below the live one are retired (numbers only grow), whether or not promote
+   * lived to stamp them (a crash right after the swap): then their last change counts as their
+   * retirement.
+   */
   async dropRetired(collection: string, graceMs: number): Promise<void> {
     const before = new Date(Date.now() - graceMs);
+    const { live } = await this.readModel(collection);
     const retired = await this.guard(() =>
-      this.generations.find({ collection, retiredAt: { $lte: before }, dropped: { $ne: true } }).toArray(),
+      this.generations
+        .find({
+          collection,
+          generation: { $lt: live },
+          dropped: { $ne: true },
+          $or: [{ retiredAt: { $lte: before } }, { retiredAt: { $exists: false }, updatedAt: { $lte: before } }],
+        })
+        .toArray(),
     );
     for (const r of retired) await this.dropGeneration(collection, r.generation);
   }

@@ -1,6 +1,8 @@
 import { MongoClient } from 'mongodb';
 import { randomUUID } from 'node:crypto';
 import { MongoDbReadStore } from '../../src/read-store/mongodb-read-store';
+import { GENERATIONS_COLLECTION, generationId, READ_MODELS_COLLECTION, readModelCollection } from '../../src/read-store/mongodb-mapping';
+import type { CollectionSchema } from '../../src/read-store/read-store.port';
 import { readStoreContract } from './read-store.contract';
 
 /**
@@ -10,22 +12,69 @@ import { readStoreContract } from './read-store.contract';
  */
 const uri = process.env.MONGODB_URI;
 
+/** A store in a database of its own, and a plain client on the same database to set up what a crash leaves. */
+async function openMongo() {
+  const database = `contract_${randomUUID().slice(0, 8)}`;
+  const store = await MongoDbReadStore.connect(uri!, database, 10_000);
+  const client = await MongoClient.connect(uri!);
+  return {
+    store,
+    db: client.db(database),
+    async dispose() {
+      await store.close();
+      await client.db(database).dropDatabase();
+      await client.close();
+    },
+  };
+}
+
 if (uri) {
   readStoreContract('MongoDB', async () => {
-    const database = `contract_${randomUUID().slice(0, 8)}`;
-    const store = await MongoDbReadStore.connect(uri, database, 10_000);
-    return {
-      store,
-      async dispose() {
-        await store.close();
-        const client = await MongoClient.connect(uri);
-        await client.db(database).dropDatabase();
-        await client.close();
-      },
-    };
+    const { store, dispose } = await openMongo();
+    return { store, dispose };
+  });
+
+  describe('MongoDB read store: what a crash leaves behind', () => {
+    let mongo: Awaited<ReturnType<typeof openMongo>>;
+    const schema: CollectionSchema = { name: 'crash', filters: { company: 'contains-ci' } };
+    beforeEach(async () => {
+      mongo = await openMongo();
+      await mongo.store.ensureCollection(schema);
+    });
+    afterEach(() => mongo.dispose());
+
+    it('starts a rebuild over the half-made generation an earlier version left (document and collection made, number not taken)', async () => {
+      await mongo.db.collection(GENERATIONS_COLLECTION).insertOne({
+        _id: generationId('crash', 2) as never,
+        collection: 'crash',
+        generation: 2,
+        failure: null,
+        updatedAt: new Date(),
+      });
+      await mongo.db.createCollection(readModelCollection('crash', 2));
+      await expect(mongo.store.startRebuild('crash')).resolves.toBe(2);
+      await expect(mongo.store.status('crash')).resolves.toMatchObject({ building: { generation: 2, position: null } });
+    });
+
+    it('drops a generation claimed by a rebuild that crashed before making it, and starts the next one', async () => {
+      await mongo.db.collection(READ_MODELS_COLLECTION).updateOne({ _id: 'crash' as never }, { $set: { building: 2, next: 3 } });
+      await expect(mongo.store.startRebuild('crash')).resolves.toBe(3);
+      await expect(mongo.store.status('crash')).resolves.toMatchObject({ live: { generation: 1 }, building: { generation: 3 } });
+    });
+
+    it('drops a generation replaced by a promotion that crashed before stamping it retired', async () => {
+      const next = await mongo.store.startRebuild('crash');
+      await mongo.store.commit('crash', [], { generation: next, position: { commit: 0n, prepare: 0n } });
+      // The swap happened; the retiredAt stamp on generation 1 did not.
+      await mongo.db.collection(READ_MODELS_COLLECTION).updateOne({ _id: 'crash' as never }, { $set: { live: next, building: null } });
+      await mongo.store.dropRetired('crash', 0);
+      const names = (await mongo.db.listCollections().toArray()).map((c) => c.name);
+      expect(names).not.toContain(readModelCollection('crash', 1));
+      expect(names).toContain(readModelCollection('crash', next));
+    });
   });
 } else {
-  console.log('Skipping the MongoDB contract: MONGODB_URI is not set (e.g. mongodb://localhost:27017).');
+  console.log('Skipping the MongoDB contract: MONGODB_URI is not set (e.g. mongodb://localhost:27017/?directConnection=true).');
   describe.skip('ReadStore contract: MongoDB', () => {
     it('runs when MONGODB_URI is set', () => undefined);
   });

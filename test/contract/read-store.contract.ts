@@ -148,6 +148,19 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
         }
       });
 
+      it('matches a NUL in contains-ci input like any other character', async () => {
+        const withNul = doc({ accountId: 'acc-nul', fields: { email: 'nul@x.io', tel: '0', company: 'a\0B' } });
+        await save(withNul);
+        try {
+          const nulQuery = (company: string) => ({ ...query({ company }), accountId: 'acc-nul' });
+          expect(ids(await store.find(schema.name, nulQuery('\0')))).toEqual([withNul.id]);
+          expect(ids(await store.find(schema.name, nulQuery('A\0b')))).toEqual([withNul.id]);
+          expect((await store.find(schema.name, nulQuery('a\0c'))).total).toBe(0);
+        } finally {
+          await save({ ...withNul, revision: 1, deleted: true });
+        }
+      });
+
       it('answers an empty page and a zero total past the end or for an unknown account', async () => {
         expect(await store.find(schema.name, query({}, { offset: 10 }))).toEqual({ documents: [], total: 4 });
         expect(await store.find(schema.name, query({}, { accountId: 'nobody' }))).toEqual({ documents: [], total: 0 });

@@ -1,6 +1,6 @@
 import type { Response } from 'supertest';
 import { CUSTOMERS, expectError, expectStatus, expectSuccess, PROFILES, Rec, resourceClient, totalOf, uid, uniqueEmail } from '../support/http-assertions';
-import { freshApp, TOKENS, withQuery, withToken } from '../support/test-app';
+import { ACCOUNT_IDS, freshApp, TOKENS, withQuery, withToken } from '../support/test-app';
 
 const app = freshApp();
 
@@ -36,7 +36,7 @@ describe.each([PROFILES, CUSTOMERS])('history and as-of reads of $path', (spec) 
         event: event('Created'),
         revision: 0,
         occurred: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
-        actor: 'account-a',
+        actor: ACCOUNT_IDS.a,
         // A digit field is a string of digits here as in every response.
         changes: { email: { from: '', to: email }, name: { from: '', to: 'First' }, tel: { from: '', to: '21' } },
       },
@@ -44,10 +44,10 @@ describe.each([PROFILES, CUSTOMERS])('history and as-of reads of $path', (spec) 
         event: event('Updated'),
         revision: 1,
         occurred: expect.any(String),
-        actor: 'account-a',
+        actor: ACCOUNT_IDS.a,
         changes: { name: { from: 'First', to: 'Second' }, tel: { from: '21', to: '' } },
       },
-      { event: event('Deleted'), revision: 2, occurred: expect.any(String), actor: 'account-a', changes: {} },
+      { event: event('Deleted'), revision: 2, occurred: expect.any(String), actor: ACCOUNT_IDS.a, changes: {} },
     ]);
     const times = entries(res).map((e) => Date.parse(e.occurred as string));
     expect([...times].sort((a, b) => a - b)).toEqual(times);

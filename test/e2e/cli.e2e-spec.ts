@@ -9,6 +9,7 @@ import { READ_MODELS } from '../../src/read-models';
 import type { ReadStore } from '../../src/read-store/read-store.port';
 import { openEventStore, openReadStore } from '../../src/storage/storage.module';
 import { runCli, spawnCli } from '../support/cli';
+import { describeOnSqlite } from '../support/stores';
 import { makeDataDir, startTestApp } from '../support/test-app';
 
 const sqliteFile = (dataDir: string) => join(dataDir, 'service.sqlite');
@@ -70,7 +71,7 @@ describe('CLI usage', () => {
   });
 });
 
-describe('projections status and rebuild', () => {
+describeOnSqlite('projections status and rebuild', () => {
   const dir = dataDir();
   let seeded: SeededRecords;
   beforeAll(async () => {
@@ -138,7 +139,7 @@ describe('projections status and rebuild', () => {
   });
 });
 
-describe('an interrupted rebuild', () => {
+describeOnSqlite('an interrupted rebuild', () => {
   const dir = dataDir();
   beforeAll(() => seedEvents(sqliteFile(dir), 60_000));
 
@@ -180,7 +181,7 @@ describe('an interrupted rebuild', () => {
   });
 });
 
-describe('a poison event', () => {
+describeOnSqlite('a poison event', () => {
   const dir = dataDir();
   const streamId = `customer-${randomUUID()}`;
   const failure = { streamId, revision: 0, error: `CustomerUpdated before CustomerCreated in ${streamId}` };
@@ -213,7 +214,7 @@ describe('a poison event', () => {
   });
 });
 
-describe('events tail', () => {
+describeOnSqlite('events tail', () => {
   it('prints the events of the stream as they are appended, one JSON line each, until Ctrl-C', async () => {
     const dir = dataDir();
     const events = await openEventStore({ sqliteFile: sqliteFile(dir) });

@@ -9,10 +9,11 @@ import { openReadStore } from '../../src/storage/storage.module';
 import { startChildService } from '../support/child-service';
 import { runCli } from '../support/cli';
 import { makeDataDir } from '../support/test-app';
+import { describeOnSqlite } from '../support/stores';
 
 const pause = () => new Promise((r) => setTimeout(r, 20));
 
-describe('crash safety', () => {
+describeOnSqlite('crash safety', () => {
   const dataDir = makeDataDir();
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 

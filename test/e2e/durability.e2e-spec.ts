@@ -3,6 +3,7 @@ import request from 'supertest';
 import { comparePositions, EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
 import { ProjectionsService } from '../../src/projections/projections.service';
 import { startChildService } from '../support/child-service';
+import { uid } from '../support/http-assertions';
 import { makeDataDir, startTestApp, withToken } from '../support/test-app';
 
 describe('durability', () => {
@@ -15,7 +16,8 @@ describe('durability', () => {
     }
     await first.http.put(withToken(`customers/${customers[0]}`)).send({ company: 'Acme' }).expect(200);
     await first.http.delete(withToken(`customers/${customers[1]}`)).expect(200);
-    const profile = await first.http.post(withToken('profiles')).send({ name: 'Shop', slug: 'shop1' }).expect(201);
+    const slug = uid('shop');
+    const profile = await first.http.post(withToken('profiles')).send({ name: 'Shop', slug }).expect(201);
     const [lastCustomerEvent] = (await first.app.get<EventStore>(EVENT_STORE).readStream(`customer-${customers[1]}`)).slice(-1);
     await first.close({ keepData: true });
 
@@ -34,7 +36,7 @@ describe('durability', () => {
       await second.http.get(withToken(`customers/${customers[1]}`)).expect(404);
       await second.http.get(withToken(`profiles/${profile.body.data.Profile.id}`)).expect(200);
       // The slug is still taken after the restart.
-      await second.http.post(withToken('profiles')).send({ slug: 'SHOP1' }).expect(409);
+      await second.http.post(withToken('profiles')).send({ slug: slug.toUpperCase() }).expect(409);
       // New writes after the restart are projected once, next to the old ones.
       await second.http.post(withToken('customers')).send({ name: 'After', mobile: '09123456789' }).expect(201);
       const after = await second.http.get(withToken('customers?limit=100')).expect(200);

@@ -1,5 +1,6 @@
 import { EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
-import { startTestApp, TestApp, TOKENS, withToken } from '../support/test-app';
+import { uid } from '../support/http-assertions';
+import { ACCOUNT_IDS, startTestApp, TestApp, TOKENS, withToken } from '../support/test-app';
 
 /** What the write side leaves in the event store, seen after real HTTP requests. */
 describe('events appended by the API', () => {
@@ -26,7 +27,7 @@ describe('events appended by the API', () => {
     expect(created.type).toBe('CustomerCreated');
     expect(created.data).toEqual({ name: 'Ada', email: 'ada@x.io', tel: '21' });
     expect(created.metadata).toEqual({
-      accountId: 'account-a',
+      accountId: ACCOUNT_IDS.a,
       correlationId: 'req-create-1',
       causationId: expect.stringMatching(/^[0-9a-f-]{36}$/),
       schemaVersion: 1,
@@ -52,14 +53,15 @@ describe('events appended by the API', () => {
   });
 
   it('reserves a slug in its own stream, and releases it when the profile gives it up', async () => {
-    const res = await t.http.post(withToken('profiles')).send({ slug: 'MyShop' }).expect(201);
+    const [mine, other] = [uid('MyShop'), uid('OtherShop')];
+    const res = await t.http.post(withToken('profiles')).send({ slug: mine }).expect(201);
     const id = res.body.data.Profile.id;
-    await t.http.put(withToken(`profiles/${id}`)).send({ slug: 'OtherShop' }).expect(200);
-    const old = await store.readStream('profile_slug-myshop');
+    await t.http.put(withToken(`profiles/${id}`)).send({ slug: other }).expect(200);
+    const old = await store.readStream(`profile_slug-${mine.toLowerCase()}`);
     expect(old.map((e) => [e.type, e.data])).toEqual([
-      ['SlugReserved', { slug: 'MyShop', profileId: id }],
-      ['SlugReleased', { slug: 'MyShop', profileId: id }],
+      ['SlugReserved', { slug: mine, profileId: id }],
+      ['SlugReleased', { slug: mine, profileId: id }],
     ]);
-    expect((await store.readStream('profile_slug-othershop')).map((e) => e.type)).toEqual(['SlugReserved']);
+    expect((await store.readStream(`profile_slug-${other.toLowerCase()}`)).map((e) => e.type)).toEqual(['SlugReserved']);
   });
 });

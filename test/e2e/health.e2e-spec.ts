@@ -3,10 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
 import { ProjectionsService } from '../../src/projections/projections.service';
 import { JSON_CT, startTestApp, TestApp, withToken } from '../support/test-app';
+import { describeOnSqlite } from '../support/stores';
 
 const meta = { accountId: 'account-a', correlationId: 'c', causationId: 'c', schemaVersion: 1 };
 
-describe('health', () => {
+describeOnSqlite('health', () => {
   let t: TestApp;
   afterEach(async () => {
     await t.close();

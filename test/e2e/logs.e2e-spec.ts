@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 import request from 'supertest';
 import { ChildService, freePort, startChildService } from '../support/child-service';
+import { uid } from '../support/http-assertions';
 import { makeDataDir } from '../support/test-app';
 
 // Tokens that appear nowhere else, so finding one in the output can only mean it leaked.
@@ -33,7 +34,7 @@ async function traffic(url: string): Promise<{ requestId: string; status: number
     request(url).post(q('/v1/customers')).send({ name: 'Ada', email: 'ada@example.com' }),
     request(url).get(q('/v1/customers?limit=5')),
     request(url).get('/v1/customers').set(bearer),
-    request(url).post('/v1/profiles').set(bearer).send({ name: 'Shop', slug: 'logshop' }),
+    request(url).post('/v1/profiles').set(bearer).send({ name: 'Shop', slug: uid('logshop') }),
     request(url).get(q('/v1/customers', WRONG_TOKEN)),
     request(url).get('/v1/customers').set({ Authorization: `Bearer ${WRONG_TOKEN}` }),
     request(url).get(`/v1/customers?acc%65ss_token=${QUERY_TOKEN}`),

@@ -1,4 +1,6 @@
 import { EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
+import { uid } from '../support/http-assertions';
+import { LIVE_STORES } from '../support/stores';
 import { freshApp, TOKENS, withToken } from '../support/test-app';
 
 /** The value of the sample with exactly these labels, or undefined when there is none. */
@@ -24,7 +26,7 @@ describe('GET /metrics', () => {
     await http.get(withToken(`customers/${id}`)).expect(200);
     await http.get(withToken('customers/00000000-0000-4000-8000-000000000000')).expect(404);
     await http.get('/v1/customers').expect(401);
-    await http.post(withToken('profiles')).send({ name: 'Shop', slug: 'metricshop' }).expect(201);
+    await http.post(withToken('profiles')).send({ name: 'Shop', slug: uid('metricshop') }).expect(201);
 
     const res = await http.get('/metrics').expect(200);
     expect(res.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
@@ -51,11 +53,16 @@ describe('GET /metrics', () => {
     expect(sample(text, 'read_store_call_duration_seconds_count', { operation: 'get', outcome: 'ok' })).toBeGreaterThanOrEqual(3);
     expect(sample(text, 'read_store_call_duration_seconds_count', { operation: 'commit', outcome: 'ok' })).toBeGreaterThanOrEqual(2);
 
-    // Each write waited for its projections, so both stand at the head with no lag.
-    const head = await app().app.get<EventStore>(EVENT_STORE).headPosition();
-    for (const projection of ['customers', 'profiles']) {
-      expect(sample(text, 'projection_checkpoint', { projection })).toBe(Number(head.commit));
-      expect(sample(text, 'projection_lag', { projection })).toBe(0);
+    if (LIVE_STORES) {
+      // EventStoreDB's positions are byte offsets: the lag in events is unknown, so it is left out.
+      expect(text).not.toMatch(/^projection_lag\{/m);
+    } else {
+      // Each write waited for its projections, so both stand at the head with no lag.
+      const head = await app().app.get<EventStore>(EVENT_STORE).headPosition();
+      for (const projection of ['customers', 'profiles']) {
+        expect(sample(text, 'projection_checkpoint', { projection })).toBe(Number(head.commit));
+        expect(sample(text, 'projection_lag', { projection })).toBe(0);
+      }
     }
 
     // Node's process metrics.

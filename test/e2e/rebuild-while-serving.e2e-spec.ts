@@ -5,8 +5,9 @@ import { seedEvents } from '../../bench/seed-events';
 import { startChildService } from '../support/child-service';
 import { runCli, spawnCli } from '../support/cli';
 import { makeDataDir, withToken } from '../support/test-app';
+import { describeOnSqlite } from '../support/stores';
 
-describe('projections rebuild beside a running service', () => {
+describeOnSqlite('projections rebuild beside a running service', () => {
   const dataDir = makeDataDir();
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 

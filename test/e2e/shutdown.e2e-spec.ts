@@ -8,6 +8,7 @@ import { customerProjection } from '../../src/customers/customer.projection';
 import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { startChildService } from '../support/child-service';
 import { makeDataDir, withToken } from '../support/test-app';
+import { describeOnSqlite } from '../support/stores';
 
 interface Outcome {
   status?: number;
@@ -58,7 +59,7 @@ function create(base: string, n: number, { hold = false } = {}) {
   return { accepted, answered, send: () => (req.end(text), answered) };
 }
 
-describe('graceful shutdown', () => {
+describeOnSqlite('graceful shutdown', () => {
   let dataDir: string;
   beforeEach(() => (dataDir = makeDataDir()));
   afterEach(() => rmSync(dataDir, { recursive: true, force: true }));

@@ -17,6 +17,7 @@ import { startChildService } from '../support/child-service';
 import { liveTable } from '../support/live-table';
 import { jsonRequest, rawRequest } from '../support/raw-http';
 import { makeDataDir, TOKENS } from '../support/test-app';
+import { describeOnSqlite } from '../support/stores';
 
 const KINDS: { kind: RecordKind; path: string }[] = [
   { kind: CUSTOMER, path: 'customers' },
@@ -34,7 +35,7 @@ interface Write {
   answered: boolean;
 }
 
-describe('a kill -9 while writing', () => {
+describeOnSqlite('a kill -9 while writing', () => {
   const dataDir = makeDataDir();
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 

@@ -18,6 +18,7 @@ import { startChildService } from '../support/child-service';
 import { liveTable } from '../support/live-table';
 import { jsonRequest, RawRequest, RawResponse, rawRequest } from '../support/raw-http';
 import { JSON_CT, makeDataDir, TOKENS } from '../support/test-app';
+import { describeOnSqlite } from '../support/stores';
 
 /** 500 runs of 20 concurrent requests; FUZZ_RUNS sets another number of runs, for a quick look or a long soak. */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 500);
@@ -175,7 +176,7 @@ const describeRequest = (req: RawRequest) =>
 
 // ---------------------------------------------------------------- the run
 
-describe('hostile input', () => {
+describeOnSqlite('hostile input', () => {
   const dataDir = makeDataDir();
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 

@@ -6,6 +6,7 @@
 import fc from 'fast-check';
 import { Agent } from 'node:http';
 import { jsonRequest, rawRequest } from '../support/raw-http';
+import { RUN_SUFFIX } from '../support/stores';
 import { startTestApp, TestApp } from '../support/test-app';
 
 const ACCOUNT_COUNT = 4;
@@ -40,7 +41,7 @@ function bodyFor(resource: Resource, k: number, serial: number): Record<string, 
   const m = `${mark(k)}-${serial}`;
   return resource === 'customers'
     ? { name: `name ${m}`, email: `${m}@example.com`, company: `company ${m}`, address: `address ${m}` }
-    : { name: `name ${m}`, email: `${m}@example.com`, site: `https://${m}.example.com`, slug: `${m}-${++slugs}` };
+    : { name: `name ${m}`, email: `${m}@example.com`, site: `https://${m}.example.com`, slug: `${m}-${++slugs}${RUN_SUFFIX}` };
 }
 
 interface Made {
@@ -53,7 +54,7 @@ interface Made {
 describe('tenancy under fuzz', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startTestApp({ accounts: new Map(TOKENS.map((token) => [token, `account-${accountOf(token)}`])) });
+    t = await startTestApp({ accounts: new Map(TOKENS.map((token) => [token, `account-${accountOf(token)}${RUN_SUFFIX}`])) });
   });
   afterAll(() => t.close());
 

@@ -1,6 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
+import { liveStoreEnv } from './stores';
 import { ACCOUNTS } from './test-app';
 
 const MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
@@ -81,6 +82,7 @@ function spawnService(dataDir: string, env: NodeJS.ProcessEnv) {
       PORT: '0',
       HOST: '127.0.0.1',
       ACCESS_TOKENS: [...ACCOUNTS].map(([t, a]) => `${t}:${a}`).join(','),
+      ...liveStoreEnv(),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

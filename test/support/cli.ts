@@ -20,10 +20,13 @@ export interface CliRun {
   exited: Promise<number | string>;
 }
 
-/** The built CLI (dist/cli.js) as a real child process on the data directory, stdout and stderr piped (not a TTY). */
-export function spawnCli(args: string[], dataDir: string): CliRun {
+/**
+ * The built CLI (dist/cli.js) as a real child process on the data directory, stdout and stderr
+ * piped (not a TTY); `env` adds settings (stores) to the environment.
+ */
+export function spawnCli(args: string[], dataDir: string, env: NodeJS.ProcessEnv = {}): CliRun {
   const child = spawn(process.execPath, [CLI, ...args], {
-    env: { PATH: process.env.PATH, DATA_DIR: dataDir },
+    env: { PATH: process.env.PATH, DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
@@ -56,8 +59,12 @@ export function spawnCli(args: string[], dataDir: string): CliRun {
 }
 
 /** Runs the CLI to its end. */
-export async function runCli(args: string[], dataDir: string): Promise<{ code: number | string; stdout: string; stderr: string }> {
-  const run = spawnCli(args, dataDir);
+export async function runCli(
+  args: string[],
+  dataDir: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | string; stdout: string; stderr: string }> {
+  const run = spawnCli(args, dataDir, env);
   const code = await run.exited;
   return { code, stdout: run.stdout(), stderr: run.stderr() };
 }

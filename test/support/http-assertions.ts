@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Response } from 'supertest';
+import { RUN_ID } from './stores';
 import { freshApp, JSON_CT, Query, TestApp, TOKENS, withQuery, withToken } from './test-app';
 
 export type Rec = Record<string, unknown>;
@@ -13,8 +14,12 @@ export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-
 // ---------------------------------------------------------------- unique values
 
 let seq = 0;
-/** A value unique within a test file's run (Jest loads this module afresh per file), letters and digits only (so also a valid slug); never a substring of another one. */
-export const uid = (prefix = 'u') => `${prefix}${++seq}x`;
+/**
+ * A value unique within a test file's run (Jest loads this module afresh per file; on live stores it
+ * also carries the file's run id), letters and digits only (so also a valid slug); never a substring
+ * of another one.
+ */
+export const uid = (prefix = 'u') => `${prefix}${++seq}x${RUN_ID}`;
 export const uniqueEmail = () => `${uid('mail')}@example.com`;
 export const uniqueTel = () => String(7_000_000 + ++seq);
 export const uniqueMobile = () => `0912${String(++seq).padStart(7, '0')}`;

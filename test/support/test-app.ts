@@ -7,13 +7,16 @@ import request from 'supertest';
 import TestAgent from 'supertest/lib/agent';
 import { createApp } from '../../src/app';
 import { loadConfig } from '../../src/config/config';
+import { liveStoreEnv, RUN_SUFFIX } from './stores';
 
 /** Two accounts with one token each, and a second token for account A. */
 export const TOKENS = { a: 'token-a', a2: 'token-a-second', b: 'token-b' } as const;
+/** The accounts' ids: `account-a` and `account-b`, made unique per test file on live stores (see stores.ts). */
+export const ACCOUNT_IDS = { a: `account-a${RUN_SUFFIX}`, b: `account-b${RUN_SUFFIX}` } as const;
 export const ACCOUNTS = new Map([
-  [TOKENS.a, 'account-a'],
-  [TOKENS.a2, 'account-a'],
-  [TOKENS.b, 'account-b'],
+  [TOKENS.a, ACCOUNT_IDS.a],
+  [TOKENS.a2, ACCOUNT_IDS.a],
+  [TOKENS.b, ACCOUNT_IDS.b],
 ]);
 
 export interface TestApp {
@@ -31,14 +34,15 @@ export function makeDataDir(): string {
 }
 
 /**
- * The real service on a real SQLite file in a temp dir, listening on an ephemeral port.
- * `accounts`: token -> account id, ACCOUNTS unless given.
+ * The real service on a real SQLite file in a temp dir (or on the live stores, TEST_STORES=live),
+ * listening on an ephemeral port. `accounts`: token -> account id, ACCOUNTS unless given.
  */
 export async function startTestApp(
   options: { dataDir?: string; env?: NodeJS.ProcessEnv; accounts?: Map<string, string> } = {},
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? makeDataDir();
-  const config = { ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'error', ...options.env }), accessTokens: options.accounts ?? ACCOUNTS };
+  const env = { DATA_DIR: dataDir, LOG_LEVEL: 'error', ...liveStoreEnv(), ...options.env };
+  const config = { ...loadConfig(env), accessTokens: options.accounts ?? ACCOUNTS };
   const app = await createApp(config);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;

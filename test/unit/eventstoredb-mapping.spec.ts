@@ -8,6 +8,7 @@ import {
   RecordedEvent,
   StreamNotFoundError,
   UnavailableError,
+  UnknownError,
   WrongExpectedVersionError,
 } from '@eventstore/db-client';
 import { WrongExpectedRevisionError } from '../../src/event-store/event-store.port';
@@ -70,6 +71,18 @@ describe('EventStoreDB mapping', () => {
     expect(translateEsdbError(other)).toBe(other);
     const bug = new TypeError('bug');
     expect(translateEsdbError(bug)).toBe(bug);
+  });
+
+  it('takes a batch append the server did not handle (starting, overloaded) as unavailable, and other unknown errors as bugs', () => {
+    // What the client makes of the server's answer (its unpackToCommandError, for details it does not recognise).
+    for (const reason of ['Server Is Not Ready', 'Server Is Busy']) {
+      const error = new UnknownError(undefined, `Could not recognize ${reason}`);
+      expect(isTransientEsdbError(error)).toBe(true);
+      expect(translateEsdbError(error)).toBeInstanceOf(StoreUnavailableError);
+    }
+    const other = new UnknownError(undefined, 'Could not recognize Something Else');
+    expect(isTransientEsdbError(other)).toBe(false);
+    expect(translateEsdbError(other)).toBe(other);
   });
 
   const recorded = (over: Partial<RecordedEvent> = {}) =>

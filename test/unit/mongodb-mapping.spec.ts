@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { MongoBulkWriteError, MongoNetworkError, MongoServerError, type WriteError } from 'mongodb';
+import { MongoBulkWriteError, MongoClient, MongoNetworkError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError, type WriteError } from 'mongodb';
 import { comparePositions, START } from '../../src/event-store/event-store.port';
 import {
   duplicateKeyFailures,
@@ -9,6 +9,7 @@ import {
   fromMongoDocument,
   indexesFor,
   isDuplicateKey,
+  mongoClientOptions,
   positionKey,
   readModelCollection,
   toMongoCheckpoint,
@@ -85,6 +86,15 @@ describe('MongoDB mapping', () => {
     expect(new RegExp(escapeRegex('a.*(')).test('abc')).toBe(false);
   });
 
+  it('writes a NUL in a contains filter as the escape \\x00: MongoDB refuses a pattern holding the byte', () => {
+    const filter = findFilter('customers', schema, query({ company: 'a\0B' }));
+    const pattern = (filter['match.company'] as { $regex: string }).$regex;
+    expect(pattern).toBe('a\\x00b');
+    expect(pattern.includes('\0')).toBe(false);
+    expect(new RegExp(pattern).test('xa\0by')).toBe(true);
+    expect(new RegExp(pattern).test('xa0by')).toBe(false);
+  });
+
   it('gives positions keys that sort as the positions do, START first', () => {
     const part = fc.bigInt({ min: 0n, max: 2n ** 64n - 1n });
     const position = fc.record({ commit: part, prepare: part });
@@ -119,5 +129,32 @@ describe('MongoDB mapping', () => {
     expect((lost as Error).message).toBe('MongoDB is unreachable: connection reset');
     const server = new MongoServerError({ message: 'bad', code: 2 });
     expect(translateMongoError(server)).toBe(server);
+  });
+
+  it('sees through the bulk write error the driver wraps around a lost connection or a timeout', () => {
+    // What the driver throws when a bulk write gets no answer (lib/bulk/common.js: "a driver related error not a bulk op error").
+    for (const cause of [new MongoNetworkError('connection 3 to 127.0.0.1:27017 closed'), new MongoOperationTimeoutError('Timed out during socket read')]) {
+      const wrapped = new MongoBulkWriteError(cause, {} as never);
+      expect(translateMongoError(wrapped)).toBeInstanceOf(StoreUnavailableError);
+    }
+    // A write concern error the server reported during shutdown, as the driver wraps it.
+    expect(translateMongoError(new MongoBulkWriteError({ message: 'interrupted at shutdown', code: 11600 }, {} as never))).toBeInstanceOf(StoreUnavailableError);
+    // A write the server refused stays what it is: a bug, not an outage.
+    const refused = bulkError([121]);
+    expect(translateMongoError(refused)).toBe(refused);
+  });
+
+  it('turns the codes of a server shutting down, stepping down or out of time into StoreUnavailableError', () => {
+    for (const code of [91, 189, 10107, 11600, 11602, 13435, 13436, 50, 262]) {
+      expect(translateMongoError(new MongoServerError({ message: `code ${code}`, code }))).toBeInstanceOf(StoreUnavailableError);
+    }
+    expect(translateMongoError(new MongoServerSelectionError('no server', {} as never))).toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it('bounds every operation by the store timeout and asks for journaled, majority-acknowledged writes', () => {
+    // Parsed by the driver itself; no connection is made.
+    const client = new MongoClient('mongodb://127.0.0.1:1/', mongoClientOptions(1234));
+    expect(client.options).toMatchObject({ serverSelectionTimeoutMS: 1234, connectTimeoutMS: 1234, waitQueueTimeoutMS: 1234, socketTimeoutMS: 1234 });
+    expect(client.options.writeConcern).toMatchObject({ w: 'majority', journal: true });
   });
 });

@@ -5,6 +5,7 @@ import { comparePositions, NewEvent, Position } from '../../src/event-store/even
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { foldBatch, Projector } from '../../src/projections/projector';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
+import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 import type { SqliteDatabase } from '../../src/storage/sqlite-database';
 import { openTempSqlite } from '../support/temp-sqlite';
 
@@ -112,6 +113,31 @@ describe('Projector', () => {
       revision: 0,
       error: `CustomerUpdated before CustomerCreated in customer-${id}`,
     });
+  });
+
+  it('folds again from the stored checkpoint after a read store error, so commits the store lost are not skipped', async () => {
+    const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    // A read store that acknowledges the first commit without keeping it (a server that crashed
+    // after answering), then fails the next one as unreachable (the server restarting).
+    let commits = 0;
+    const forgetful = Object.create(reads) as SqliteReadStore;
+    forgetful.commit = async (...args: Parameters<SqliteReadStore['commit']>) => {
+      commits += 1;
+      if (commits === 1) return;
+      if (commits === 2) throw new StoreUnavailableError('MongoDB', 'connection reset');
+      return reads.commit(...args);
+    };
+    const p = new Projector(customerProjection, events, forgetful);
+    running.push(p);
+    await p.start();
+    const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
+    await p.waitFor(a.position, 5000);
+    const b = await createCustomer({ name: 'Bob', email: 'bob@x.io' });
+    await p.waitFor(b.position, 10_000);
+    expect(commits).toBeGreaterThanOrEqual(3);
+    expect(await get(a.id)).toMatchObject({ fields: { name: 'Ada' } });
+    expect(await get(b.id)).toMatchObject({ fields: { name: 'Bob' } });
+    warned.mockRestore();
   });
 
   it('lets a wait time out when the read model does not get there', async () => {

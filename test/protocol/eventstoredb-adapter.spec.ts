@@ -1,0 +1,235 @@
+import { EventStoreDBClient } from '@eventstore/db-client';
+import { randomUUID } from 'node:crypto';
+import { EventBatch, NewEvent, Position, START } from '../../src/event-store/event-store.port';
+import { EventStoreDbEventStore } from '../../src/event-store/eventstoredb-event-store';
+import { rebuildProjections } from '../../src/projections/rebuild';
+import { READ_MODELS } from '../../src/read-models';
+import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
+import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
+import {
+  answerReadBackwards,
+  appendNotHandled,
+  appendSuccess,
+  caughtUpMessage,
+  checkpointMessage,
+  confirmationMessage,
+  describeRead,
+  eventMessage,
+  ScriptedEvent,
+  ScriptedServer,
+  startScriptedEventStoreDb,
+} from '../support/scripted-eventstoredb';
+import { openTempSqlite } from '../support/temp-sqlite';
+
+/**
+ * The EventStoreDB adapter, driving the real @eventstore/db-client against a scripted gRPC
+ * endpoint (test/support/scripted-eventstoredb.ts) that answers each case as the KurrentDB source
+ * named in it does. These are not tests against EventStoreDB: the contract suite is
+ * (test/contract, with EVENTSTORE_CONNECTION_STRING set).
+ */
+
+const DEADLINE_MS = 400;
+const meta = { accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 };
+const newEvent = (): NewEvent => ({ id: randomUUID(), type: 'SomethingHappened', data: {}, metadata: meta });
+
+let server: ScriptedServer | undefined;
+let store: EventStoreDbEventStore | undefined;
+afterEach(async () => {
+  await store?.close();
+  await server?.close();
+  store = server = undefined;
+});
+
+async function open(script: Parameters<typeof startScriptedEventStoreDb>[0]): Promise<EventStoreDbEventStore> {
+  server = await startScriptedEventStoreDb(script);
+  store = new EventStoreDbEventStore(EventStoreDBClient.connectionString(server.connectionString), DEADLINE_MS);
+  return store;
+}
+
+/** Resolves once `check` holds, polling; the jest timeout bounds it. */
+async function until(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((r) => setTimeout(r, 20));
+}
+
+describe('EventStoreDB adapter: every call is bounded by its deadline (finding 3)', () => {
+  it('fails a read and the head with StoreUnavailableError when the server never answers, and cancels the call', async () => {
+    const s = await open({}); // Streams.Read accepted and never answered
+    await expect(s.readStream('customer-1')).rejects.toThrow(StoreUnavailableError);
+    await expect(s.headPosition()).rejects.toThrow(StoreUnavailableError);
+    // Both calls were cancelled, so the server can let them go.
+    await until(() => server!.reads.length === 2 && server!.reads.every((call) => call.cancelled));
+  });
+
+  it('fails the first append with StoreUnavailableError when the server never says which methods it has', async () => {
+    const s = await open({ features: 'silent' });
+    await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
+  });
+
+  it('fails an append with StoreUnavailableError when the server never answers it', async () => {
+    const s = await open({ batchAppend: () => undefined });
+    await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
+  });
+
+  it('subscribes again when a subscription is never confirmed', async () => {
+    // A server confirms a subscription before anything else (Enumerator.AllSubscriptionFiltered.cs
+    // v24.10.4 lines 161-162, SubscribeToLive then ConfirmSubscription); this one stays silent.
+    const s = await open({});
+    const abort = new AbortController();
+    const iterator = s.subscribeToAll(START, { signal: abort.signal, streamPrefix: 'customer-' })[Symbol.asyncIterator]();
+    const pending = iterator.next();
+    await until(() => server!.reads.filter((call) => describeRead(call).subscription).length >= 2);
+    abort.abort();
+    await expect(pending).resolves.toEqual({ done: true, value: undefined });
+  });
+});
+
+describe('EventStoreDB adapter: a server starting or overloaded (finding 4)', () => {
+  for (const reason of ['Server Is Not Ready', 'Server Is Busy'] as const) {
+    it(`retries an append answered "${reason}", and succeeds once the server takes it`, async () => {
+      let attempts = 0;
+      const s = await open({
+        batchAppend: (call) =>
+          call.on('data', (request) => {
+            attempts += 1;
+            call.write(attempts < 3 ? appendNotHandled(request, reason) : appendSuccess(request, 0, 1234n));
+          }),
+      });
+      await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).resolves.toEqual({
+        revision: 0,
+        position: { commit: 1234n, prepare: 1234n },
+      });
+      expect(attempts).toBe(3);
+    });
+
+    it(`fails with StoreUnavailableError (503, not 500) when every attempt is answered "${reason}"`, async () => {
+      const s = await open({ batchAppend: (call) => call.on('data', (request) => call.write(appendNotHandled(request, reason))) });
+      await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
+    });
+  }
+});
+
+describe('EventStoreDB adapter: subscriptions', () => {
+  it('hands over batches as large as maxBatchSize once that many events wait (finding 6)', async () => {
+    const s = await open({
+      read: (call) => {
+        call.write(confirmationMessage());
+        for (let i = 0; i < 300; i++) call.write(eventMessage({ streamId: `customer-${i}`, revision: 0, commit: BigInt(100 + i) }));
+      },
+    });
+    const abort = new AbortController();
+    const iterator = s.subscribeToAll(START, { signal: abort.signal, maxBatchSize: 100 })[Symbol.asyncIterator]();
+    // Each pause lets the events the server sent fill the subscription's buffer before reading on.
+    const sizes: number[] = [];
+    for (let total = 0; total < 300; ) {
+      await new Promise((r) => setTimeout(r, 500));
+      const batch: EventBatch = (await iterator.next()).value;
+      sizes.push(batch.events.length);
+      total += batch.events.length;
+    }
+    abort.abort();
+    await iterator.return?.();
+    // Before the fix the stream's default buffer (16 objects) cut every batch to about 31 events.
+    expect(Math.max(...sizes)).toBe(100);
+  });
+
+  it('refuses a checkpoint beyond the end of the log, as 24.10.0-24.10.4 send it (finding 8)', async () => {
+    // A filtered subscription from the start that met no matching event before going live sends
+    // the checkpoint TFPos(-1, -1) it started from, which Position.FromInt64 turns into 2^64-1
+    // (Enumerator.AllSubscriptionFiltered.cs v24.10.4 lines 147, 304-307 and 348-349;
+    // src/EventStore.Core/Services/Transport/Common/Position.cs lines 23-26).
+    const END = 2n ** 64n - 1n;
+    const s = await open({
+      read: (call) => {
+        const read = describeRead(call);
+        if (!read.subscription) return answerReadBackwards(call, [{ streamId: '$stats-127.0.0.1:2113', revision: 9, commit: 1000n }]);
+        call.write(confirmationMessage());
+        call.write(checkpointMessage(END));
+        call.write(caughtUpMessage());
+        call.write(checkpointMessage(800n));
+      },
+    });
+    const abort = new AbortController();
+    const iterator = s.subscribeToAll(START, { signal: abort.signal, streamPrefix: 'customer-' })[Symbol.asyncIterator]();
+    const first: EventBatch = (await iterator.next()).value;
+    abort.abort();
+    await iterator.return?.();
+    expect(first).toEqual({ events: [], position: { commit: 800n, prepare: 800n } });
+  });
+
+  it('starts again from the start when told to resume beyond the end of the log (a checkpoint stored before the fix)', async () => {
+    const s = await open({
+      read: (call) => {
+        if (!describeRead(call).subscription) return answerReadBackwards(call, [{ streamId: 'customer-1', revision: 0, commit: 1000n }]);
+        call.write(confirmationMessage());
+        call.write(eventMessage({ streamId: 'customer-1', revision: 0, commit: 1000n }));
+      },
+    });
+    const abort = new AbortController();
+    const beyond: Position = { commit: 2n ** 64n - 1n, prepare: 2n ** 64n - 1n };
+    const iterator = s.subscribeToAll(beyond, { signal: abort.signal, streamPrefix: 'customer-' })[Symbol.asyncIterator]();
+    const first: EventBatch = (await iterator.next()).value;
+    abort.abort();
+    await iterator.return?.();
+    expect(first.events.map((e) => e.streamId)).toEqual(['customer-1']);
+    const subscriptions = server!.reads.map(describeRead).filter((r) => r.subscription);
+    expect(subscriptions[0]).toMatchObject({ fromStart: true });
+  });
+});
+
+describe('EventStoreDB adapter: the head is where a subscription can get to (finding 10)', () => {
+  // $all read backwards from the end, the server's own streams included (Enumerator.ReadAllBackwards.cs).
+  const log: ScriptedEvent[] = [
+    { streamId: '$stats-127.0.0.1:2113', revision: 7, commit: 3000n },
+    { streamId: '$settings', revision: 0, commit: 2900n },
+    { streamId: 'other-1', revision: 0, commit: 2800n },
+    { streamId: 'customer-1', revision: 0, commit: 2700n },
+  ];
+
+  it('is the last event of a stream not the server\'s own', async () => {
+    const s = await open({ read: (call) => answerReadBackwards(call, log) });
+    expect(await s.headPosition()).toEqual({ commit: 2800n, prepare: 2800n });
+  });
+
+  it('is found past more than a page of the server\'s own events', async () => {
+    const stats = Array.from({ length: 70 }, (_, i): ScriptedEvent => ({ streamId: '$stats-127.0.0.1:2113', revision: 100 - i, commit: 5000n - BigInt(i) }));
+    const s = await open({ read: (call) => answerReadBackwards(call, [...stats, ...log]) });
+    expect(await s.headPosition()).toEqual({ commit: 2800n, prepare: 2800n });
+  });
+
+  it('is START when the log holds only the server\'s own events', async () => {
+    const s = await open({ read: (call) => answerReadBackwards(call, log.slice(0, 2)) });
+    expect(await s.headPosition()).toEqual(START);
+  });
+
+  it('lets a rebuild on an idle store finish once its subscription reaches the last event', async () => {
+    // The rebuild's subscription (regex ^[^$]) gets the events it matches, then the checkpoint of
+    // its last event when it goes live (Enumerator.AllSubscriptionFiltered.cs v24.10.4 lines
+    // 304-307), then "caught up"; the $-events after it never reach it.
+    const s = await open({
+      read: (call) => {
+        if (!describeRead(call).subscription) return answerReadBackwards(call, log);
+        call.write(confirmationMessage());
+        for (const e of [...log].reverse().filter((x) => !x.streamId.startsWith('$'))) call.write(eventMessage(e));
+        call.write(checkpointMessage(2800n));
+        call.write(caughtUpMessage());
+      },
+    });
+    const sqlite = openTempSqlite();
+    try {
+      const reads = new SqliteReadStore(sqlite.db);
+      const projections = READ_MODELS.filter((p) => p.name === 'profiles');
+      const results = await rebuildProjections(projections, s, reads, { signal: new AbortController().signal, graceMs: 0 });
+      expect(results).toEqual([expect.objectContaining({ projection: 'profiles', generation: 2 })]);
+      expect((await reads.status('profiles')).live).toMatchObject({ generation: 2, position: { commit: 2800n, prepare: 2800n } });
+    } finally {
+      sqlite.dispose();
+    }
+  });
+});
+
+describe('EventStoreDB adapter: lag', () => {
+  it('is unknown: positions are byte offsets in the log, not event counts (finding 2)', async () => {
+    const s = await open({});
+    expect(s.eventsBetween()).toBeNull();
+  });
+});

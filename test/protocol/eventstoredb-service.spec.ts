@@ -1,0 +1,189 @@
+import { Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { runCli } from '../support/cli';
+import {
+  answerReadBackwards,
+  appendNotHandled,
+  caughtUpMessage,
+  checkpointMessage,
+  confirmationMessage,
+  describeRead,
+  eventMessage,
+  ScriptedEvent,
+  ScriptedServer,
+  startScriptedEventStoreDb,
+  streamNotFoundMessage,
+} from '../support/scripted-eventstoredb';
+import { makeDataDir, startTestApp, TestApp, withToken } from '../support/test-app';
+
+/**
+ * The service and the CLI on EventStoreDB's client protocol, served by a scripted gRPC endpoint
+ * (test/support/scripted-eventstoredb.ts) that answers as the KurrentDB source named in it does;
+ * read models on SQLite. Not a test against EventStoreDB: see test/contract and test:integration.
+ *
+ * The log: a customer written at byte offset 5000 of the transaction log, after the server's own
+ * events; positions are offsets, so a count of "events behind" taken from them would be thousands.
+ */
+const customerId = randomUUID();
+const log: ScriptedEvent[] = [
+  { streamId: `customer-${customerId}`, revision: 0, commit: 5000n, type: 'CustomerCreated', data: { name: 'Ada', email: 'ada@x.io' } },
+  { streamId: '$settings', revision: 0, commit: 300n },
+];
+
+/**
+ * Reads of $all backwards get the log; subscriptions get what their filter matches, the checkpoint
+ * 24.10.14 sends on going live (that of the last event sent, none when none matched:
+ * Enumerator.AllSubscriptionFiltered.cs v24.10.14 lines 146-147 and 366-370), then "caught up".
+ * Reads of a stream find none; appends are answered "Server Is Not Ready" (Streams.BatchAppend.cs
+ * v24.10.4 lines 224-229).
+ */
+function startServer(): Promise<ScriptedServer> {
+  return startScriptedEventStoreDb({
+    read: (call) => {
+      const read = describeRead(call);
+      if (read.stream !== undefined) {
+        call.write(streamNotFoundMessage(read.stream));
+        return call.end();
+      }
+      if (!read.subscription) return answerReadBackwards(call, log);
+      const matches = (e: ScriptedEvent) =>
+        read.prefixes.length > 0 ? read.prefixes.some((p) => e.streamId.startsWith(p)) : !e.streamId.startsWith('$');
+      const sent = [...log].reverse().filter(matches);
+      call.write(confirmationMessage());
+      for (const e of sent) call.write(eventMessage(e));
+      if (sent.length > 0) call.write(checkpointMessage(sent[sent.length - 1].commit));
+      call.write(caughtUpMessage());
+    },
+    batchAppend: (call) => call.on('data', (request) => call.write(appendNotHandled(request, 'Server Is Not Ready'))),
+  });
+}
+
+describe('the service on the EventStoreDB protocol (scripted endpoint)', () => {
+  let server: ScriptedServer;
+  let t: TestApp;
+  beforeAll(async () => {
+    server = await startServer();
+    t = await startTestApp({ env: { EVENTSTORE_CONNECTION_STRING: server.connectionString, STORE_TIMEOUT_MS: '2000' } });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await server?.close();
+  });
+
+  it('is ready with lag unknown, not thousands of "events" behind, though profiles never saw a position (finding 2)', async () => {
+    const ready = await t.http.get('/health/ready');
+    expect(ready.status).toBe(200);
+    expect(ready.body).toMatchObject({ status: 'ready', head: '5000', problems: [] });
+    expect(ready.body.projections.map((p: { name: string; lag: unknown }) => [p.name, p.lag])).toEqual([
+      ['profiles', null],
+      ['customers', null],
+    ]);
+  });
+
+  it('leaves projection_lag out of /metrics rather than report byte offsets as events', async () => {
+    const metrics = await t.http.get('/metrics').expect(200);
+    expect(metrics.text).toContain('# TYPE projection_lag gauge');
+    expect(metrics.text).not.toMatch(/^projection_lag\{/m);
+  });
+
+  it('answers a write the server is not ready for with 503 and Retry-After, not 500 (finding 4)', async () => {
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const res = await t.http.post(withToken('customers')).send({ email: 'later@x.io' });
+    jest.restoreAllMocks();
+    expect(res.status).toBe(503);
+    expect(res.headers['retry-after']).toBeDefined();
+    expect(res.body.error.code).toBe('UNAVAILABLE');
+    expect(JSON.stringify(res.body)).not.toMatch(/Not Ready|gRPC|EventStoreDB/);
+  });
+});
+
+describe('the service when EventStoreDB stops answering (scripted endpoint, finding 3)', () => {
+  let server: ScriptedServer;
+  let t: TestApp;
+  let silent = false;
+  beforeAll(async () => {
+    // Answers as startServer's endpoint does until `silent`, then accepts every call and never answers.
+    server = await startScriptedEventStoreDb({
+      read: (call) => {
+        if (silent) return;
+        const read = describeRead(call);
+        if (read.stream !== undefined) {
+          call.write(streamNotFoundMessage(read.stream));
+          return call.end();
+        }
+        if (!read.subscription) return answerReadBackwards(call, log);
+        call.write(confirmationMessage());
+        call.write(caughtUpMessage());
+      },
+      batchAppend: () => undefined,
+    });
+    t = await startTestApp({ env: { EVENTSTORE_CONNECTION_STRING: server.connectionString, STORE_TIMEOUT_MS: '1000' } });
+    silent = true;
+  });
+  afterAll(async () => {
+    await t?.close();
+    await server?.close();
+  });
+
+  it('answers health, metrics and a write with 503 instead of hanging', async () => {
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const ready = await t.http.get('/health/ready');
+      expect(ready.status).toBe(503);
+      expect(ready.body.problems).toContain('event store unreachable');
+      expect((await t.http.get('/metrics')).status).toBe(503);
+      const write = await t.http.post(withToken('customers')).send({ email: 'silent@x.io' });
+      expect(write.status).toBe(503);
+      expect(write.headers['retry-after']).toBeDefined();
+    } finally {
+      jest.restoreAllMocks();
+    }
+  });
+});
+
+describe('the CLI on the EventStoreDB protocol (scripted endpoint)', () => {
+  let server: ScriptedServer;
+  let dataDir: string;
+  beforeAll(async () => {
+    server = await startServer();
+    dataDir = makeDataDir();
+  });
+  afterAll(async () => {
+    await server?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const env = () => ({ EVENTSTORE_CONNECTION_STRING: server.connectionString, STORE_TIMEOUT_MS: '2000' });
+
+  it('shows lag as unknown in the status (finding 2)', async () => {
+    const json = await runCli(['projections', 'status', '--json'], dataDir, env());
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ head: '5000', projections: [{ name: 'profiles', lag: null }, { name: 'customers', lag: null }] });
+    const table = await runCli(['projections', 'status'], dataDir, env());
+    expect(table.stdout).toMatch(/^profiles +1 +start +unknown +- +-$/m);
+  });
+
+  it('rebuilds on an idle store, with progress counting events and no made-up total (findings 2 and 10)', async () => {
+    const run = await runCli(['projections', 'rebuild', 'all', '--grace-seconds', '0', '--json'], dataDir, env());
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout).rebuilt).toEqual([
+      expect.objectContaining({ projection: 'profiles', generation: 2, events: 1 }),
+      expect.objectContaining({ projection: 'customers', generation: 2, events: 1 }),
+    ]);
+    expect(run.stderr).not.toMatch(/%|left/);
+    expect(run.stderr).toMatch(/done +1 events in/);
+  });
+
+  it('says in one line that EventStoreDB is unreachable, with no stack trace', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port: free } = probe.address() as { port: number };
+        probe.close(() => resolve(free));
+      });
+    });
+    const run = await runCli(['projections', 'status'], dataDir, { EVENTSTORE_CONNECTION_STRING: `esdb://127.0.0.1:${port}?tls=false`, STORE_TIMEOUT_MS: '1000' });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^EventStoreDB is unreachable: .+\n$/);
+  });
+});

@@ -1,0 +1,185 @@
+import * as grpc from '@grpc/grpc-js';
+import { Any } from 'google-protobuf/google/protobuf/any_pb';
+import { Empty as ProtoEmpty } from 'google-protobuf/google/protobuf/empty_pb';
+import { SupportedMethod, SupportedMethods } from '@eventstore/db-client/generated/serverfeatures_pb';
+import { ServerFeaturesService } from '@eventstore/db-client/generated/serverfeatures_grpc_pb';
+import { AllStreamPosition, StreamIdentifier, UUID } from '@eventstore/db-client/generated/shared_pb';
+import { Status } from '@eventstore/db-client/generated/status_pb';
+import { StreamsService } from '@eventstore/db-client/generated/streams_grpc_pb';
+import { BatchAppendReq, BatchAppendResp, ReadReq, ReadResp } from '@eventstore/db-client/generated/streams_pb';
+import { randomUUID } from 'node:crypto';
+
+/**
+ * A gRPC endpoint speaking EventStoreDB's client protocol, built from the client's own generated
+ * service definitions and scripted by each test to answer one case as the server does. It is no
+ * EventStoreDB: it shows what the adapter does with a given answer, nothing about the server.
+ * The answers copy KurrentDB (github.com/kurrent-io/KurrentDB) at the tags named where used.
+ */
+
+export type ReadCall = grpc.ServerWritableStream<ReadReq, ReadResp>;
+export type BatchAppendCall = grpc.ServerDuplexStream<BatchAppendReq, BatchAppendResp>;
+
+export interface Script {
+  /** Streams.Read: reads and subscriptions. Unset: the call is left unanswered. */
+  read?: (call: ReadCall) => void;
+  /** Streams.BatchAppend. Unset: every request is left unanswered. */
+  batchAppend?: (call: BatchAppendCall) => void;
+  /** ServerFeatures.GetSupportedMethods: 'answer' (as 24.10 does), or 'silent' (never answers). */
+  features?: 'answer' | 'silent';
+}
+
+export interface ScriptedServer {
+  connectionString: string;
+  /** Every Streams.Read call received, in order. */
+  reads: ReadCall[];
+  close(): Promise<void>;
+}
+
+export async function startScriptedEventStoreDb(script: Script): Promise<ScriptedServer> {
+  const server = new grpc.Server();
+  const reads: ReadCall[] = [];
+  server.addService(StreamsService, {
+    read: (call: ReadCall) => {
+      reads.push(call);
+      script.read?.(call);
+    },
+    batchAppend: (call: BatchAppendCall) => script.batchAppend?.(call),
+  });
+  server.addService(ServerFeaturesService, {
+    getSupportedMethods: (_call: unknown, callback: grpc.sendUnaryData<SupportedMethods>) => {
+      if (script.features !== 'silent') callback(null, supportedMethods());
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+  );
+  return {
+    connectionString: `esdb://127.0.0.1:${port}?tls=false`,
+    reads,
+    // Forced: calls the script left open (subscriptions) would keep a graceful shutdown waiting.
+    close: async () => server.forceShutdown(),
+  };
+}
+
+/**
+ * What 24.10 lists for the methods the adapter calls: names lowercased, BatchAppend with the
+ * `deadline_duration` feature (src/EventStore.Core/Services/Transport/Grpc/ServerFeatures.cs,
+ * v24.10.4 lines 26-52).
+ */
+function supportedMethods(): SupportedMethods {
+  const method = (service: string, name: string, features: string[] = []) =>
+    new SupportedMethod().setServiceName(service).setMethodName(name).setFeaturesList(features);
+  return new SupportedMethods()
+    .setEventStoreServerVersion('24.10.4')
+    .setMethodsList([
+      method('event_store.client.streams.streams', 'read', ['position', 'events']),
+      method('event_store.client.streams.streams', 'batchappend', ['deadline_duration']),
+    ]);
+}
+
+export interface ScriptedEvent {
+  streamId: string;
+  revision: number;
+  commit: bigint;
+  prepare?: bigint;
+  type?: string;
+  data?: Record<string, unknown>;
+}
+
+/**
+ * An event as the server sends it in a ReadResp: metadata type, created (ticks) and content-type,
+ * JSON data and custom metadata (src/EventStore.Core/Services/Transport/Grpc/Streams.Read.cs,
+ * v24.10.4 lines 321-366, ConvertToRecordedEvent and ConvertToReadEvent).
+ */
+export function eventMessage(e: ScriptedEvent): ReadResp {
+  const recorded = new ReadResp.ReadEvent.RecordedEvent()
+    .setId(new UUID().setString(randomUUID()))
+    .setStreamIdentifier(new StreamIdentifier().setStreamName(Buffer.from(e.streamId)))
+    .setStreamRevision(String(e.revision))
+    .setCommitPosition(String(e.commit))
+    .setPreparePosition(String(e.prepare ?? e.commit))
+    .setData(Buffer.from(JSON.stringify(e.data ?? {})))
+    .setCustomMetadata(Buffer.from(JSON.stringify({ accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 })));
+  recorded.getMetadataMap().set('type', e.type ?? 'SomethingHappened');
+  recorded.getMetadataMap().set('created', String(BigInt(Date.now()) * 10_000n + 621_355_968_000_000_000n));
+  recorded.getMetadataMap().set('content-type', 'application/json');
+  const read = new ReadResp.ReadEvent().setEvent(recorded).setCommitPosition(String(e.commit));
+  return new ReadResp().setEvent(read);
+}
+
+/** Streams.Read.cs v24.10.4 lines 262-266: the first message of a subscription. */
+export const confirmationMessage = () => new ReadResp().setConfirmation(new ReadResp.SubscriptionConfirmation().setSubscriptionId(randomUUID()));
+
+/** Streams.Read.cs v24.10.4 lines 267-272: a filtered subscription's checkpoint. */
+export const checkpointMessage = (commit: bigint, prepare = commit) =>
+  new ReadResp().setCheckpoint(new ReadResp.Checkpoint().setCommitPosition(String(commit)).setPreparePosition(String(prepare)));
+
+/** Streams.Read.cs v24.10.4 lines 273-277: the answer to a read of a stream that does not exist. */
+export const streamNotFoundMessage = (stream: string) =>
+  new ReadResp().setStreamNotFound(new ReadResp.StreamNotFound().setStreamIdentifier(new StreamIdentifier().setStreamName(Buffer.from(stream))));
+
+/** Streams.Read.cs v24.10.4 lines 278-280: sent when a subscription goes live. */
+export const caughtUpMessage = () => new ReadResp().setCaughtUp(new ReadResp.CaughtUp());
+
+export interface ReadRequest {
+  /** A subscription; else a read with a count. */
+  subscription: boolean;
+  backwards: boolean;
+  count: number;
+  fromStart: boolean;
+  from?: bigint;
+  /** The stream read, when not $all. */
+  stream?: string;
+  /** A subscription's stream-name filter: its prefixes, or its regex. */
+  prefixes: string[];
+  regex?: string;
+}
+
+export function describeRead(call: ReadCall): ReadRequest {
+  const options = call.request.getOptions()!;
+  const all = options.getAll();
+  const streamFilter = options.getFilter()?.getStreamIdentifier();
+  return {
+    subscription: options.hasSubscription(),
+    backwards: options.getReadDirection() === ReadReq.Options.ReadDirection.BACKWARDS,
+    count: Number(options.getCount() || '0'),
+    fromStart: all?.hasStart() ?? false,
+    from: all?.hasPosition() ? BigInt(all.getPosition()!.getCommitPosition()) : undefined,
+    stream: options.hasStream() ? Buffer.from(options.getStream()!.getStreamIdentifier()!.getStreamName_asU8()).toString() : undefined,
+    prefixes: streamFilter?.getPrefixList() ?? [],
+    regex: streamFilter?.getRegex() || undefined,
+  };
+}
+
+/**
+ * Answers a read of $all backwards with the events of `log` (newest first) from its position on,
+ * that one included, at most its count, and ends the call.
+ */
+export function answerReadBackwards(call: ReadCall, log: ScriptedEvent[]): void {
+  const { count, from } = describeRead(call);
+  const events = log.filter((e) => from === undefined || e.commit <= from);
+  for (const e of events.slice(0, count || events.length)) call.write(eventMessage(e));
+  call.end();
+}
+
+/** A successful batch append, as Streams.BatchAppend.cs v24.10.4 lines 240-243 answers it. */
+export function appendSuccess(request: BatchAppendReq, revision: number, commit: bigint): BatchAppendResp {
+  const success = new BatchAppendResp.Success()
+    .setCurrentRevision(String(revision))
+    .setPosition(new AllStreamPosition().setCommitPosition(String(commit)).setPreparePosition(String(commit)));
+  return new BatchAppendResp().setCorrelationId(request.getCorrelationId()).setSuccess(success);
+}
+
+/**
+ * The answer to a batch append the server did not handle because it is starting (NotReady) or
+ * overloaded (TooBusy): a status with empty details and only a message
+ * (Streams.BatchAppend.cs v24.10.4 lines 224-229, the same at v24.10.14 lines 224-228).
+ */
+export function appendNotHandled(request: BatchAppendReq, reason: 'Server Is Not Ready' | 'Server Is Busy'): BatchAppendResp {
+  const details = new Any();
+  details.pack(new ProtoEmpty().serializeBinary(), 'google.protobuf.Empty');
+  return new BatchAppendResp()
+    .setCorrelationId(request.getCorrelationId())
+    .setStreamIdentifier(request.getOptions()?.getStreamIdentifier())
+    .setError(new Status().setMessage(reason).setDetails(details));
+}
