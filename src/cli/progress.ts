@@ -20,7 +20,8 @@ export class ProgressReporter {
   update(progress: RebuildProgress, final?: { ms: number }): void {
     const now = Date.now();
     const every = this.stream.isTTY ? TTY_EVERY_MS : LINE_EVERY_MS;
-    if (!final && now - this.last < every) return;
+    // The swap is its own step (the indexes are built then): always shown, however recent the last line.
+    if (!final && !progress.swapping && now - this.last < every) return;
     this.last = now;
     const { projection, done, total } = progress;
     const seconds = (final ? final.ms : now - this.started) / 1000;
@@ -29,7 +30,9 @@ export class ProgressReporter {
     const share = total > 0 ? done / total : 1;
     const figures = final
       ? `${count(done)} events in ${duration(seconds)}, ${count(rate)} events/s`
-      : `${count(done)}/${count(total)} events  ${count(rate)} events/s  ${duration(left)} left`;
+      : progress.swapping
+        ? `${count(done)}/${count(total)} events  building the indexes and swapping in`
+        : `${count(done)}/${count(total)} events  ${count(rate)} events/s  ${duration(left)} left`;
     if (this.stream.isTTY) {
       const filled = Math.round(share * BAR_WIDTH);
       const bar = `[${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}]`;

@@ -6,6 +6,7 @@ import type { Express, Request, Response } from 'express';
 import { CUSTOMER_FILTERS } from '../customers/customer.projection';
 import { CUSTOMER_FIELDS, CUSTOMER_SHORT_FIELDS } from '../customers/customer.view';
 import type { ErrorCode } from '../errors';
+import { DIGIT_FIELDS } from '../http/field-rules';
 import { sendJson } from '../http/json-response';
 import { PROFILE_FILTERS } from '../profiles/profile.projection';
 import { PROFILE_FIELDS } from '../profiles/profile.view';
@@ -17,9 +18,6 @@ import { PROFILE_FIELDS } from '../profiles/profile.view';
  */
 
 type Resource = 'Profile' | 'Customer';
-
-/** Fields that take digits in requests and are always strings in responses. */
-const DIGIT_FIELDS = new Set(['tel', 'mobile', 'postal_code', 'fax', 'registration_number', 'economical_number']);
 
 const ref = (name: string): ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
 

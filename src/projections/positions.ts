@@ -7,8 +7,11 @@ import type { Position } from '../event-store/event-store.port';
 export const eventsBetween = (from: Position, to: Position): number =>
   Math.max(0, Number(to.commit - (from.commit < 0n ? 0n : from.commit)));
 
-/** A position for people and JSON: "start", the sequence number, or commit/prepare where they differ. */
+/**
+ * A position for people and JSON: the sequence number, or commit/prepare where they differ; "0"
+ * before the first event (SQLite counts events from 1).
+ */
 export function formatPosition(position: Position | null): string {
-  if (!position || position.commit < 0n) return 'start';
+  if (!position || position.commit < 0n) return '0';
   return position.commit === position.prepare ? `${position.commit}` : `${position.commit}/${position.prepare}`;
 }
