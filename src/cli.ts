@@ -107,6 +107,13 @@ async function main(argv: string[]): Promise<number> {
   if (rest.length !== wanted) {
     throw new UsageError(wanted ? `${command} needs one read model name (${NAMES}) or all.` : `${command} takes no arguments.`, { cause: command });
   }
+  // Checked before the stores are opened, so a usage error is told as one wherever it is run.
+  const selected = rest[0] === 'all' ? READ_MODELS : READ_MODELS.filter((p) => p.name === rest[0]);
+  if (command === 'projections rebuild' && selected.length === 0) {
+    throw new UsageError(`No read model named "${rest[0]}": use ${NAMES} or all.`, { cause: command });
+  }
+  const grace = values['grace-seconds'] ?? String(DEFAULT_GRACE_SECONDS);
+  if (!/^\d+$/.test(grace)) throw new UsageError(`--grace-seconds must be a whole number of seconds; got "${grace}".`, { cause: command });
 
   const config = loadConfig();
   process.stderr.write(`${storesOf(config)}\n`);
@@ -133,10 +140,6 @@ async function main(argv: string[]): Promise<number> {
         process.stdout.write(await projectionsStatus(READ_MODELS, eventStore, readStore, values.json === true));
         return 0;
       case 'projections rebuild': {
-        const selected = rest[0] === 'all' ? READ_MODELS : READ_MODELS.filter((p) => p.name === rest[0]);
-        if (selected.length === 0) throw new UsageError(`No read model named "${rest[0]}": use ${NAMES} or all.`, { cause: command });
-        const grace = values['grace-seconds'] ?? String(DEFAULT_GRACE_SECONDS);
-        if (!/^\d+$/.test(grace)) throw new UsageError(`--grace-seconds must be a whole number of seconds; got "${grace}".`, { cause: command });
         const output = await projectionsRebuild(selected, eventStore, readStore, {
           json: values.json === true,
           graceMs: Number(grace) * 1000,
