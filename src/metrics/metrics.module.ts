@@ -16,7 +16,7 @@ export class MetricsController {
   ) {}
 
   @Get()
-  @ApiOperation({ summary: 'Prometheus metrics', description: 'No token. The metrics are listed in the README (Operations).' })
+  @ApiOperation({ summary: 'Prometheus metrics', description: 'No token. The metrics are listed in docs/operators.md.' })
   @ApiResponse({ status: 200, description: 'Prometheus text format 0.0.4', content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: { type: 'string' } } } })
   async scrape(@Res() res: Response): Promise<void> {
     // Projection figures are read at scrape time: they are states, not events to count.
