@@ -258,8 +258,8 @@ export function ApiRecordOperation(resource: Resource, operation: 'create' | 'li
           summary: `Create a ${name}`,
           description:
             resource === 'Customer'
-              ? 'Every field is optional, but at least one of email and mobile must be filled in. Digit fields take a JSON integer >= 0 or a string of digits. Unknown and output-only fields are refused (400).'
-              : 'Every field is optional. The slug is unique across the service, ignoring case (409 when taken). Digit fields take a JSON integer >= 0 or a string of digits. Unknown and output-only fields are refused (400).',
+              ? 'Every field is optional, but at least one of email and mobile must be filled in. Digit fields take a JSON integer >= 0 or a string of digits (ASCII, Persian or Arabic-Indic; answered as ASCII). Unknown and output-only fields are refused (400).'
+              : 'Every field is optional. The slug is unique across the service, ignoring case (409 when taken). Digit fields take a JSON integer >= 0 or a string of digits (ASCII, Persian or Arabic-Indic; answered as ASCII). Unknown and output-only fields are refused (400).',
         }),
         ApiHeader({
           name: 'Idempotency-Key',

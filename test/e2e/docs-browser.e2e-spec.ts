@@ -82,5 +82,14 @@ describeWithChromium(`/docs in headless Chromium at http://${HOST} (skipped with
     const loaded = await page.evaluate(() => performance.getEntriesByType('resource').map((r) => r.name));
     expect(loaded.filter((name) => !name.startsWith(`http://${HOST}:`))).toEqual([]);
     expect(loaded.some((name) => name.endsWith('/docs/swagger-ui-bundle.js'))).toBe(true);
+
+    // Opened, an operation shows the document's realistic examples, not "string" placeholders.
+    await page.click('#operations-customers-CustomersController_create .opblock-summary');
+    const opened = page.locator('#operations-customers-CustomersController_create');
+    await opened.locator('.body-param__example, .example').first().waitFor({ timeout: 30_000 });
+    const text = await opened.innerText();
+    expect(text).toContain('"email": "ada@example.com"');
+    expect(text).toContain('"mobile": "09121234567"');
+    expect(text).not.toMatch(/"(email|mobile)": "string"/);
   });
 });
