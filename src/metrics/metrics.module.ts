@@ -1,12 +1,13 @@
 import { Controller, Get, Global, Inject, Module, Res } from '@nestjs/common';
-import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiResponse } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { ApiOperations } from '../docs/openapi';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
 import { Metrics } from './metrics';
 
 /** `GET /metrics`: Prometheus text, outside /v1 and without a token, as scrapers expect. */
-@ApiTags('operations')
+@ApiOperations()
 @Controller('metrics')
 export class MetricsController {
   constructor(
