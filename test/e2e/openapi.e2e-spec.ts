@@ -239,7 +239,7 @@ describe('the OpenAPI document', () => {
 
   it('is browsable at /docs without a token', async () => {
     const page = await app.http.get('/docs').expect(200);
-    // upgrade-insecure-requests would send the page's scripts to https on a plain http port (test/e2e/docs-browser.e2e-spec.ts).
+    // upgrade-insecure-requests would send the page's scripts to https on a plain http port (test/e2e/browser.e2e-spec.ts).
     expect(page.headers['content-security-policy']).not.toContain('upgrade-insecure-requests');
     expect(page.headers['content-type']).toMatch(/^text\/html/);
     const scripts = [...page.text.matchAll(/src="\.\/docs\/([^"]+)"/g)].map((m) => m[1]);

@@ -1,18 +1,20 @@
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { Browser, chromium } from 'playwright-core';
-import { startTestApp, TestApp } from '../support/test-app';
+import { freePort, startChildService } from '../support/child-service';
+import { makeDataDir, startTestApp, TestApp, TOKENS } from '../support/test-app';
 
 /**
- * /docs in a real browser, at a host name that is not localhost (browsers treat localhost as secure,
- * which hid a Content-Security-Policy that sent the page's scripts to https on a plain http port).
- * Needs Debian's Chromium (`apt-get install -y chromium`); without it the test is skipped, its title saying why.
+ * The service as browsers meet it, at host names that are not localhost (browsers treat localhost
+ * as secure, which hid a Content-Security-Policy that sent the /docs page's scripts to https on a
+ * plain http port): every *.test name leads to 127.0.0.1. Needs Debian's Chromium
+ * (`apt-get install -y chromium`); without it the tests are skipped, the title saying why.
  */
 const CHROMIUM = '/usr/bin/chromium';
 const HOST = 'docs.test';
 
 const describeWithChromium = existsSync(CHROMIUM) ? describe : describe.skip;
 
-describeWithChromium(`/docs in headless Chromium at http://${HOST} (skipped without ${CHROMIUM}: apt-get install -y chromium)`, () => {
+describeWithChromium(`the service in headless Chromium at *.test host names (skipped without ${CHROMIUM}: apt-get install -y chromium)`, () => {
   let app: TestApp;
   let browser: Browser;
   beforeAll(async () => {
@@ -28,7 +30,7 @@ describeWithChromium(`/docs in headless Chromium at http://${HOST} (skipped with
         '--disable-component-update',
         '--disable-sync',
         '--no-proxy-server',
-        `--host-resolver-rules=MAP ${HOST} 127.0.0.1`,
+        '--host-resolver-rules=MAP *.test 127.0.0.1',
       ],
     });
   });
@@ -37,7 +39,7 @@ describeWithChromium(`/docs in headless Chromium at http://${HOST} (skipped with
     await app?.close();
   });
 
-  it('renders every operation, with nothing blocked or failed on the way', async () => {
+  it(`renders /docs at http://${HOST} with every operation, nothing blocked or failed on the way`, async () => {
     const page = await browser.newPage();
     const problems: string[] = [];
     page.on('console', (message) => {
@@ -91,5 +93,47 @@ describeWithChromium(`/docs in headless Chromium at http://${HOST} (skipped with
     expect(text).toContain('"email": "ada@example.com"');
     expect(text).toContain('"mobile": "09121234567"');
     expect(text).not.toMatch(/"(email|mobile)": "string"/);
+  });
+
+  it("lets a page of an allowed origin call /v1 with its token in a header and read ETag and X-Total-Count; another origin's page cannot", async () => {
+    const port = await freePort();
+    const dataDir = makeDataDir();
+    const service = await startChildService(dataDir, { PORT: String(port), CORS_ORIGINS: `http://app.test:${port}` });
+    const api = `http://api.test:${port}`;
+    // The client's page: any page of the service will do, reached under another host name, so another
+    // origin. Served from loopback like the API (Chromium keeps public pages from loopback addresses),
+    // its own Content-Security-Policy set aside so that only CORS decides.
+    const context = await browser.newContext({ bypassCSP: true });
+    const page = await context.newPage();
+    const callFrom = async (origin: string) => {
+      await page.goto(`${origin}:${port}/health/live`);
+      return page.evaluate(
+        async ({ api, token }) => {
+          const headers = { Authorization: `Bearer ${token}` };
+          try {
+            // JSON and Authorization make the browser send a preflight first, without the token.
+            const created = await fetch(`${api}/v1/customers`, {
+              method: 'POST',
+              headers: { ...headers, 'Content-Type': 'application/json' },
+              body: JSON.stringify({ email: 'browser@example.com' }),
+            });
+            const listed = await fetch(`${api}/v1/customers?email=browser@example.com`, { headers });
+            return { created: created.status, etag: created.headers.get('ETag'), total: listed.headers.get('X-Total-Count'), listed: (await listed.json()).data.length };
+          } catch (error) {
+            return { error: String(error) };
+          }
+        },
+        { api, token: TOKENS.a },
+      );
+    };
+    try {
+      expect(await callFrom('http://app.test')).toEqual({ created: 201, etag: '"0"', total: '1', listed: 1 });
+      expect(await callFrom('http://other.test')).toEqual({ error: 'TypeError: Failed to fetch' });
+    } finally {
+      await context.close();
+      service.process.kill('SIGTERM');
+      await service.exited;
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
