@@ -118,7 +118,7 @@ describeWithChromium(`the service in headless Chromium at *.test host names (ski
               body: JSON.stringify({ email: 'browser@example.com' }),
             });
             const listed = await fetch(`${api}/v1/customers?email=browser@example.com`, { headers });
-            return { created: created.status, etag: created.headers.get('ETag'), total: listed.headers.get('X-Total-Count'), listed: (await listed.json()).data.length };
+            return { created: created.status, etag: created.headers.get('ETag'), total: listed.headers.get('X-Total-Count'), listed: ((await listed.json()) as { data: unknown[] }).data.length };
           } catch (error) {
             return { error: String(error) };
           }
