@@ -107,7 +107,7 @@ const RETRY_AFTER = { 'Retry-After': { description: 'seconds to wait before tryi
 
 const ERRORS: Record<number, { codes: ErrorCode[]; description: string; retry?: boolean }> = {
   400: { codes: ['VALIDATION_FAILED', 'MALFORMED_JSON'], description: 'invalid fields or parameters (each named in details), or a body that is not a JSON object' },
-  401: { codes: ['UNAUTHORIZED'], description: 'access_token missing or invalid' },
+  401: { codes: ['UNAUTHORIZED'], description: 'access_token missing or invalid, or an Authorization header not of the form Bearer <token>' },
   404: { codes: ['NOT_FOUND'], description: "no such record for this account (also another account's records and malformed ids)" },
   409: { codes: ['CONFLICT'], description: 'slug taken, an Idempotency-Key reused with another body, or the record changed by too many writers at once' },
   412: { codes: ['PRECONDITION_FAILED'], description: 'If-Match no longer matches the record: nothing was written' },
