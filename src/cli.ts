@@ -1,10 +1,11 @@
 import 'reflect-metadata';
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { eventsTail } from './cli/events';
 import { projectionsRebuild, projectionsStatus } from './cli/projections';
-import { ConfigError, loadConfig } from './config/config';
+import { AppConfig, ConfigError, loadConfig } from './config/config';
 import { PoisonEventError } from './projections/projector';
-import { RebuildInterruptedError } from './projections/rebuild';
+import { REBUILD_GRACE_MS, RebuildInterruptedError } from './projections/rebuild';
 import { READ_MODELS } from './read-models';
 import { StoreUnavailableError } from './storage/store-unavailable.error';
 import { openEventStore, openReadStore } from './storage/storage.module';
@@ -13,7 +14,7 @@ import { openEventStore, openReadStore } from './storage/storage.module';
 // (`npm run cli -- <command>`). Exit codes: 0 done, 1 failed, 2 usage error, 130 interrupted.
 
 const NAMES = READ_MODELS.map((p) => p.name).join(', ');
-const DEFAULT_GRACE_SECONDS = 10;
+const DEFAULT_GRACE_SECONDS = REBUILD_GRACE_MS / 1000;
 
 const HELP: Record<string, string> = {
   main: `Usage: npm run cli -- <command> [options]     (or: node dist/cli.js <command> [options])
@@ -45,7 +46,8 @@ Replays every event into fresh storage for the read model (${NAMES}, or all),
 with a progress bar on stderr, then swaps it in atomically. The service keeps serving reads
 from the old storage meanwhile; events appended during the rebuild are in the result. The old
 storage is dropped after the grace period. Ctrl-C leaves the live read model untouched: run
-the command again.
+the command again. Ctrl-C during the grace period leaves the old storage for the next rebuild
+or the service's next start to drop.
 
 Options:
   --json                One JSON document instead of the table
@@ -63,6 +65,16 @@ Options:
 };
 
 class UsageError extends Error {}
+class MissingStoreError extends Error {}
+
+/** Which stores the command works on, for stderr: connection strings are named, never shown (they may hold a password). */
+function storesOf(config: Omit<AppConfig, 'accessTokens'>): string {
+  const sqlite = `the SQLite file ${config.sqliteFile}`;
+  if (!config.eventStoreConnectionString && !config.mongodb) return `Store: ${sqlite}`;
+  const events = config.eventStoreConnectionString ? 'EventStoreDB (EVENTSTORE_CONNECTION_STRING)' : sqlite;
+  const reads = config.mongodb ? `MongoDB database ${config.mongodb.database} (MONGODB_URI)` : sqlite;
+  return `Events: ${events}; read models: ${reads}`;
+}
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -98,8 +110,23 @@ async function main(argv: string[]): Promise<number> {
   if (rest.length !== wanted) {
     throw new UsageError(wanted ? `${command} needs one read model name (${NAMES}) or all.` : `${command} takes no arguments.`, { cause: command });
   }
+  // Checked before the stores are opened, so a usage error is told as one wherever it is run.
+  const selected = rest[0] === 'all' ? READ_MODELS : READ_MODELS.filter((p) => p.name === rest[0]);
+  if (command === 'projections rebuild' && selected.length === 0) {
+    throw new UsageError(`No read model named "${rest[0]}": use ${NAMES} or all.`, { cause: command });
+  }
+  const grace = values['grace-seconds'] ?? String(DEFAULT_GRACE_SECONDS);
+  if (!/^\d+$/.test(grace)) throw new UsageError(`--grace-seconds must be a whole number of seconds; got "${grace}".`, { cause: command });
 
   const config = loadConfig();
+  process.stderr.write(`${storesOf(config)}\n`);
+  const sqliteUsed = !config.eventStoreConnectionString || !config.mongodb;
+  if (sqliteUsed && !existsSync(config.sqliteFile)) {
+    // Opening it would make an empty store and report it healthy: most likely the wrong directory.
+    throw new MissingStoreError(
+      `No store at ${config.sqliteFile}. Run the command in the service's directory, or set DATA_DIR to its data directory (the service makes the store on its first start).`,
+    );
+  }
   const eventStore = await openEventStore(config);
   const readStore = await openReadStore(config);
   const abort = new AbortController();
@@ -116,10 +143,6 @@ async function main(argv: string[]): Promise<number> {
         process.stdout.write(await projectionsStatus(READ_MODELS, eventStore, readStore, values.json === true));
         return 0;
       case 'projections rebuild': {
-        const selected = rest[0] === 'all' ? READ_MODELS : READ_MODELS.filter((p) => p.name === rest[0]);
-        if (selected.length === 0) throw new UsageError(`No read model named "${rest[0]}": use ${NAMES} or all.`, { cause: command });
-        const grace = values['grace-seconds'] ?? String(DEFAULT_GRACE_SECONDS);
-        if (!/^\d+$/.test(grace)) throw new UsageError(`--grace-seconds must be a whole number of seconds; got "${grace}".`, { cause: command });
         const output = await projectionsRebuild(selected, eventStore, readStore, {
           json: values.json === true,
           graceMs: Number(grace) * 1000,
@@ -154,6 +177,7 @@ main(process.argv.slice(2)).then(
       process.exit(2);
     }
     if (error instanceof ConfigError) process.stderr.write(`Configuration error: ${error.message}\n`);
+    else if (error instanceof MissingStoreError) process.stderr.write(`${error.message}\n`);
     else if (error instanceof PoisonEventError) process.stderr.write(`Rebuild stopped, the live read model is unchanged: ${error.message}\n`);
     else if (error instanceof StoreUnavailableError) process.stderr.write(`${error.message}\n`);
     else process.stderr.write(`${error?.stack ?? error}\n`);

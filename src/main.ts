@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import type { Server, ServerResponse } from 'node:http';
+import { createServer } from 'node:net';
 import { createApp } from './app';
 import { ConfigError, loadConfig, resolveAccessTokens } from './config/config';
 import { StoreUnavailableError } from './storage/store-unavailable.error';
@@ -31,8 +32,29 @@ function drainOnShutdown(server: Server): (graceMs: number) => Promise<void> {
     });
 }
 
+/** A start-up failure told in one line, without a stack. */
+class StartError extends Error {}
+
+const portInUse = (port: number) => new StartError(`port ${port} is in use; set PORT (0 picks a free one)`);
+
+/**
+ * Fails at once, before anything is opened or made, when the port is taken: a plain message rather
+ * than a stack after the stores have been opened. listen() still reports a port taken just after.
+ */
+function ensurePortFree(port: number, host?: string): Promise<void> {
+  if (port === 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) =>
+      reject(error.code === 'EADDRINUSE' ? portInUse(port) : new StartError(`cannot listen on port ${port}: ${error.message}`)),
+    );
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  });
+}
+
 async function main(): Promise<void> {
   const settings = loadConfig();
+  await ensurePortFree(settings.port, settings.host);
   const { tokens, created } = resolveAccessTokens(process.env, settings.dataDir);
   const app = await createApp({ ...settings, accessTokens: tokens });
   const logger = new Logger('Main');
@@ -54,9 +76,12 @@ async function main(): Promise<void> {
       );
     });
   }
-  await (settings.host ? app.listen(settings.port, settings.host) : app.listen(settings.port));
+  await (settings.host ? app.listen(settings.port, settings.host) : app.listen(settings.port)).catch((error) => {
+    throw error?.code === 'EADDRINUSE' ? portInUse(settings.port) : error;
+  });
   const url = (await app.getUrl()).replace('[::1]', 'localhost').replace('[::]', 'localhost');
-  logger.log(`Listening on ${url} (data in ${settings.dataDir})`);
+  // LOG_LEVEL=warn hides info lines; where the service listens is still worth one line there.
+  logger[settings.logLevel === 'warn' ? 'warn' : 'log'](`Listening on ${url} (data in ${settings.dataDir})`);
   if (created) {
     // Shown once, on the first start: it is kept in the data directory, never logged again.
     process.stdout.write(
@@ -72,7 +97,7 @@ main().catch((error) => {
   const message =
     error instanceof ConfigError
       ? `Configuration error: ${error.message}`
-      : error instanceof StoreUnavailableError
+      : error instanceof StartError || error instanceof StoreUnavailableError
         ? `Cannot start: ${error.message}`
         : error?.stack ?? String(error);
   process.stderr.write(`${message}\n`);

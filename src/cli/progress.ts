@@ -20,16 +20,19 @@ export class ProgressReporter {
   update(progress: RebuildProgress, final?: { ms: number }): void {
     const now = Date.now();
     const every = this.stream.isTTY ? TTY_EVERY_MS : LINE_EVERY_MS;
-    if (!final && now - this.last < every) return;
+    // The swap is its own step (the indexes are built then): always shown, however recent the last line.
+    if (!final && !progress.swapping && now - this.last < every) return;
     this.last = now;
     const { projection, done, total } = progress;
     const seconds = (final ? final.ms : now - this.started) / 1000;
     const rate = seconds > 0 ? done / seconds : 0;
     const figures = final
       ? `${count(done)} events in ${duration(seconds)}, ${count(rate)} events/s`
-      : total === null
-        ? `${count(done)} events  ${count(rate)} events/s`
-        : `${count(done)}/${count(total)} events  ${count(rate)} events/s  ${duration(rate > 0 ? (total - done) / rate : Infinity)} left`;
+      : `${count(done)}${total === null ? '' : `/${count(total)}`} events  ${
+          progress.swapping
+            ? 'building the indexes and swapping in'
+            : `${count(rate)} events/s${total === null ? '' : `  ${duration(rate > 0 ? (total - done) / rate : Infinity)} left`}`
+        }`;
     if (total === null && !final) {
       // The event store cannot count what is left (EventStoreDB): no bar, no share, no estimate.
       this.stream.write(this.stream.isTTY ? `\r\x1b[K${projection} ${figures}` : `${projection}: ${figures}\n`);

@@ -69,19 +69,32 @@ export async function projectionsRebuild(
   options: { json: boolean; graceMs: number; signal: AbortSignal },
 ): Promise<string> {
   const progress = new ProgressReporter();
+  const names = selected.map((p) => p.name).join(', ');
+  const seconds = options.graceMs / 1000;
   let results: RebuildResult[];
   try {
     results = await rebuildProjections(selected, eventStore, readStore, {
       signal: options.signal,
       graceMs: options.graceMs,
       onProgress: (p) => progress.update(p),
+      onLive: (live) => {
+        const events = Math.max(...live.map((r) => r.events));
+        progress.update({ projection: names, done: events, total: events }, { ms: Math.max(...live.map((r) => r.ms)) });
+        const generations = live.map((r) => `${r.projection} ${r.generation}`).join(', ');
+        process.stderr.write(
+          `The rebuilt read models are live (generation ${generations}). The old storage is dropped in ${seconds}s, ` +
+            `once reads that started on it are done; Ctrl-C leaves it for the next rebuild or the service's next start to drop.\n`,
+        );
+      },
     });
-    const events = Math.max(...results.map((r) => r.events));
-    const ms = Math.max(...results.map((r) => r.ms));
-    progress.update({ projection: selected.map((p) => p.name).join(', '), done: events, total: events }, { ms });
   } finally {
     progress.end();
   }
+  process.stderr.write(
+    options.signal.aborted
+      ? `Interrupted in the grace period: the rebuilt read models stay live; the old storage is dropped by the next rebuild or the service's next start.\n`
+      : `Dropped the old storage of ${names}.\n`,
+  );
   if (options.json) return JSON.stringify({ rebuilt: results.map((r) => ({ ...r, eventsPerSecond: rate(r) })) }, null, 2) + '\n';
   return formatTable(
     ['PROJECTION', 'GENERATION', 'EVENTS', 'SECONDS', 'EVENTS/S'],

@@ -27,6 +27,8 @@ export interface AppConfig {
   rateLimitWindowSeconds: number;
   /** GET /health/ready answers 503 while a read model is more than this many events behind. */
   readyMaxLagEvents: number;
+  /** Browser origins allowed to call the service (CORS); empty: none, `['*']`: any. */
+  corsOrigins: string[];
   /** Bench-only (BENCH_CEILING=1): serves GET /v1/bench/ceiling, the benchmark's yardstick. Never set in production. */
   benchCeiling: boolean;
 }
@@ -60,8 +62,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     rateLimitRequests: integer(env, 'RATE_LIMIT_REQUESTS', 6000, 0, 1_000_000),
     rateLimitWindowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
     readyMaxLagEvents: integer(env, 'READY_MAX_LAG_EVENTS', 1000, 0, 1_000_000_000),
+    corsOrigins: corsOrigins(env),
     benchCeiling: env.BENCH_CEILING === '1',
   };
+}
+
+/** CORS_ORIGINS: origins separated by commas (`https://app.example.com`), or `*` for any. */
+function corsOrigins(env: NodeJS.ProcessEnv): string[] {
+  const origins = (env.CORS_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean);
+  if (origins.includes('*')) {
+    if (origins.length > 1) throw new ConfigError('CORS_ORIGINS is either * or a list of origins, not both');
+    return origins;
+  }
+  for (const origin of origins) {
+    // What a browser sends in Origin: scheme, host and port only, no path and no trailing slash.
+    const url = URL.canParse(origin) ? new URL(origin) : null;
+    if (!url || !/^https?:$/.test(url.protocol) || url.origin !== origin) {
+      throw new ConfigError(`CORS_ORIGINS entries must be origins like https://app.example.com (scheme, host, port; no path); got "${origin}"`);
+    }
+  }
+  return origins;
 }
 
 /** A URL-like setting with one of the given schemes, or undefined when unset. Never echoed: it may hold a password. */

@@ -1,13 +1,18 @@
 import { applyDecorators } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { ApiBearerAuth, ApiHeader, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiSecurity, ApiTags, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiSecurity, ApiTags, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { ReferenceObject, SchemaObject } from '@nestjs/swagger';
 import type { Express, Request, Response } from 'express';
-import { CUSTOMER_FILTERS } from '../customers/customer.projection';
+import { CreateCustomerBody, UpdateCustomerBody } from '../customers/customer.body';
+import { customerProjection } from '../customers/customer.projection';
 import { CUSTOMER_FIELDS, CUSTOMER_SHORT_FIELDS } from '../customers/customer.view';
 import type { ErrorCode } from '../errors';
+import type { MatchKind } from '../read-store/read-store.port';
+import * as EXAMPLE from './examples';
+import { DIGIT_FIELDS } from '../http/field-rules';
 import { sendJson } from '../http/json-response';
-import { PROFILE_FILTERS } from '../profiles/profile.projection';
+import { ProfileBody } from '../profiles/profile.body';
+import { profileProjection } from '../profiles/profile.projection';
 import { PROFILE_FIELDS } from '../profiles/profile.view';
 
 /**
@@ -17,9 +22,6 @@ import { PROFILE_FIELDS } from '../profiles/profile.view';
  */
 
 type Resource = 'Profile' | 'Customer';
-
-/** Fields that take digits in requests and are always strings in responses. */
-const DIGIT_FIELDS = new Set(['tel', 'mobile', 'postal_code', 'fax', 'registration_number', 'economical_number']);
 
 const ref = (name: string): ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
 
@@ -105,7 +107,7 @@ const RETRY_AFTER = { 'Retry-After': { description: 'seconds to wait before tryi
 
 const ERRORS: Record<number, { codes: ErrorCode[]; description: string; retry?: boolean }> = {
   400: { codes: ['VALIDATION_FAILED', 'MALFORMED_JSON'], description: 'invalid fields or parameters (each named in details), or a body that is not a JSON object' },
-  401: { codes: ['UNAUTHORIZED'], description: 'access_token missing or invalid' },
+  401: { codes: ['UNAUTHORIZED'], description: 'access_token missing or invalid, or an Authorization header not of the form Bearer <token>' },
   404: { codes: ['NOT_FOUND'], description: "no such record for this account (also another account's records and malformed ids)" },
   409: { codes: ['CONFLICT'], description: 'slug taken, an Idempotency-Key reused with another body, or the record changed by too many writers at once' },
   412: { codes: ['PRECONDITION_FAILED'], description: 'If-Match no longer matches the record: nothing was written' },
@@ -130,12 +132,20 @@ function errorResponse(status: number) {
             { type: 'object', properties: { status: { type: 'integer', enum: [status] }, error: { type: 'object', properties: { code: { type: 'string', enum: codes } } } } },
           ],
         },
+        example: EXAMPLE.ERRORS[status],
       },
     },
   });
 }
 
-function successResponse(status: number, description: string, bodyStatus: number, data: SchemaObject, extra: { message?: string; headers?: object } = {}) {
+function successResponse(
+  status: number,
+  description: string,
+  bodyStatus: number,
+  data: SchemaObject,
+  example: unknown,
+  extra: { message?: string; headers?: object } = {},
+) {
   const properties: Record<string, SchemaObject> = {
     data,
     success: { type: 'boolean', enum: [true] },
@@ -149,6 +159,7 @@ function successResponse(status: number, description: string, bodyStatus: number
     content: {
       'application/json; charset=UTF-8': {
         schema: { type: 'object', additionalProperties: false, required: Object.keys(properties), properties },
+        example: { data: example, success: true, status: bodyStatus, ...(extra.message ? { message: extra.message } : {}) },
       },
     },
   });
@@ -165,26 +176,80 @@ const wrapper = (resource: Resource, schema: SchemaObject | ReferenceObject): Sc
 export const ApiResource = (resource: Resource) =>
   applyDecorators(ApiTags(`${resource.toLowerCase()}s`), ApiSecurity('access_token'), ApiBearerAuth());
 
+/** The tag of what is outside /v1: health, metrics. */
+export const ApiOperations = () => ApiTags('operations');
+
 const PAGING = (defaultLimit: number) => [
-  ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: defaultLimit } }),
-  ApiQuery({ name: 'offset', required: false, schema: { type: 'integer', minimum: 0 }, description: 'not with page' }),
-  ApiQuery({ name: 'page', required: false, schema: { type: 'integer', minimum: 1 }, description: 'page N is offset (N-1)*limit; not with offset' }),
+  ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: defaultLimit }, example: defaultLimit }),
+  ApiQuery({ name: 'offset', required: false, schema: { type: 'integer', minimum: 0 }, description: 'records to skip; not with page', example: 0 }),
+  ApiQuery({ name: 'page', required: false, schema: { type: 'integer', minimum: 1 }, description: 'page N is offset (N-1)*limit; not with offset', example: 1 }),
 ];
+
+/** How each kind of filter matches, for client authors. */
+const MATCH_RULES: Record<MatchKind, string> = {
+  'exact-ci': 'matches the whole value, ignoring case',
+  exact: 'matches the whole value exactly; digits may be typed in ASCII, Persian or Arabic-Indic',
+  'contains-ci': 'matches any record whose value contains it, ignoring case',
+};
+
+const FILTER_EXAMPLES: Record<string, string> = {
+  email: 'ada@example.com',
+  mobile: '09121234567',
+  company: 'engines',
+  tel: '02188776655',
+  site: 'saffrontea',
+  slug: 'SaffronTea',
+};
+
+const FILTERS = (filters: Record<string, MatchKind>) =>
+  Object.entries(filters).map(([name, kind]) =>
+    ApiQuery({
+      name,
+      required: false,
+      schema: { type: 'string' },
+      description: `filter: ${MATCH_RULES[kind]}; empty is ignored; filters combine with AND`,
+      example: FILTER_EXAMPLES[name],
+    }),
+  );
 
 const IF_MATCH = ApiHeader({
   name: 'If-Match',
   required: false,
   description: 'write only if the record is still at this revision: "3", a list "3", "4", or * (exists); compared strongly',
   schema: { type: 'string' },
+  example: '"0"',
 });
 
-const ID = ApiParam({ name: 'id', description: 'the record id: 36 characters of UUID form (anything else answers 404)', schema: { type: 'string' } });
+const ID = (resource: Resource) =>
+  ApiParam({
+    name: 'id',
+    description: 'the record id: 36 characters of UUID form (anything else answers 404)',
+    schema: { type: 'string' },
+    example: EXAMPLE.IDS[resource],
+  });
+
+const BODIES = {
+  Profile: { create: [ProfileBody, EXAMPLE.PROFILE_CREATE], update: [ProfileBody, EXAMPLE.PROFILE_UPDATE] },
+  Customer: { create: [CreateCustomerBody, EXAMPLE.CUSTOMER_CREATE], update: [UpdateCustomerBody, EXAMPLE.CUSTOMER_UPDATE] },
+} as const;
+
+/** The request body: the handler's body class, with an example "Try it out" sends as it is. */
+const BODY = (resource: Resource, operation: 'create' | 'update') => {
+  const [type, value] = BODIES[resource][operation];
+  return ApiBody({ type, examples: { [operation]: { summary: `${operation} a ${resource.toLowerCase()}`, value } } });
+};
 
 /** One operation on /v1/profiles or /v1/customers, with every answer it can give. */
 export function ApiRecordOperation(resource: Resource, operation: 'create' | 'list' | 'read' | 'history' | 'update' | 'delete') {
   const name = resource.toLowerCase();
   const full = ref(resource);
   const short = ref(resource === 'Customer' ? 'CustomerShort' : resource);
+  const id = ID(resource);
+  const example = {
+    full: resource === 'Customer' ? EXAMPLE.CUSTOMER : EXAMPLE.PROFILE,
+    short: resource === 'Customer' ? EXAMPLE.CUSTOMER_SHORT : EXAMPLE.PROFILE,
+    updated: resource === 'Customer' ? EXAMPLE.CUSTOMER_UPDATED : EXAMPLE.PROFILE_UPDATED,
+  };
   const errors = (...statuses: number[]) => [...statuses, 401, 429, 500].sort().map(errorResponse);
   switch (operation) {
     case 'create':
@@ -193,39 +258,47 @@ export function ApiRecordOperation(resource: Resource, operation: 'create' | 'li
           summary: `Create a ${name}`,
           description:
             resource === 'Customer'
-              ? 'Every field is optional, but at least one of email and mobile must be filled in. Digit fields take a JSON integer >= 0 or a string of digits. Unknown and output-only fields are refused (400).'
-              : 'Every field is optional. The slug is unique across the service, ignoring case (409 when taken). Digit fields take a JSON integer >= 0 or a string of digits. Unknown and output-only fields are refused (400).',
+              ? 'Every field is optional, but at least one of email and mobile must be filled in. Digit fields take a JSON integer >= 0 or a string of digits (ASCII, Persian or Arabic-Indic; answered as ASCII). Unknown and output-only fields are refused (400).'
+              : 'Every field is optional. The slug is unique across the service, ignoring case (409 when taken). Digit fields take a JSON integer >= 0 or a string of digits (ASCII, Persian or Arabic-Indic; answered as ASCII). Unknown and output-only fields are refused (400).',
         }),
         ApiHeader({
           name: 'Idempotency-Key',
           required: false,
           description: 'makes the create safe to retry: within 24 hours the same key and body answer the first response again and write nothing; 1 to 255 printable ASCII characters, no spaces',
           schema: { type: 'string', pattern: '^[\\x21-\\x7E]{1,255}$' },
+          example: '0b6f2c1e-order-7f3a',
         }),
-        successResponse(201, `the new ${name}`, 201, wrapper(resource, full), { headers: ETAG }),
+        BODY(resource, 'create'),
+        successResponse(201, `the new ${name}`, 201, wrapper(resource, full), { [resource]: example.full }, { headers: ETAG }),
         ...errors(400, 409, 413, 415, 503),
       );
     case 'list':
       return applyDecorators(
-        ApiOperation({ summary: `List ${name}s`, description: 'Newest first. Filters match as the contract says (exact, or substring ignoring case); empty filters are ignored.' }),
+        ApiOperation({
+          summary: `List ${name}s`,
+          description: 'Newest first (in creation order), stable across pages. Each filter says how it matches; X-Total-Count counts every match, ignoring paging.',
+        }),
         ...PAGING(10),
-        ...(resource === 'Profile' ? PROFILE_FILTERS : CUSTOMER_FILTERS).map((filter) =>
-          ApiQuery({ name: filter, required: false, schema: { type: 'string' }, description: 'filter' }),
-        ),
-        successResponse(200, `a page of the account's ${name}s`, 200, { type: 'array', items: wrapper(resource, short) }, { headers: TOTAL_COUNT }),
+        ...FILTERS((resource === 'Profile' ? profileProjection : customerProjection).schema.filters),
+        successResponse(200, `a page of the account's ${name}s`, 200, { type: 'array', items: wrapper(resource, short) }, [{ [resource]: example.short }], {
+          headers: TOTAL_COUNT,
+        }),
         ...errors(400),
       );
     case 'read':
       return applyDecorators(
         ApiOperation({ summary: `Read a ${name}`, description: 'The record comes as the only item of an array.' }),
-        ID,
+        id,
         ApiQuery({
           name: 'as_of',
           required: false,
           schema: { type: 'integer', minimum: 0 },
           description: 'epoch seconds: the record as it stood at the end of that second (404 if it did not exist then)',
+          example: 1795312300,
         }),
-        successResponse(200, `the ${name}`, 200, { type: 'array', minItems: 1, maxItems: 1, items: wrapper(resource, short) }, { headers: ETAG }),
+        successResponse(200, `the ${name}`, 200, { type: 'array', minItems: 1, maxItems: 1, items: wrapper(resource, short) }, [{ [resource]: example.short }], {
+          headers: ETAG,
+        }),
         ...errors(400, 404),
       );
     case 'history':
@@ -234,9 +307,9 @@ export function ApiRecordOperation(resource: Resource, operation: 'create' | 'li
           summary: `A ${name}'s history`,
           description: "The record's events, oldest first, also after a delete; entries have no wrapper. X-Total-Count counts the events.",
         }),
-        ID,
+        id,
         ...PAGING(100),
-        successResponse(200, `the ${name}'s events`, 200, { type: 'array', items: ref('HistoryEntry') }, { headers: TOTAL_COUNT }),
+        successResponse(200, `the ${name}'s events`, 200, { type: 'array', items: ref('HistoryEntry') }, EXAMPLE.HISTORY[resource], { headers: TOTAL_COUNT }),
         ...errors(400, 404),
       );
     case 'update':
@@ -245,19 +318,25 @@ export function ApiRecordOperation(resource: Resource, operation: 'create' | 'li
           summary: `Update a ${name}`,
           description: `Fields not sent keep their values; "" or null clears one. Answers HTTP 200 with status 201 in the body.${resource === 'Customer' ? ' postal_code, fax, registration_number and economical_number cannot be changed (400); email or mobile must stay filled in.' : ''}`,
         }),
-        ID,
+        id,
         IF_MATCH,
-        successResponse(200, `the ${name} as changed (body status 201)`, 201, wrapper(resource, short), { headers: ETAG }),
+        BODY(resource, 'update'),
+        successResponse(200, `the ${name} as changed (body status 201)`, 201, wrapper(resource, short), { [resource]: example.updated }, { headers: ETAG }),
         ...errors(400, 404, 409, 412, 413, 415, 503),
       );
     case 'delete':
       return applyDecorators(
         ApiOperation({ summary: `Delete a ${name}` }),
-        ID,
+        id,
         IF_MATCH,
-        successResponse(200, `the ${name} is deleted`, 200, wrapper(resource, { type: 'object', additionalProperties: false, required: ['id'], properties: { id: { type: 'string' } } }), {
-          message: `${resource} deleted successfully.`,
-        }),
+        successResponse(
+          200,
+          `the ${name} is deleted`,
+          200,
+          wrapper(resource, { type: 'object', additionalProperties: false, required: ['id'], properties: { id: { type: 'string' } } }),
+          { [resource]: { id: EXAMPLE.IDS[resource] } },
+          { message: `${resource} deleted successfully.` },
+        ),
         ...errors(400, 404, 409, 412, 503),
       );
   }
@@ -271,8 +350,12 @@ export function setUpDocs(app: NestExpressApplication): void {
       'Business profiles and customers for an invoicing platform. Every /v1 request carries an access token, as ?access_token=… or as Authorization: Bearer …; every answer is application/json; charset=UTF-8.',
     )
     .setVersion('1')
-    .addApiKey({ type: 'apiKey', in: 'query', name: 'access_token' }, 'access_token')
-    .addBearerAuth()
+    .addApiKey({ type: 'apiKey', in: 'query', name: 'access_token', description: 'the access token as a query parameter' }, 'access_token')
+    // Tokens are opaque strings, not JWTs: no bearerFormat (Nest's default says JWT).
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: undefined, description: 'the access token as Authorization: Bearer <token>' })
+    .addTag('profiles', 'Business profiles: the seller identity printed on invoices')
+    .addTag('customers', 'Customers: the buyer records')
+    .addTag('operations', 'Health and metrics, outside /v1 and without a token')
     .build();
   const document = SwaggerModule.createDocument(app, config);
   const schemas = (document.components ??= {}).schemas ?? {};

@@ -1,5 +1,8 @@
 import { Controller, Get, Inject, Logger, Res } from '@nestjs/common';
+import { ApiOperation, ApiResponse } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { NOT_READY, READY } from '../docs/examples';
+import { ApiOperations } from '../docs/openapi';
 import { APP_CONFIG, AppConfig } from '../config/config';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { sendJson } from '../http/json-response';
@@ -8,7 +11,41 @@ import { PoisonEventError } from '../projections/projector';
 import { ProjectionsService } from '../projections/projections.service';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 
+/** What /health/ready answers, 200 or 503 alike. */
+const READINESS = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['status', 'head', 'projections', 'problems'],
+  properties: {
+    status: { type: 'string', enum: ['ready', 'unavailable'] },
+    head: { type: 'string', nullable: true, description: "the event store's newest position; null when it is unreachable" },
+    projections: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name', 'state', 'checkpoint', 'lag', 'failure'],
+        properties: {
+          name: { type: 'string' },
+          state: { type: 'string', enum: ['starting', 'running', 'failed', 'stopped'] },
+          checkpoint: { type: 'string', description: 'the position of the last event folded; "0" before any' },
+          lag: { type: 'integer', nullable: true, description: 'events behind the head' },
+          failure: {
+            type: 'object',
+            nullable: true,
+            description: 'the event it stopped on, if it met one it cannot fold',
+            required: ['streamId', 'revision', 'error'],
+            properties: { streamId: { type: 'string' }, revision: { type: 'integer' }, error: { type: 'string' } },
+          },
+        },
+      },
+    },
+    problems: { type: 'array', items: { type: 'string' }, description: 'each reason it is not ready; empty when ready' },
+  },
+};
+
 /** For monitoring and orchestrators: outside /v1, no token. */
+@ApiOperations()
 @Controller('health')
 export class HealthController {
   private readonly logger = new Logger(HealthController.name);
@@ -22,6 +59,12 @@ export class HealthController {
 
   /** The process is up and answering. */
   @Get('live')
+  @ApiOperation({ summary: 'Liveness: the process is up', description: 'No token. Always 200 while the process answers.' })
+  @ApiResponse({
+    status: 200,
+    description: 'the process is up',
+    content: { 'application/json; charset=UTF-8': { schema: { type: 'object', properties: { status: { type: 'string', enum: ['ok'] } } }, example: { status: 'ok' } } },
+  })
   live() {
     return { status: 'ok' };
   }
@@ -32,6 +75,12 @@ export class HealthController {
    * naming each problem.
    */
   @Get('ready')
+  @ApiOperation({
+    summary: 'Readiness: both stores answer and the read models are caught up',
+    description: 'No token. 503 while a store is unreachable, a read model has stopped, or one is more than READY_MAX_LAG_EVENTS behind; problems names each.',
+  })
+  @ApiResponse({ status: 200, description: 'ready to serve', content: { 'application/json; charset=UTF-8': { schema: READINESS, example: READY } } })
+  @ApiResponse({ status: 503, description: 'not ready: see problems', content: { 'application/json; charset=UTF-8': { schema: READINESS, example: NOT_READY } } })
   async ready(@Res() res: Response): Promise<void> {
     const problems: string[] = [];
     const head = await this.ping('event store', problems, () => this.eventStore.headPosition());

@@ -37,6 +37,10 @@ export function tokenOf(req: ServiceRequest): unknown {
 export function accessTokenMiddleware(tokens: AccessTokens) {
   return (req: ServiceRequest, _res: Response, next: NextFunction): void => {
     const token = tokenOf(req);
+    if (token === '' && req.query.access_token === undefined) {
+      // An Authorization header of another form, e.g. the bare token: say which form is taken.
+      return next(new ApiError('UNAUTHORIZED', 'the Authorization header must be "Bearer <access token>" (or send ?access_token=<access token>)'));
+    }
     if (token === undefined || token === '') {
       return next(new ApiError('UNAUTHORIZED', 'access_token is required'));
     }

@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, NotFoundException } from '@nestjs/common';
 import type { Response } from 'express';
 import { ApiError } from '../errors';
+import type { LoggedError } from '../logging/logging';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import { sendJson } from './json-response';
 import type { ServiceRequest } from './request-context';
@@ -24,6 +25,8 @@ export class ApiExceptionFilter implements ExceptionFilter {
         exception instanceof Error ? exception.stack : String(exception),
       );
     }
+    // For the request's log line: the code and the faulty fields' names (their values may be personal data).
+    res.locals.error = { code: error.code, ...(error.details?.length ? { fields: error.details.map((d) => d.field) } : {}) } satisfies LoggedError;
     if (res.headersSent) return void res.end();
     if (error.retryAfter !== undefined) res.setHeader('Retry-After', String(error.retryAfter));
     sendJson(res, error.status, {

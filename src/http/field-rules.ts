@@ -1,4 +1,6 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
 import { isEmail, registerDecorator } from 'class-validator';
 
 /**
@@ -11,16 +13,24 @@ import { isEmail, registerDecorator } from 'class-validator';
 /** The values that clear a field, in OpenAPI 3.0 terms. */
 const CLEARED = { type: 'string', nullable: true, enum: ['', null], description: 'no value: clears the field' };
 
+/** The fields that take digits: in bodies, and as the `tel` and `mobile` list filters. */
+export const DIGIT_FIELDS = new Set(['tel', 'mobile', 'postal_code', 'fax', 'registration_number', 'economical_number']);
+
+/** Persian (U+06F0–U+06F9) and Arabic-Indic (U+0660–U+0669) digits as ASCII ones; other characters as they are. */
+export const asciiDigits = (value: string): string =>
+  value.replace(/[\u06F0-\u06F9\u0660-\u0669]/g, (d) => String(d.charCodeAt(0) & 0xf));
+
 const isBlank = (v: unknown) => v === undefined || v === null || v === '';
 const isText = (v: unknown): v is string => typeof v === 'string' && v.isWellFormed();
 
 function rule(
   name: string,
   test: (value: unknown, object: Record<string, unknown>) => boolean,
-  message: (field: string) => string,
+  message: (field: string, value: unknown) => string,
   doc?: ApiPropertyOptions,
 ) {
-  return (target: object, propertyName: string) => {
+  return (target: object, property: string | symbol) => {
+    const propertyName = String(property);
     if (doc) ApiPropertyOptional(doc)(target, propertyName);
     registerDecorator({
       name,
@@ -28,7 +38,7 @@ function rule(
       propertyName,
       validator: {
         validate: (value, args) => test(value, args?.object as Record<string, unknown>),
-        defaultMessage: (args) => message(args?.property ?? propertyName),
+        defaultMessage: (args) => message(args?.property ?? propertyName, args?.value),
       },
     });
   };
@@ -43,28 +53,49 @@ export const Text = (max: number) =>
     { type: 'string', maxLength: max, nullable: true },
   );
 
-/** A JSON integer >= 0, or a string of 1 to 20 ASCII digits (leading zeros kept). */
+/** Digit strings reach the rule, and the domain, in ASCII: clients may type Persian or Arabic-Indic digits. */
+const AsciiDigits = () => Transform(({ value }) => (typeof value === 'string' ? asciiDigits(value) : value));
+
+const DIGITS_NOTE = 'Persian (۰-۹) and Arabic-Indic (٠-٩) digits are taken too, and answered as ASCII';
+
+/** A JSON integer >= 0, or a string of 1 to 20 digits (leading zeros kept). */
 export const Digits = () =>
-  rule(
-    'digits',
-    (v) => isBlank(v) || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) || (typeof v === 'string' && /^[0-9]{1,20}$/.test(v)),
-    (f) => `${f} must be a non-negative integer (at most 2^53-1) or a string of 1 to 20 digits`,
-    {
-      oneOf: [
-        { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
-        { type: 'string', pattern: '^[0-9]{1,20}$', description: 'leading zeros are kept' },
-        CLEARED,
-      ],
-    },
+  applyDecorators(
+    AsciiDigits(),
+    rule(
+      'digits',
+      (v) => isBlank(v) || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) || (typeof v === 'string' && /^[0-9]{1,20}$/.test(v)),
+      (f) => `${f} must be a non-negative integer (at most 2^53-1) or a string of 1 to 20 digits`,
+      {
+        oneOf: [
+          { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+          { type: 'string', pattern: '^[0-9\u06F0-\u06F9\u0660-\u0669]{1,20}$', description: `leading zeros are kept; ${DIGITS_NOTE}` },
+          CLEARED,
+        ],
+      },
+    ),
   );
 
-/** Exactly 11 ASCII digits, as a string or an integer. */
+/** Exactly 11 digits, as a string or an integer. */
 export const Mobile = () =>
-  rule(
-    'mobile',
-    (v) => isBlank(v) || (typeof v === 'string' && /^[0-9]{11}$/.test(v)) || (typeof v === 'number' && Number.isInteger(v) && v >= 1e10 && v < 1e11),
-    (f) => `${f} must be exactly 11 digits`,
-    { oneOf: [{ type: 'string', pattern: '^[0-9]{11}$' }, { type: 'integer', minimum: 1e10, maximum: 1e11 - 1 }, CLEARED] },
+  applyDecorators(
+    AsciiDigits(),
+    rule(
+      'mobile',
+      (v) => isBlank(v) || (typeof v === 'string' && /^[0-9]{11}$/.test(v)) || (typeof v === 'number' && Number.isInteger(v) && v >= 1e10 && v < 1e11),
+      (f, v) =>
+        // An integer cannot carry the leading zero of a number like 09121234567: say so rather than only count.
+        typeof v === 'number' && Number.isInteger(v) && v >= 1e9 && v < 1e10
+          ? `${f} must be exactly 11 digits; an integer loses its leading zero, so send it as a string, e.g. "0${v}"`
+          : `${f} must be exactly 11 digits`,
+      {
+        oneOf: [
+          { type: 'string', pattern: '^[0-9\u06F0-\u06F9\u0660-\u0669]{11}$', description: `leading zeros are kept; ${DIGITS_NOTE}` },
+          { type: 'integer', minimum: 1e10, maximum: 1e11 - 1 },
+          CLEARED,
+        ],
+      },
+    ),
   );
 
 export const Email = () =>

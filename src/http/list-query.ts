@@ -1,4 +1,5 @@
 import { FieldFault, validationFailed } from '../errors';
+import { asciiDigits, DIGIT_FIELDS } from './field-rules';
 
 export interface ListQuery {
   offset: number;
@@ -12,7 +13,7 @@ type RawQuery = Record<string, unknown>;
 /**
  * Paging and filters of CONTRACT.md "Lists": limit 1..100 (default 10; histories take 100), offset
  * >= 0 or page >= 1 (page N is offset (N-1)*limit; both at once is an error). Unknown parameters
- * are ignored.
+ * are ignored; the digit filters (`tel`, `mobile`) take Persian and Arabic-Indic digits as ASCII ones.
  */
 export function parseListQuery(query: RawQuery, filterNames: readonly string[], defaultLimit = 10): ListQuery {
   const faults: FieldFault[] = [];
@@ -25,7 +26,8 @@ export function parseListQuery(query: RawQuery, filterNames: readonly string[], 
   const filters: Record<string, string> = {};
   for (const name of filterNames) {
     const value = single(query, name, faults);
-    if (value) filters[name] = value;
+    // Digits are stored in ASCII; a client may type them in Persian or Arabic-Indic.
+    if (value) filters[name] = DIGIT_FIELDS.has(name) ? asciiDigits(value) : value;
   }
   if (faults.length) throw validationFailed(faults);
   return { limit, offset: offset ?? (page !== undefined ? (page - 1) * limit : 0), filters };

@@ -52,8 +52,8 @@ export function requestLogger(logger: Logger) {
     genReqId: (req) => req.requestId ?? '',
     customAttributeKeys: { reqId: 'requestId' },
     customLogLevel: () => 'info',
-    customSuccessMessage: (req, res) => `${req.method} ${redactUrl(req.originalUrl)} ${res.statusCode}`,
-    customErrorMessage: (req, res) => `${req.method} ${redactUrl(req.originalUrl)} ${res.statusCode}`,
+    customSuccessMessage: (req, res) => requestLine(req, res),
+    customErrorMessage: (req, res) => requestLine(req, res),
     quietReqLogger: true,
     wrapSerializers: false,
     serializers: {
@@ -63,11 +63,27 @@ export function requestLogger(logger: Logger) {
         headers: redactHeaders(req.headers),
         remoteAddress: req.socket?.remoteAddress,
       }),
-      res: (res: Response) => ({ statusCode: res.statusCode }),
+      res: (res: Response) => ({ statusCode: res.statusCode, ...(res.locals?.error ? { error: res.locals.error } : {}) }),
       err: pino.stdSerializers.err,
     },
   });
 }
+
+/** `GET /v1/customers?access_token=[REDACTED] 400 VALIDATION_FAILED email, mobile`: why a request failed, at a glance. */
+function requestLine(req: Request, res: Response): string {
+  const error: LoggedError | undefined = res.locals?.error;
+  const why = error ? ` ${error.code}${error.fields ? ` ${error.fields.join(', ')}` : ''}` : '';
+  return `${req.method} ${redactUrl(req.originalUrl)} ${res.statusCode}${why}`;
+}
+
+/** What the exception filter leaves in `res.locals.error` for the request's log line: never values, only names. */
+export interface LoggedError {
+  code: string;
+  fields?: string[];
+}
+
+/** Nest's start-up chatter (a line per module and per route) is for debugging the wiring, not for operators. */
+const NEST_WIRING = new Set(['InstanceLoader', 'RoutesResolver', 'RouterExplorer']);
 
 const NEST_TO_PINO = { log: 'info', error: 'error', warn: 'warn', debug: 'debug', verbose: 'debug', fatal: 'fatal' } as const;
 
@@ -95,9 +111,10 @@ export class NestPinoLogger implements LoggerService {
   }
 
   /** Nest passes (message, context) or, for errors, (message, stack, context). */
-  private write(level: keyof typeof NEST_TO_PINO, message: unknown, rest: unknown[]): void {
+  private write(nestLevel: keyof typeof NEST_TO_PINO, message: unknown, rest: unknown[]): void {
     const strings = rest.filter((r): r is string => typeof r === 'string');
     const context = strings.length > 0 ? strings[strings.length - 1] : undefined;
+    const level = nestLevel === 'log' && context && NEST_WIRING.has(context) ? 'debug' : nestLevel;
     const stack = level === 'error' || level === 'fatal' ? strings.slice(0, -1)[0] : undefined;
     const fields = { context, ...(stack ? { stack } : {}) };
     if (message instanceof Error) {

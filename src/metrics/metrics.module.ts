@@ -1,12 +1,13 @@
 import { Controller, Get, Global, Inject, Module, Res } from '@nestjs/common';
-import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiResponse } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { ApiOperations } from '../docs/openapi';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
 import { Metrics } from './metrics';
 
 /** `GET /metrics`: Prometheus text, outside /v1 and without a token, as scrapers expect. */
-@ApiTags('operations')
+@ApiOperations()
 @Controller('metrics')
 export class MetricsController {
   constructor(
@@ -16,8 +17,20 @@ export class MetricsController {
   ) {}
 
   @Get()
-  @ApiOperation({ summary: 'Prometheus metrics', description: 'No token. The metrics are listed in the README (Operations).' })
-  @ApiResponse({ status: 200, description: 'Prometheus text format 0.0.4', content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: { type: 'string' } } } })
+  @ApiOperation({ summary: 'Prometheus metrics', description: 'No token. The metrics are listed in docs/operators.md.' })
+  @ApiResponse({
+    status: 200,
+    description: 'Prometheus text format 0.0.4',
+    content: {
+      'text/plain; version=0.0.4; charset=utf-8': {
+        schema: { type: 'string' },
+        example:
+          '# HELP http_requests_total HTTP requests answered, by method, route template and status\n# TYPE http_requests_total counter\n' +
+          'http_requests_total{method="GET",route="/v1/customers",status="200"} 1532\n' +
+          "# HELP projection_lag How far the projection's checkpoint is behind the event store's newest event, in commit positions (events, for SQLite)\n# TYPE projection_lag gauge\nprojection_lag{projection=\"customers\"} 0\n",
+      },
+    },
+  })
   async scrape(@Res() res: Response): Promise<void> {
     // Projection figures are read at scrape time: they are states, not events to count.
     const head = await this.eventStore.headPosition();

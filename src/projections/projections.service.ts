@@ -5,6 +5,7 @@ import { EVENT_STORE, EventStore, Position } from '../event-store/event-store.po
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import { Projection, PROJECTIONS } from './projection';
 import { Projector } from './projector';
+import { REBUILD_GRACE_MS } from './rebuild';
 
 /** Runs one projector per read model for the life of the app, and lets writes wait for them. */
 @Injectable()
@@ -15,7 +16,7 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
   constructor(
     @Inject(PROJECTIONS) projections: Projection[],
     @Inject(EVENT_STORE) eventStore: EventStore,
-    @Inject(READ_STORE) readStore: ReadStore,
+    @Inject(READ_STORE) private readonly readStore: ReadStore,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.projectors = projections.map((p) => new Projector(p, eventStore, readStore));
@@ -23,6 +24,8 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
 
   async onApplicationBootstrap(): Promise<void> {
     await Promise.all(this.projectors.map((p) => p.start()));
+    // What a rebuild stopped during its grace period left: storage no read has used since.
+    for (const p of this.projectors) await this.readStore.dropRetired(p.projection.schema.name, REBUILD_GRACE_MS);
   }
 
   async onModuleDestroy(): Promise<void> {

@@ -10,6 +10,9 @@ import { foldBatch } from './projector';
  */
 const REBUILD_BATCH = 5000;
 
+/** How long a replaced generation stays readable by default: the service's reads that resolved it just before the swap. */
+export const REBUILD_GRACE_MS = 10_000;
+
 export interface RebuildProgress {
   /** The read models being rebuilt, comma-separated. */
   projection: string;
@@ -19,6 +22,8 @@ export interface RebuildProgress {
    */
   done: number;
   total: number | null;
+  /** Set once every event is in: the indexes are being built and the new storage swapped in. */
+  swapping?: boolean;
 }
 
 export interface RebuildResult {
@@ -51,7 +56,13 @@ export async function rebuildProjections(
   projections: Projection[],
   eventStore: EventStore,
   readStore: ReadStore,
-  options: { signal: AbortSignal; graceMs: number; onProgress?: (progress: RebuildProgress) => void },
+  options: {
+    signal: AbortSignal;
+    graceMs: number;
+    onProgress?: (progress: RebuildProgress) => void;
+    /** Every rebuilt generation is live; the replaced ones are dropped after graceMs, unless the signal comes first. */
+    onLive?: (results: RebuildResult[]) => void;
+  },
 ): Promise<RebuildResult[]> {
   const started = Date.now();
   const targets: Target[] = [];
@@ -63,9 +74,9 @@ export async function rebuildProjections(
   let head = await eventStore.headPosition();
   let done = 0;
   const names = projections.map((p) => p.name).join(', ');
-  const report = () => {
+  const report = (swapping = false) => {
     const total = eventStore.eventsBetween(START, head);
-    options.onProgress?.({ projection: names, done, total: total === null ? null : Math.max(done, total) });
+    options.onProgress?.({ projection: names, done, total: total === null ? null : Math.max(done, total), ...(swapping ? { swapping } : {}) });
   };
   const pending = () => targets.filter((t) => !t.result);
 
@@ -96,8 +107,9 @@ export async function rebuildProjections(
         done += batch.events.length;
         // The store calls are synchronous on SQLite: let signals (Ctrl-C) and timers in between batches.
         await nextTurn();
-        report();
-        if (comparePositions(batch.position, head) >= 0 && (await promote())) {
+        const caughtUp = comparePositions(batch.position, head) >= 0;
+        report(caughtUp);
+        if (caughtUp && (await promote())) {
           finished = true;
           break;
         }
@@ -110,9 +122,12 @@ export async function rebuildProjections(
   } finally {
     options.signal.removeEventListener('abort', onAbort);
   }
+  const results = targets.map((t) => t.result!);
+  options.onLive?.(results);
   await sleep(options.graceMs, options.signal);
+  // Interrupted here, the replaced generations are left to the next rebuild or the service's next start.
   if (!options.signal.aborted) for (const p of projections) await readStore.dropRetired(p.schema.name, options.graceMs);
-  return targets.map((t) => t.result!);
+  return results;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

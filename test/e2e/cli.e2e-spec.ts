@@ -1,12 +1,13 @@
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { seedEvents, SeededRecords } from '../../bench/seed-events';
 import type { NewEvent } from '../../src/event-store/event-store.port';
 import { ProjectionsService } from '../../src/projections/projections.service';
 import { READ_MODELS } from '../../src/read-models';
 import type { ReadStore } from '../../src/read-store/read-store.port';
+import { Database } from '../../src/storage/sqlite-database';
 import { openEventStore, openReadStore } from '../../src/storage/storage.module';
 import { runCli, spawnCli } from '../support/cli';
 import { describeOnSqlite } from '../support/stores';
@@ -71,6 +72,24 @@ describe('CLI usage', () => {
   });
 });
 
+describeOnSqlite('a data directory without a store', () => {
+  it.each([[['projections', 'status']], [['projections', 'rebuild', 'all']], [['events', 'tail']]])(
+    '%j says which store it looked for, exit 1, and makes nothing',
+    async (args) => {
+      const dir = dataDir();
+      const { code, stdout, stderr } = await runCli(args, dir);
+      expect({ code, stdout, stderr }).toEqual({
+        code: 1,
+        stdout: '',
+        stderr:
+          `Store: the SQLite file ${sqliteFile(dir)}\n` +
+          `No store at ${sqliteFile(dir)}. Run the command in the service's directory, or set DATA_DIR to its data directory (the service makes the store on its first start).\n`,
+      });
+      expect(readdirSync(dir)).toEqual([]);
+    },
+  );
+});
+
 describeOnSqlite('projections status and rebuild', () => {
   const dir = dataDir();
   let seeded: SeededRecords;
@@ -81,21 +100,21 @@ describeOnSqlite('projections status and rebuild', () => {
   it('shows each read model behind the head before any projector ran', async () => {
     const { code, stdout, stderr } = await runCli(['projections', 'status'], dir);
     expect(code).toBe(0);
-    expect(stderr).toBe('');
+    expect(stderr).toBe(`Store: the SQLite file ${sqliteFile(dir)}\n`);
     const head = String(seeded.events);
     const lag = seeded.events.toLocaleString('en-US');
     expect(stdout).toBe(
       `Event store head: ${head}\n\n` +
         'PROJECTION  GENERATION  CHECKPOINT  LAG    REBUILD  FAILED ON\n' +
-        `profiles    1           start       ${lag}  -        -\n` +
-        `customers   1           start       ${lag}  -        -\n`,
+        `profiles    1           0           ${lag}  -        -\n` +
+        `customers   1           0           ${lag}  -        -\n`,
     );
     expect(await statusJson(dir)).toEqual({
       head,
       projections: READ_MODELS.map((p) => ({
         name: p.name,
         generation: 1,
-        checkpoint: 'start',
+        checkpoint: '0',
         lag: seeded.events,
         rebuild: null,
         failure: null,
@@ -107,8 +126,16 @@ describeOnSqlite('projections status and rebuild', () => {
     const { code, stdout, stderr } = await runCli(['projections', 'rebuild', 'all', '--json', '--grace-seconds', '0'], dir);
     expect(code).toBe(0);
     const events = seeded.events.toLocaleString('en-US');
-    expect(stderr.startsWith(`profiles, customers: 0%  0/${events} events  0 events/s  ? left\n`)).toBe(true);
-    expect(stderr).toMatch(new RegExp(`profiles, customers: done  ${events} events in \\d+s, [\\d,]+ events/s\n$`));
+    const lines = stderr.split('\n');
+    expect(lines[0]).toBe(`Store: the SQLite file ${sqliteFile(dir)}`);
+    expect(lines[1]).toBe(`profiles, customers: 0%  0/${events} events  0 events/s  ? left`);
+    expect(lines.slice(-5)).toEqual([
+      `profiles, customers: 100%  ${events}/${events} events  building the indexes and swapping in`,
+      expect.stringMatching(new RegExp(`^profiles, customers: done  ${events} events in \\d+s, [\\d,]+ events/s$`)),
+      "The rebuilt read models are live (generation profiles 2, customers 2). The old storage is dropped in 0s, once reads that started on it are done; Ctrl-C leaves it for the next rebuild or the service's next start to drop.",
+      'Dropped the old storage of profiles, customers.',
+      '',
+    ]);
     const { rebuilt } = JSON.parse(stdout);
     expect(rebuilt).toEqual(
       READ_MODELS.map((p) => ({ projection: p.name, generation: 2, events: seeded.events, ms: expect.any(Number), eventsPerSecond: expect.any(Number) })),
@@ -161,7 +188,7 @@ describeOnSqlite('an interrupted rebuild', () => {
       expect(await interrupted.run.exited).toBe(130);
       expect(interrupted.run.stderr()).toContain('Rebuild interrupted: the live read model of profiles, customers is unchanged');
       let status = await statusJson(dir);
-      expect(status.projections[1]).toMatchObject({ generation: 1, checkpoint: 'start', rebuild: { generation: interrupted.generation, state: 'running' } });
+      expect(status.projections[1]).toMatchObject({ generation: 1, checkpoint: '0', rebuild: { generation: interrupted.generation, state: 'running' } });
 
       const killed = await rebuildUnderWay(reads, interrupted.generation);
       expect(killed.generation).toBeGreaterThan(interrupted.generation);
@@ -181,6 +208,41 @@ describeOnSqlite('an interrupted rebuild', () => {
   });
 });
 
+describeOnSqlite('Ctrl-C in the grace period after the swap', () => {
+  const dir = dataDir();
+  beforeAll(() => seedEvents(sqliteFile(dir), 2000));
+
+  const tables = () => {
+    const db = new Database(sqliteFile(dir), { readonly: true });
+    try {
+      return db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'customers__g%' ORDER BY name`).pluck().all();
+    } finally {
+      db.close();
+    }
+  };
+
+  it('keeps the rebuilt model live, says the old storage is left, and the next start of the service drops it', async () => {
+    const run = spawnCli(['projections', 'rebuild', 'customers', '--grace-seconds', '60'], dir);
+    await run.waitForStderr(/The rebuilt read models are live \(generation customers 2\)\. The old storage is dropped in 60s/);
+    const live = Date.now();
+    expect(tables()).toEqual(['customers__g1', 'customers__g2']);
+    run.process.kill('SIGINT');
+    expect(await run.exited).toBe(130);
+    expect(run.stderr()).toMatch(
+      /Interrupted in the grace period: the rebuilt read models stay live; the old storage is dropped by the next rebuild or the service's next start\.\n$/,
+    );
+    expect(run.stdout()).toMatch(/^PROJECTION  GENERATION  EVENTS  SECONDS  EVENTS\/S\ncustomers   2 /);
+    expect((await statusJson(dir)).projections[1]).toMatchObject({ generation: 2, lag: 0, rebuild: null });
+    expect(tables()).toEqual(['customers__g1', 'customers__g2']);
+
+    // The service drops storage retired longer ago than the default grace period (10 s) when it starts.
+    await new Promise((r) => setTimeout(r, Math.max(0, live + 10_500 - Date.now())));
+    const service = await startTestApp({ dataDir: dir });
+    await service.close({ keepData: true });
+    expect(tables()).toEqual(['customers__g2']);
+  });
+});
+
 describeOnSqlite('a poison event', () => {
   const dir = dataDir();
   const streamId = `customer-${randomUUID()}`;
@@ -195,7 +257,7 @@ describeOnSqlite('a poison event', () => {
     const { code, stderr } = await runCli(['projections', 'rebuild', 'customers'], dir);
     expect(code).toBe(1);
     expect(stderr).toContain(`Rebuild stopped, the live read model is unchanged: cannot apply ${streamId}@0: ${failure.error}`);
-    expect((await statusJson(dir)).projections[1]).toMatchObject({ generation: 1, checkpoint: 'start' });
+    expect((await statusJson(dir)).projections[1]).toMatchObject({ generation: 1, checkpoint: '0' });
   });
 
   it('shows in status once the service stopped on it', async () => {
@@ -209,7 +271,7 @@ describeOnSqlite('a poison event', () => {
       jest.restoreAllMocks();
     }
     const { stdout } = await runCli(['projections', 'status'], dir);
-    expect(stdout).toContain(`customers   1           start       1    running (generation 2 at start)  ${streamId}@0: ${failure.error}`);
+    expect(stdout).toContain(`customers   1           0           1    running (generation 2 at 0)  ${streamId}@0: ${failure.error}`);
     expect((await statusJson(dir)).projections[1].failure).toEqual(failure);
   });
 });

@@ -92,6 +92,27 @@ describe('POST /v1/customers (create)', () => {
     expect((await A.read(customer.id as string)).mobile).toBe('91212345678');
   });
 
+  it.each([
+    ['Persian', '۰۹۱۲۱۲۳۴۵۶۷', '۰۲۱۸۸۷۷', '۰۱۲۳۴'],
+    ['Arabic-Indic', '٠٩١٢١٢٣٤٥٦٧', '٠٢١٨٨٧٧', '٠١٢٣٤'],
+    ['mixed', '09۱۲١٢3۴٥6۷', '0٢1۸8٧7', '0۱2٣4'],
+  ])('takes %s digits in mobile and digit fields, and stores and answers them in ASCII', async (_label, mobile, tel, postal) => {
+    const customer = await A.create({ mobile, tel, postal_code: postal });
+    expect(customer).toMatchObject({ mobile: '09121234567', tel: '0218877', postal_code: '01234' });
+    const updated = await expectStatus(A.put(customer.id as string, { tel: '۹۸۷', mobile: '٠٩٣٥١١١٢٢٣٣' }), 200);
+    expect(updated.body.data.Customer).toMatchObject({ tel: '987', mobile: '09351112233' });
+    expect(await A.read(customer.id as string)).toMatchObject({ tel: '987', mobile: '09351112233' });
+  });
+
+  it('tells an integer mobile that lost its leading zero to send a string', async () => {
+    const res = await A.post({ mobile: 9121234567 });
+    expectError(res, 400, 'VALIDATION_FAILED', ['mobile']);
+    expect(res.body.error.details).toContainEqual({
+      field: 'mobile',
+      message: 'mobile must be exactly 11 digits; an integer loses its leading zero, so send it as a string, e.g. "09121234567"',
+    });
+  });
+
   it('stores strings exactly as sent', async () => {
     const name = '  Zoë Ünïcode — 株式会社  ';
     expect((await A.create({ ...contact(), name })).name).toBe(name);
@@ -143,6 +164,15 @@ describe('GET /v1/customers (list)', () => {
       await A.create({ mobile: `0913${mobile.slice(4)}` });
       await expectListed({ mobile }, [hit]);
       await expectListed({ mobile: mobile.slice(0, 10) }, []);
+    });
+
+    it('matches mobile given in Persian or Arabic-Indic digits', async () => {
+      const mobile = uniqueMobile();
+      const hit = await A.create({ mobile });
+      const persian = mobile.replace(/\d/g, (d) => String.fromCharCode(0x06f0 + Number(d)));
+      const arabicIndic = mobile.replace(/\d/g, (d) => String.fromCharCode(0x0660 + Number(d)));
+      await expectListed({ mobile: persian }, [hit]);
+      await expectListed({ mobile: arabicIndic }, [hit]);
     });
 
     it('matches company as a substring, ignoring case', async () => {
@@ -276,7 +306,8 @@ describe('field validation', () => {
       ['mobile', '091212345678'],
       ['mobile', '0912-123-456'],
       ['mobile', ' 09121234567'],
-      ['mobile', '۰۹۱۲۱۲۳۴۵۶۷'],
+      ['mobile', '۰۹۱۲۱۲۳۴۵۶'],
+      ['mobile', '۰۹۱۲-۱۲۳-۴۵۶۷'],
       ['mobile', 9121234567],
       ['mobile', 912123456789],
       ['mobile', -9121234567],

@@ -1,6 +1,7 @@
-import { rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
+import { createServer, Server } from 'node:net';
 import request from 'supertest';
-import { startChildService } from '../support/child-service';
+import { runFailingStart, startChildService } from '../support/child-service';
 import { makeDataDir } from '../support/test-app';
 
 describe('first start without ACCESS_TOKENS', () => {
@@ -24,6 +25,29 @@ describe('first start without ACCESS_TOKENS', () => {
         second.process.kill('SIGTERM');
         await second.exited;
       }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a start on a busy port', () => {
+  let taken: Server;
+  let port: number;
+  beforeAll(async () => {
+    taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    port = (taken.address() as { port: number }).port;
+  });
+  afterAll(() => new Promise((resolve) => taken.close(resolve)));
+
+  it('says which port is in use and how to choose another, in one line, before making or opening anything', async () => {
+    const dataDir = makeDataDir();
+    try {
+      const { code, output } = await runFailingStart(dataDir, { PORT: String(port), ACCESS_TOKENS: '' });
+      expect({ code, output }).toEqual({ code: 1, output: `Cannot start: port ${port} is in use; set PORT (0 picks a free one)\n` });
+      // No store opened and no token made (it would never be shown: it is printed once, on the start that makes it).
+      expect(readdirSync(dataDir)).toEqual([]);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }

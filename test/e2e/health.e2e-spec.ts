@@ -45,7 +45,7 @@ describeOnSqlite('health', () => {
     const ready = await t.http.get('/health/ready').expect(503);
     expect(ready.headers['content-type']).toBe(JSON_CT);
     expect(ready.body.status).toBe('unavailable');
-    expect(ready.body.projections[1]).toMatchObject({ name: 'customers', state: 'stopped', checkpoint: 'start', lag: 3 });
+    expect(ready.body.projections[1]).toMatchObject({ name: 'customers', state: 'stopped', checkpoint: '0', lag: 3 });
     expect(ready.body.problems).toEqual(['projection customers is stopped', 'projection customers is 3 events behind (bound 2)']);
   });
 

@@ -131,6 +131,17 @@ describe('HTTP error interface', () => {
       await t.http.get(withToken(`profiles/${id}`)).expect(200);
     });
 
+    it.each([
+      ['the bare token', TOKENS.a],
+      ['another scheme', `Basic ${TOKENS.a}`],
+      ['"Bearer" alone', 'Bearer'],
+    ])('answers 401 naming the form the Authorization header must have, to %s', async (_label, authorization) => {
+      const res = await t.http.get('/v1/profiles').set('Authorization', authorization);
+      expectExactError(res, 401, 'UNAUTHORIZED', { details: false });
+      expect(res.body.error.message).toBe('the Authorization header must be "Bearer <access token>" (or send ?access_token=<access token>)');
+      expectNoToken(res, TOKENS.a);
+    });
+
     it('answers 401 "access_token is invalid" to an unknown Bearer token', async () => {
       const res = await t.http.get('/v1/profiles').set('Authorization', `Bearer ${UNKNOWN_TOKEN}`);
       expectExactError(res, 401, 'UNAUTHORIZED', { details: false });

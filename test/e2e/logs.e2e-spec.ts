@@ -14,9 +14,10 @@ const ACCESS_TOKENS = `${QUERY_TOKEN}:acme,${BEARER_TOKEN}:acme`;
 interface LogLine {
   level: number;
   msg: string;
+  context?: string;
   requestId?: string;
   req?: { method: string; url: string; headers: Record<string, string> };
-  res?: { statusCode: number };
+  res?: { statusCode: number; error?: { code: string; fields?: string[] } };
 }
 
 const lines = (child: ChildService): LogLine[] =>
@@ -81,6 +82,38 @@ describe('logs', () => {
     expect(logged.some((l) => /^Listening on /.test(l.msg))).toBe(true);
   });
 
+  it('say why a request failed: the error code and the faulty fields, never their values', async () => {
+    const child = await startChildService(dataDir, { ACCESS_TOKENS, LOG_LEVEL: 'info' });
+    const refused = await request(child.url)
+      .post(`/v1/customers?access_token=${QUERY_TOKEN}`)
+      .send({ name: 'Ada', mobile: '0912345', tel: 'secret-value-77' });
+    const unknown = await request(child.url).get('/v1/customers').set('Authorization', `Bearer ${WRONG_TOKEN}`);
+    const fine = await request(child.url).get(`/v1/customers?access_token=${QUERY_TOKEN}`);
+    child.process.kill('SIGTERM');
+    expect(await child.exited).toBe(0);
+
+    const lineOf = (res: request.Response) => lines(child).find((l) => l.requestId === res.headers['x-request-id']);
+    expect(lineOf(refused)).toMatchObject({
+      msg: 'POST /v1/customers?access_token=[REDACTED] 400 VALIDATION_FAILED mobile, tel',
+      res: { statusCode: 400, error: { code: 'VALIDATION_FAILED', fields: ['mobile', 'tel'] } },
+    });
+    expect(lineOf(unknown)).toMatchObject({ msg: 'GET /v1/customers 401 UNAUTHORIZED', res: { statusCode: 401, error: { code: 'UNAUTHORIZED' } } });
+    expect(lineOf(fine)).toMatchObject({ msg: 'GET /v1/customers?access_token=[REDACTED] 200', res: { statusCode: 200 } });
+    expect(lineOf(fine)?.res).not.toHaveProperty('error');
+    expect(child.output()).not.toContain('secret-value-77');
+    expect(child.output()).not.toContain('0912345');
+  });
+
+  it('start with a few lines, not one per route', async () => {
+    const child = await startChildService(dataDir, { ACCESS_TOKENS, LOG_LEVEL: 'info' });
+    child.process.kill('SIGTERM');
+    expect(await child.exited).toBe(0);
+    const atStart = lines(child).filter((l) => !/^Shutting down|^Stopped/.test(l.msg));
+    expect(atStart.filter((l) => /^Mapped \{/.test(l.msg) || l.context === 'RouterExplorer')).toEqual([]);
+    expect(atStart.map((l) => l.msg)).toEqual(expect.arrayContaining([expect.stringMatching(/^Listening on http:\/\/127\.0\.0\.1:\d+ \(data in /)]));
+    expect(atStart.length).toBeLessThanOrEqual(5);
+  });
+
   it('have no line per request at LOG_LEVEL=warn', async () => {
     const child = await startChildService(dataDir, { ACCESS_TOKENS, LOG_LEVEL: 'warn', PORT: String(await freePort()) });
     await traffic(child.url);
@@ -88,5 +121,9 @@ describe('logs', () => {
     expect(await child.exited).toBe(0);
     expect(lines(child).filter((l) => l.req !== undefined || l.requestId !== undefined)).toEqual([]);
     for (const secret of SECRETS) expect(child.output()).not.toContain(secret);
+    // The one start-up line kept at warn: where the service listens.
+    expect(lines(child).filter((l) => /^Listening on /.test(l.msg))).toEqual([
+      expect.objectContaining({ level: 40, msg: expect.stringMatching(new RegExp(`^Listening on http://127\\.0\\.0\\.1:${new URL(child.url).port} `)) }),
+    ]);
   });
 });

@@ -5,13 +5,30 @@ import { expectError } from '../support/http-assertions';
 import { JSON_CT, startTestApp, TestApp, TOKENS, withToken } from '../support/test-app';
 
 type Method = 'get' | 'post' | 'put' | 'delete';
+interface MediaObject {
+  schema: object;
+  example?: unknown;
+  examples?: Record<string, { value: unknown }>;
+}
 interface OpenApi {
-  paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: object }> }; responses: Record<string, DocumentedResponse> }>>;
-  components: object;
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        tags?: string[];
+        parameters?: { name: string; description?: string }[];
+        requestBody?: { content: Record<string, MediaObject> };
+        responses: Record<string, DocumentedResponse>;
+      }
+    >
+  >;
+  components: { securitySchemes: Record<string, object> };
+  tags: { name: string }[];
 }
 interface DocumentedResponse {
   headers?: Record<string, unknown>;
-  content: Record<string, { schema: object }>;
+  content: Record<string, MediaObject>;
 }
 
 const OPERATIONS: [Method, string][] = [
@@ -169,8 +186,61 @@ describe('the OpenAPI document', () => {
     expect(successes.filter((s) => !seen.has(s))).toEqual([]);
   });
 
+  it('gives every request body and every answer of /v1 and /health an example its own schema accepts', () => {
+    const checked: string[] = [];
+    for (const [path, operations] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const media = [
+          ...Object.values(operation.requestBody?.content ?? {}).map((m) => ['request', m] as const),
+          ...Object.entries(operation.responses).flatMap(([status, r]) => Object.values(r.content ?? {}).map((m) => [status, m] as const)),
+        ];
+        for (const [what, { schema, example, examples }] of media as [string, MediaObject][]) {
+          if (path === '/metrics') continue; // Prometheus text
+          const values = example !== undefined ? [example] : Object.values(examples ?? {}).map((e) => e.value);
+          expect({ operation: `${method} ${path} ${what}`, examples: values.length }).toEqual({ operation: `${method} ${path} ${what}`, examples: 1 });
+          const validate = validator(schema);
+          expect({ operation: `${method} ${path} ${what}`, errors: validate(values[0]) ? null : validate.errors }).toEqual({
+            operation: `${method} ${path} ${what}`,
+            errors: null,
+          });
+          checked.push(`${method} ${path} ${what}`);
+        }
+      }
+    }
+    expect(checked).toEqual(expect.arrayContaining(['post /v1/customers request', 'put /v1/profiles/{id} request', 'get /health/ready 503', 'delete /v1/customers/{id} 412']));
+  });
+
+  it('says how each list filter matches', () => {
+    const filters = (path: string) =>
+      Object.fromEntries((doc.paths[path].get.parameters ?? []).filter((p) => !['limit', 'offset', 'page'].includes(p.name)).map((p) => [p.name, p.description]));
+    expect(filters('/v1/customers')).toEqual({
+      email: expect.stringMatching(/^filter: matches the whole value, ignoring case;/),
+      mobile: expect.stringMatching(/^filter: matches the whole value exactly; digits may be typed in ASCII, Persian or Arabic-Indic;/),
+      company: expect.stringMatching(/^filter: matches any record whose value contains it, ignoring case;/),
+    });
+    expect(Object.keys(filters('/v1/profiles'))).toEqual(['email', 'tel', 'site', 'slug']);
+  });
+
+  it('describes the token as an opaque bearer token, and tags every operation with a declared lower-case tag', () => {
+    expect(doc.components.securitySchemes.bearer).toEqual({ type: 'http', scheme: 'bearer', description: expect.any(String) });
+    const declared = doc.tags.map((t) => t.name);
+    expect(declared).toEqual(['profiles', 'customers', 'operations']);
+    const used = new Set(Object.values(doc.paths).flatMap((ops) => Object.values(ops).flatMap((o) => o.tags ?? [])));
+    expect([...used].sort()).toEqual([...declared].sort());
+  });
+
+  it('documents both answers of /health/ready, 200 and 503, and the real 200 conforms', async () => {
+    expect(Object.keys(doc.paths['/health/ready'].get.responses).sort()).toEqual(['200', '503']);
+    const ready = await app.http.get('/health/ready');
+    expect(ready.status).toBe(200);
+    const schema = doc.paths['/health/ready'].get.responses['200'].content[JSON_CT].schema;
+    expect(validator(schema)(ready.body)).toBe(true);
+  });
+
   it('is browsable at /docs without a token', async () => {
     const page = await app.http.get('/docs').expect(200);
+    // upgrade-insecure-requests would send the page's scripts to https on a plain http port (test/e2e/browser.e2e-spec.ts).
+    expect(page.headers['content-security-policy']).not.toContain('upgrade-insecure-requests');
     expect(page.headers['content-type']).toMatch(/^text\/html/);
     const scripts = [...page.text.matchAll(/src="\.\/docs\/([^"]+)"/g)].map((m) => m[1]);
     expect(scripts).toContain('swagger-ui-init.js');

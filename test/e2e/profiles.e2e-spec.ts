@@ -85,6 +85,8 @@ describe('POST /v1/profiles (create)', () => {
     ['zero', 0, '0'],
     ['a string with leading zeros', '0098218877', '0098218877'],
     ['a 20-digit string', '00000000000000000001', '00000000000000000001'],
+    ['Persian digits', '۰۲۱۸۸۷۷۶۶۵۵', '02188776655'],
+    ['Arabic-Indic digits', '٠٢١٨٨٧٧٦٦٥٥', '02188776655'],
   ])('takes tel as %s and answers a digit string', async (_label, tel, expected) => {
     const profile = await A.create({ tel });
     expect(profile.tel).toBe(expected);
@@ -173,6 +175,8 @@ describe('GET /v1/profiles (list)', () => {
       await A.create({ tel: `${tel}1` });
       await expectListed({ tel }, [plain]);
       await expectListed({ tel: `0${tel}` }, [zero]);
+      await expectListed({ tel: `۰${tel}`.replace(/\d/g, (d) => String.fromCharCode(0x06f0 + Number(d))) }, [zero]);
+      await expectListed({ tel: tel.replace(/\d/g, (d) => String.fromCharCode(0x0660 + Number(d))) }, [plain]);
     });
 
     it('matches site as a substring, ignoring case', async () => {

@@ -16,9 +16,22 @@ describe('configuration', () => {
     [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
     [{ RATE_LIMIT_REQUESTS: '-1' }, /RATE_LIMIT_REQUESTS/],
     [{ RATE_LIMIT_WINDOW_SECONDS: '0' }, /RATE_LIMIT_WINDOW_SECONDS/],
+    [{ CORS_ORIGINS: 'app.example.com' }, /CORS_ORIGINS entries must be origins like https:\/\/app\.example\.com .*got "app\.example\.com"/],
+    [{ CORS_ORIGINS: 'https://app.example.com/' }, /CORS_ORIGINS .*got "https:\/\/app\.example\.com\/"/],
+    [{ CORS_ORIGINS: 'ftp://files.example.com' }, /CORS_ORIGINS/],
+    [{ CORS_ORIGINS: '*,https://app.example.com' }, /CORS_ORIGINS is either \* or a list of origins/],
   ])('refuses %j with a clear message', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('allows no CORS origin unless CORS_ORIGINS lists some, or * for any', () => {
+    expect(loadConfig({}).corsOrigins).toEqual([]);
+    expect(loadConfig({ CORS_ORIGINS: ' https://app.example.com, http://localhost:5173 ' }).corsOrigins).toEqual([
+      'https://app.example.com',
+      'http://localhost:5173',
+    ]);
+    expect(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins).toEqual(['*']);
   });
 
   it('uses the embedded stores unless a production store is configured, each on its own', () => {
