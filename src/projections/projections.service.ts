@@ -7,7 +7,10 @@ import { Projection, PROJECTIONS } from './projection';
 import { Projector } from './projector';
 import { REBUILD_GRACE_MS } from './rebuild';
 
-/** Runs one projector per read model for the life of the app, and lets writes wait for them. */
+/**
+ * Runs one projector per read model for the life of the app (folding, or following the instance
+ * that holds the read model's lease), and lets writes wait for them.
+ */
 @Injectable()
 export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(ProjectionsService.name);
@@ -19,7 +22,8 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
-    this.projectors = projections.map((p) => new Projector(p, eventStore, readStore));
+    const lease = { holder: config.instanceId, ttlMs: config.projectionLeaseMs };
+    this.projectors = projections.map((p) => new Projector(p, eventStore, readStore, lease));
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -17,7 +17,7 @@ describe('ProjectionsService.waitFor', () => {
   it('waits only for the read models that follow the written stream', async () => {
     const sqlite = openTempSqlite();
     const events = new SqliteEventStore(sqlite.db, 20);
-    const config = { readYourWritesTimeoutMs: 300 } as AppConfig;
+    const config = { readYourWritesTimeoutMs: 300, instanceId: 'unit', projectionLeaseMs: 60_000 } as AppConfig;
     const service = new ProjectionsService([profileProjection, customerProjection], events, new SqliteReadStore(sqlite.db), config);
     const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     try {
