@@ -1,4 +1,4 @@
-// `npm run bench [-- http] [--scale] [--duration S] [--connections N]`
+// `npm run bench [-- http] [--scale] [--duration S] [--connections N] [--workers N]`
 // Starts the built service (dist/main.js) on a fresh data directory, loads each route over loopback
 // with autocannon in a forked process, and prints req/s and p50/p99 latency per route next to the
 // ceiling: a bench-only route of the same app that answers a constant body of the same size.
@@ -26,6 +26,8 @@ interface Options {
   scale: boolean;
   durationSeconds: number;
   connections: number;
+  /** The service's WORKERS. */
+  workers: number;
 }
 
 interface Row {
@@ -45,8 +47,11 @@ export async function main(args: string[]): Promise<void> {
     scale: args.includes('--scale'),
     durationSeconds: numberArg(args, '--duration', 10),
     connections: numberArg(args, '--connections', 10),
+    workers: numberArg(args, '--workers', 1),
   };
-  console.log(`Load: ${options.connections} connections, ${options.durationSeconds} s per row, autocannon in a forked process.`);
+  console.log(
+    `Load: ${options.connections} connections, ${options.durationSeconds} s per row, autocannon in a forked process; service WORKERS=${options.workers}.`,
+  );
 
   const small = await smallDataRun(options);
   if (options.scale) await scaleRun(options, small);
@@ -55,7 +60,7 @@ export async function main(args: string[]): Promise<void> {
 /** The rows on a fresh data directory: create/read/list/update per resource, each between two ceiling runs. */
 async function smallDataRun(options: Options): Promise<Map<string, RowResult>> {
   const dataDir = mkdtempSync(join(tmpdir(), 'pcs-bench-'));
-  const service = await startService(dataDir);
+  const service = await startService(dataDir, options.workers);
   try {
     const ids = {
       customers: await createMany(service, 'customers', (i) => ({ name: `customer ${i}`, email: LISTED_EMAIL, company: 'Bench Co' })),
@@ -91,7 +96,7 @@ async function scaleRun(options: Options, small: Map<string, RowResult>): Promis
 
     const rebuilt = await rebuildAll(join(dataDir, 'service.sqlite'));
     console.log(`Projection rebuild (\`projections rebuild all\`): ${rebuilt.seconds.toFixed(1)} s, ${Math.round(rebuilt.events / rebuilt.seconds).toLocaleString('en')} events/s.`);
-    const service = await startService(dataDir);
+    const service = await startService(dataDir, options.workers);
     try {
       const items = seeded.sampleIds.map((id) => `/v1/customers/${id}`);
       const ceilingBytes = (await call(service, 'GET', items[0])).text.length;
@@ -171,7 +176,7 @@ function load(spec: LoadSpec): Promise<LoadResult> {
   });
 }
 
-async function startService(dataDir: string): Promise<Service> {
+async function startService(dataDir: string, workers: number): Promise<Service> {
   const child = spawn(process.execPath, [...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), join(ROOT, 'dist', 'main.js')], {
     cwd: dataDir,
     env: {
@@ -184,6 +189,7 @@ async function startService(dataDir: string): Promise<Service> {
       ACCESS_TOKENS: `${TOKEN}:${ACCOUNT}`,
       BENCH_CEILING: '1',
       RATE_LIMIT_REQUESTS: '0', // the load is one token: the limit would answer 429 instead of measuring
+      WORKERS: String(workers),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -194,7 +200,8 @@ async function startService(dataDir: string): Promise<Service> {
   child.stderr!.on('data', keep);
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setInterval(() => {
-      const match = output.match(/Listening on (http:\/\/\S+)/);
+      // With several workers, once every one of them listens.
+      const match = output.match(workers > 1 ? /\d+ workers serve (http:\/\/\S+)/ : /Listening on (http:\/\/\S+)/);
       if (match) {
         clearInterval(timer);
         resolve(match[1].replace('localhost', '127.0.0.1'));

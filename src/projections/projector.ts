@@ -206,8 +206,9 @@ export class Projector {
     this.logger.log(`Folding (holder ${this.lease.holder})`);
     const lost = new AbortController();
     const signal = AbortSignal.any([this.abort.signal, lost.signal]);
+    let renewing: Promise<unknown> = Promise.resolve();
     const renew = setInterval(() => {
-      this.readStore.acquireLease(this.leaseName, this.lease.holder, this.lease.ttlMs).then(
+      renewing = this.readStore.acquireLease(this.leaseName, this.lease.holder, this.lease.ttlMs).then(
         (current) => current === this.lease.holder || lost.abort(),
         () => lost.abort(),
       );
@@ -245,6 +246,7 @@ export class Projector {
       if (lost.signal.aborted && !this.abort.signal.aborted) this.logger.warn('Lost the lease: another instance folds now');
     } finally {
       clearInterval(renew);
+      await renewing; // so a renewal still under way cannot take the lease back after run() gives it up
       this.folding = false;
     }
   }
