@@ -139,6 +139,8 @@ export class Projector {
     this.abort.abort();
     this.wake?.();
     await this.loop;
+    // Given up on the way out, so another instance takes over at once rather than when it expires.
+    await this.readStore.releaseLease(this.leaseName, this.lease.holder).catch(() => undefined);
     if (this.state === 'running') this.state = 'stopped';
     this.rejectWaiters(new Error(`projection ${this.projection.name} stopped`));
   }
@@ -182,8 +184,6 @@ export class Projector {
       if (held) await this.fold();
       else await this.follow();
     }
-    // Given up on the way out, so another instance takes over at once rather than when it expires.
-    await this.readStore.releaseLease(this.leaseName, this.lease.holder).catch(() => undefined);
   }
 
   /**
