@@ -4,7 +4,6 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { AuditModule } from './audit/audit.module';
 import type { AppConfig } from './config/config';
-import { BenchCeilingController } from './http/bench-ceiling.controller';
 import { CustomersModule } from './customers/customers.module';
 import { RateLimitGuard } from './http/rate-limit.guard';
 import { MetricsModule } from './metrics/metrics.module';
@@ -35,7 +34,6 @@ export class AppModule {
         }),
       ],
       providers: config.rateLimitRequests > 0 ? [{ provide: APP_GUARD, useClass: RateLimitGuard }] : [],
-      controllers: config.benchCeiling ? [BenchCeilingController] : [],
     };
   }
 }

@@ -27,8 +27,6 @@ export interface AppConfig {
   rateLimitWindowSeconds: number;
   /** GET /health/ready answers 503 while a read model is more than this many events behind. */
   readyMaxLagEvents: number;
-  /** Bench-only (BENCH_CEILING=1): serves GET /v1/bench/ceiling, the benchmark's yardstick. Never set in production. */
-  benchCeiling: boolean;
 }
 
 export const APP_CONFIG = Symbol('AppConfig');
@@ -60,7 +58,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     rateLimitRequests: integer(env, 'RATE_LIMIT_REQUESTS', 6000, 0, 1_000_000),
     rateLimitWindowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
     readyMaxLagEvents: integer(env, 'READY_MAX_LAG_EVENTS', 1000, 0, 1_000_000_000),
-    benchCeiling: env.BENCH_CEILING === '1',
   };
 }
 
