@@ -1,6 +1,7 @@
 import type { NextFunction, Response } from 'express';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../errors';
+import { FixedWindowLimiter } from './rate-limit';
 import type { ServiceRequest } from './request-context';
 
 /** A token's SHA-256: what is compared, and what the rate limiter keys on, never the token itself. */
@@ -15,8 +16,7 @@ export class AccessTokens {
   }
 
   /** Compares against every token in constant time, so timing tells nothing of which is close. */
-  accountFor(token: string): string | null {
-    const sent = digest(token);
+  accountFor(sent: Buffer): string | null {
     let account: string | null = null;
     for (const entry of this.entries) {
       if (timingSafeEqual(entry.digest, sent)) account = entry.accountId;
@@ -34,14 +34,41 @@ export function tokenOf(req: ServiceRequest): unknown {
   return bearer ? bearer[1] : auth === undefined ? undefined : '';
 }
 
-export function accessTokenMiddleware(tokens: AccessTokens) {
+export interface RateLimits {
+  /** Requests per token and window: every request counts, whatever its answer. */
+  perToken: FixedWindowLimiter;
+  /** Failed authentications per client address and window: past it, the address is refused before its token is looked at. */
+  failedAuthPerAddress: FixedWindowLimiter;
+}
+
+const rateLimited = (retryAfter: number, message: string) => new ApiError('RATE_LIMITED', `${message} Retry after the number of seconds in Retry-After.`, undefined, retryAfter);
+
+/**
+ * Authenticates a /v1 request and applies the rate limits, all before its body is read: a stranger,
+ * or a token over its limit, never makes the service read or parse a body.
+ */
+export function accessTokenMiddleware(tokens: AccessTokens, limits?: RateLimits) {
   return (req: ServiceRequest, _res: Response, next: NextFunction): void => {
-    const token = tokenOf(req);
-    if (token === undefined || token === '') {
-      return next(new ApiError('UNAUTHORIZED', 'access_token is required'));
+    const address = req.socket.remoteAddress ?? '';
+    if (limits) {
+      const wait = limits.failedAuthPerAddress.blocked(address);
+      if (wait) {
+        return next(rateLimited(wait, `Too many failed authentications from this address: at most ${limits.failedAuthPerAddress.limit} per ${limits.failedAuthPerAddress.windowMs / 1000} s.`));
+      }
     }
-    const accountId = typeof token === 'string' ? tokens.accountFor(token) : null;
-    if (!accountId) return next(new ApiError('UNAUTHORIZED', 'access_token is invalid'));
+    const token = tokenOf(req);
+    const sent = typeof token === 'string' && token !== '' ? digest(token) : undefined;
+    const accountId = sent ? tokens.accountFor(sent) : null;
+    if (!sent || !accountId) {
+      limits?.failedAuthPerAddress.hit(address);
+      return next(new ApiError('UNAUTHORIZED', token === undefined || token === '' ? 'access_token is required' : 'access_token is invalid'));
+    }
+    if (limits) {
+      const wait = limits.perToken.hit(sent.toString('base64'));
+      if (wait) {
+        return next(rateLimited(wait, `Too many requests with this access token: at most ${limits.perToken.limit} per ${limits.perToken.windowMs / 1000} s.`));
+      }
+    }
     req.accountId = accountId;
     next();
   };

@@ -15,7 +15,13 @@ function requireJsonContentType(req: Request, _res: Response, next: NextFunction
 }
 
 /** Reads the body as bytes, at most 64 KiB (413 past that, before reading it all). */
-const readBody = express.raw({ type: () => true, limit: BODY_LIMIT_BYTES });
+const rawBody = express.raw({ type: () => true, limit: BODY_LIMIT_BYTES });
+
+/** The 100 Continue a client asked for is sent only now, when the body is wanted (see http-server.ts). */
+function readBody(req: Request, res: Response, next: NextFunction): void {
+  if (req.headers.expect !== undefined && METHODS_WITH_BODY.has(req.method)) res.writeContinue();
+  rawBody(req, res, next);
+}
 
 function parseJson(req: Request, _res: Response, next: NextFunction): void {
   if (!METHODS_WITH_BODY.has(req.method)) {

@@ -1,9 +1,8 @@
 import type { LoggerService } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 import type { IncomingHttpHeaders } from 'node:http';
 import { unescape } from 'node:querystring';
 import pino, { DestinationStream, Logger } from 'pino';
-import { pinoHttp } from 'pino-http';
 import type { LogLevel } from '../config/config';
 import type { ServiceRequest } from '../http/request-context';
 
@@ -28,12 +27,25 @@ export function redactUrl(url: string): string {
   return `${url.slice(0, question + 1)}${params.join('&')}`;
 }
 
-/** The request headers worth a log line, the credentials replaced. */
-function redactHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  const safe = { ...headers };
-  if (safe.authorization !== undefined) safe.authorization = REDACTED;
-  if (safe.cookie !== undefined) safe.cookie = REDACTED;
-  return safe;
+/**
+ * The request headers a log line keeps: an allow-list, since proxies add headers that repeat the
+ * URL (X-Original-URI, Referer, ...) and so the token. Credentials show only that they were sent.
+ */
+const LOGGED_HEADERS = ['host', 'user-agent', 'content-type', 'content-length', 'content-encoding', 'accept', 'x-forwarded-for', 'x-forwarded-proto', 'if-match', 'idempotency-key'];
+const CREDENTIAL_HEADERS = ['authorization', 'cookie'];
+
+/** Any `access_token=...` in a logged value, whatever header it came in. */
+const TOKEN_IN_VALUE = /(access(?:_|%5f)token=)[^&\s]*/gi;
+const scrub = (value: string) => (value.includes('=') ? value.replace(TOKEN_IN_VALUE, `$1${REDACTED}`) : value);
+
+function loggedHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const logged: Record<string, string> = {};
+  for (const name of LOGGED_HEADERS) {
+    const value = headers[name];
+    if (value !== undefined) logged[name] = scrub(String(value));
+  }
+  for (const name of CREDENTIAL_HEADERS) if (headers[name] !== undefined) logged[name] = REDACTED;
+  return logged;
 }
 
 /** The service's one JSON logger: a line per object on stdout (or `destination`, for tests). */
@@ -42,31 +54,23 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
 }
 
 /**
- * One info line per request when its response is sent (so nothing per request at LOG_LEVEL=warn),
- * with the request id clients and events see. Serializers are written here rather than pino's
- * standard ones, which log the raw URL and headers, token included.
+ * The info line of a request once its answer is done (so nothing per request at LOG_LEVEL=warn),
+ * with the request id clients and events see. The URL and headers are written here, not by pino's
+ * standard serializers, which log the raw URL and headers, token included.
  */
-export function requestLogger(logger: Logger) {
-  return pinoHttp<ServiceRequest, Response>({
-    logger,
-    genReqId: (req) => req.requestId ?? '',
-    customAttributeKeys: { reqId: 'requestId' },
-    customLogLevel: () => 'info',
-    customSuccessMessage: (req, res) => `${req.method} ${redactUrl(req.originalUrl)} ${res.statusCode}`,
-    customErrorMessage: (req, res) => `${req.method} ${redactUrl(req.originalUrl)} ${res.statusCode}`,
-    quietReqLogger: true,
-    wrapSerializers: false,
-    serializers: {
-      req: (req: Request) => ({
-        method: req.method,
-        url: redactUrl(req.originalUrl),
-        headers: redactHeaders(req.headers),
-        remoteAddress: req.socket?.remoteAddress,
-      }),
-      res: (res: Response) => ({ statusCode: res.statusCode }),
-      err: pino.stdSerializers.err,
+export function logRequest(logger: Logger, req: ServiceRequest, res: Response, ms: number): void {
+  if (!logger.isLevelEnabled('info')) return;
+  const url = redactUrl(req.originalUrl);
+  logger.info(
+    {
+      requestId: req.requestId,
+      req: { method: req.method, url, headers: loggedHeaders(req.headers), remoteAddress: req.socket.remoteAddress },
+      res: { statusCode: res.statusCode },
+      responseTime: Math.round(ms),
+      ...(res.writableFinished ? {} : { aborted: true }),
     },
-  });
+    `${req.method} ${url} ${res.statusCode}`,
+  );
 }
 
 const NEST_TO_PINO = { log: 'info', error: 'error', warn: 'warn', debug: 'debug', verbose: 'debug', fatal: 'fatal' } as const;
