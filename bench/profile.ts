@@ -1,7 +1,7 @@
-// `npm run bench -- profile <file.cpuprofile> [requests]`: where a CPU profile of the service spent
+// `npm run bench -- profile <file.cpuprofile> [requests] [--skip S]`: where a CPU profile of the service spent
 // its time, by stage (the package or source folder of each sampled function; time in Node's own code
 // goes to the nearest caller that has one), in ms and, given the number of requests served while
-// profiling, in µs per request.
+// profiling, in µs per request. `--skip S` leaves out the first S seconds (start-up, seeding).
 import { readFileSync } from 'node:fs';
 
 interface ProfileNode {
@@ -27,7 +27,9 @@ function stageOf({ functionName, url }: ProfileNode['callFrame']): string {
 }
 
 export async function main(args: string[]): Promise<void> {
-  const [file, requests] = args;
+  const skipAt = args.indexOf('--skip');
+  const skipMicros = skipAt >= 0 ? Number(args[skipAt + 1]) * 1e6 : 0;
+  const [file, requests] = args.filter((_, i) => skipAt < 0 || (i !== skipAt && i !== skipAt + 1));
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
@@ -42,7 +44,10 @@ export async function main(args: string[]): Promise<void> {
     return own;
   };
   const micros = new Map<string, number>();
+  let elapsed = 0;
   profile.samples.forEach((id, i) => {
+    elapsed += profile.timeDeltas[i] ?? 0;
+    if (elapsed < skipMicros) return;
     const stage = stageOfSample(id);
     micros.set(stage, (micros.get(stage) ?? 0) + (profile.timeDeltas[i] ?? 0));
   });

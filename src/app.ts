@@ -1,5 +1,6 @@
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NextFunction, Response } from 'express';
 import { AppModule } from './app.module';
 import { setUpDocs } from './docs/openapi';
 import type { AppConfig } from './config/config';
@@ -10,6 +11,7 @@ import { edgeMiddleware } from './http/edge';
 import { JsonExpressAdapter } from './http/json-express.adapter';
 import { jsonBody } from './http/json-body.middleware';
 import { FixedWindowLimiter } from './http/rate-limit';
+import type { ServiceRequest } from './http/request-context';
 import { createLogger, NestPinoLogger } from './logging/logging';
 import { Metrics } from './metrics/metrics';
 
@@ -29,7 +31,10 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(edgeMiddleware(logger, app.get(Metrics)));
-  app.use('/v1', accessTokenMiddleware(new AccessTokens(config.accessTokens), rateLimits(config)), ...jsonBody);
+  const authenticate = accessTokenMiddleware(new AccessTokens(config.accessTokens), rateLimits(config));
+  app.use('/v1', (req: ServiceRequest, res: Response, next: NextFunction) =>
+    authenticate(req, res, (error?: unknown) => (error ? next(error) : jsonBody(req, res, next))),
+  );
   app.useGlobalFilters(new ApiExceptionFilter());
   app.useGlobalPipes(new BodyValidationPipe());
   setUpDocs(app);
