@@ -41,8 +41,8 @@ export function createHttpServer(handler: (req: IncomingMessage, res: ServerResp
     const { code, message } = PARSER_ERRORS[error.code ?? ''] ?? MALFORMED;
     const status = new ApiError(code, message).status;
     logger.warn({ remoteAddress: socket.remoteAddress, res: { statusCode: status }, err: { code: error.code } }, `Refused a request Node could not take: ${status} ${code}`);
-    // A closed connection, or one whose answer has begun, can take no answer (as Node itself decides).
-    if (!socket.writable || socket._httpMessage?.headersSent) return void socket.destroy();
+    // A closed connection, or one whose request the app is answering (a body broken after its headers), can take no other answer.
+    if (!socket.writable || socket._httpMessage) return void socket.destroy();
     const body = JSON.stringify({ success: false, status, error: { code, message } });
     socket.end(
       `HTTP/1.1 ${status} ${statusText(status)}\r\nContent-Type: ${JSON_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
