@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { START } from '../src/event-store/event-store.port';
 import { eventsBetween } from '../src/projections/positions';
-import { Projector } from '../src/projections/projector';
+import type { AppConfig } from '../src/config/config';
+import { ProjectionsService } from '../src/projections/projections.service';
 import { rebuildProjections } from '../src/projections/rebuild';
 import { READ_MODELS } from '../src/read-models';
 import { openEventStore, openReadStore } from '../src/storage/storage.module';
@@ -48,19 +49,20 @@ export async function rebuildAll(sqliteFile: string): Promise<{ events: number; 
   }
 }
 
-/** Starts the service's projectors on the embedded store at `sqliteFile` and times them until they reach its head. */
+/** Starts the service's projections on the embedded store at `sqliteFile`, as a first start does, and times them until they have folded its head. */
 export async function catchUp(sqliteFile: string): Promise<{ events: number; seconds: number }> {
   const eventStore = await openEventStore({ sqliteFile });
   const readStore = await openReadStore({ sqliteFile });
-  const projectors = READ_MODELS.map((p) => new Projector(p, eventStore, readStore));
+  const service = new ProjectionsService(READ_MODELS, eventStore, readStore, { readYourWritesTimeoutMs: 3_600_000 } as AppConfig);
   try {
     const started = Date.now();
     const head = await eventStore.headPosition();
-    await Promise.all(projectors.map((p) => p.start()));
-    await Promise.all(projectors.map((p) => p.waitFor(head, 3_600_000)));
+    await service.onApplicationBootstrap();
+    while (service.projectors.some((p) => p.state !== 'running')) await new Promise((r) => setTimeout(r, 10));
+    await Promise.all(service.projectors.map((p) => p.waitFor(head, 3_600_000)));
     return { events: eventsBetween(START, head), seconds: (Date.now() - started) / 1000 };
   } finally {
-    await Promise.all(projectors.map((p) => p.stop()));
+    await service.onModuleDestroy();
     await eventStore.close();
     await readStore.close();
   }

@@ -1,32 +1,81 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config/config';
 import { ApiError } from '../errors';
-import { EVENT_STORE, EventStore, Position } from '../event-store/event-store.port';
+import { EVENT_STORE, EventStore, Position, START } from '../event-store/event-store.port';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import { Projection, PROJECTIONS } from './projection';
+import { eventsBetween } from './positions';
 import { Projector } from './projector';
+import { rebuildProjections } from './rebuild';
+
+/** Reads that found the replaced generation just before the promotion finish within this. */
+const CATCH_UP_GRACE_MS = 1000;
+
+/**
+ * A read model further behind than this at start is caught up by a rebuild (the operators' one-pass
+ * fold into a new generation, several times faster than the live projector's) before its projector
+ * starts following the head.
+ */
+const CATCH_UP_BY_REBUILD_EVENTS = 10_000;
 
 /** Runs one projector per read model for the life of the app, and lets writes wait for them. */
 @Injectable()
 export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(ProjectionsService.name);
   readonly projectors: Projector[];
+  private readonly stopping = new AbortController();
+  private catchingUp?: Promise<void>;
 
   constructor(
     @Inject(PROJECTIONS) projections: Projection[],
-    @Inject(EVENT_STORE) eventStore: EventStore,
-    @Inject(READ_STORE) readStore: ReadStore,
+    @Inject(EVENT_STORE) private readonly eventStore: EventStore,
+    @Inject(READ_STORE) private readonly readStore: ReadStore,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.projectors = projections.map((p) => new Projector(p, eventStore, readStore));
   }
 
+  /**
+   * Starts the projectors. Those far behind the head are rebuilt first, in the background: the app
+   * serves meanwhile (their reads from the live generation as it was, writes 503 until they run).
+   */
   async onApplicationBootstrap(): Promise<void> {
-    await Promise.all(this.projectors.map((p) => p.start()));
+    const head = await this.eventStore.headPosition();
+    const behind: Projector[] = [];
+    for (const projector of this.projectors) {
+      await this.readStore.ensureCollection(projector.projection.schema);
+      const { live } = await this.readStore.status(projector.projection.schema.name);
+      if (eventsBetween(live.position ?? START, head) > CATCH_UP_BY_REBUILD_EVENTS) behind.push(projector);
+    }
+    await Promise.all(this.projectors.filter((p) => !behind.includes(p)).map((p) => p.start()));
+    if (behind.length) this.catchingUp = this.catchUpByRebuild(behind);
   }
 
   async onModuleDestroy(): Promise<void> {
+    this.stopping.abort();
+    await this.catchingUp;
     await Promise.all(this.projectors.map((p) => p.stop()));
+  }
+
+  private async catchUpByRebuild(projectors: Projector[]): Promise<void> {
+    const names = projectors.map((p) => p.projection.name).join(', ');
+    this.logger.log(`Read models far behind the events: catching up ${names} by a rebuild`);
+    const started = Date.now();
+    try {
+      const results = await rebuildProjections(
+        projectors.map((p) => p.projection),
+        this.eventStore,
+        this.readStore,
+        { signal: this.stopping.signal, graceMs: CATCH_UP_GRACE_MS },
+      );
+      const events = Math.max(...results.map((r) => r.events));
+      this.logger.log(`Caught up ${names} from ${events} events in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    } catch (error) {
+      if (this.stopping.signal.aborted) return;
+      // The projectors fold from the live generation's checkpoint instead: slower, but they get there.
+      this.logger.error(`Catching up ${names} by a rebuild failed: ${(error as Error).message}`);
+    }
+    if (!this.stopping.signal.aborted) await Promise.all(projectors.map((p) => p.start()));
   }
 
   /**
