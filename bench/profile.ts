@@ -29,8 +29,8 @@ const STAGES: [RegExp, string][] = [
   [own('logging/'), 'request log'],
   [pkg('prom-client', 'tdigest', 'bintrees'), 'metrics'],
   [own('metrics/'), 'metrics'],
-  [pkg('helmet'), 'security headers'],
-  [own('http/edge', 'http/request-context', 'http/undecodable-path'), 'request id and request-line checks'],
+  [pkg('helmet'), 'request id, security headers, request-line checks'],
+  [own('http/edge', 'http/request-context', 'http/undecodable-path'), 'request id, security headers, request-line checks'],
   [pkg('raw-body', 'body-parser', 'iconv-lite', 'bytes', 'type-is', 'content-type', 'media-typer', 'unpipe', 'http-errors'), 'body reading and JSON'],
   [own('http/json-body'), 'body reading and JSON'],
   [pkg('class-validator', 'class-transformer', 'reflect-metadata', 'validator', 'libphonenumber-js'), 'validation'],
@@ -80,7 +80,6 @@ export async function main(args: string[]): Promise<void> {
   console.log(`| Stage | ms | share |${requests ? ' µs per request |' : ''}`);
   console.log(`|---|---:|---:|${requests ? '---:|' : ''}`);
   for (const [stage, us] of [...micros].filter(([s]) => s !== '(idle)').sort((a, b) => b[1] - a[1])) {
-    if (us / busy < 0.005) continue;
     console.log(`| ${stage} | ${(us / 1000).toFixed(0)} | ${((100 * us) / busy).toFixed(1)}% |${requests ? ` ${(us / Number(requests)).toFixed(1)} |` : ''}`);
   }
 }

@@ -66,16 +66,21 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
         projectors.map((p) => p.projection),
         this.eventStore,
         this.readStore,
-        { signal: this.stopping.signal, graceMs: CATCH_UP_GRACE_MS },
+        {
+          signal: this.stopping.signal,
+          graceMs: CATCH_UP_GRACE_MS,
+          // Each projector follows the head as soon as its read model is promoted.
+          onPromoted: (projection) => projectors.find((p) => p.projection === projection)!.start(),
+        },
       );
       const events = Math.max(...results.map((r) => r.events));
       this.logger.log(`Caught up ${names} from ${events} events in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     } catch (error) {
       if (this.stopping.signal.aborted) return;
-      // The projectors fold from the live generation's checkpoint instead: slower, but they get there.
+      // The projectors not yet started fold from the live generation's checkpoint instead: slower, but they get there.
       this.logger.error(`Catching up ${names} by a rebuild failed: ${(error as Error).message}`);
+      await Promise.all(projectors.filter((p) => p.state === 'starting').map((p) => p.start()));
     }
-    if (!this.stopping.signal.aborted) await Promise.all(projectors.map((p) => p.start()));
   }
 
   /**

@@ -49,7 +49,13 @@ export async function rebuildProjections(
   projections: Projection[],
   eventStore: EventStore,
   readStore: ReadStore,
-  options: { signal: AbortSignal; graceMs: number; onProgress?: (progress: RebuildProgress) => void },
+  options: {
+    signal: AbortSignal;
+    graceMs: number;
+    onProgress?: (progress: RebuildProgress) => void;
+    /** Called as each read model is promoted, before the grace period ends. */
+    onPromoted?: (projection: Projection) => Promise<void>;
+  },
 ): Promise<RebuildResult[]> {
   const started = Date.now();
   const targets: Target[] = [];
@@ -70,6 +76,7 @@ export async function rebuildProjections(
       try {
         await readStore.promote(target.projection.schema.name, target.generation);
         target.result = { projection: target.projection.name, generation: target.generation, events: done, ms: Date.now() - started };
+        await options.onPromoted?.(target.projection);
       } catch (error) {
         if (!(error instanceof RebuildBehindError)) throw error;
       }

@@ -162,7 +162,7 @@ describe('the HTTP edge under attack', () => {
       const exchanges = await Promise.all(Array.from({ length: 40 }, () => socketExchange(service.url, [], { waitMs: 12_000 })));
       expect(exchanges.every((e) => e.closedByServer)).toBe(true);
       // The ones past the cap are closed at once, the others by the headers timeout.
-      expect(exchanges.filter((e) => e.ms < 500).length).toBeGreaterThanOrEqual(20);
+      expect(exchanges.filter((e) => e.ms < 900).length).toBeGreaterThanOrEqual(20);
       // And the service still answers.
       expect((await rawRequest(service.url, jsonRequest('GET', '/v1/customers', TOKENS.a))).status).toBe(200);
     });
