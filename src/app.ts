@@ -47,6 +47,6 @@ function rateLimits(config: AppConfig): RateLimits | undefined {
   const windowMs = config.rateLimitWindowSeconds * 1000;
   return {
     perToken: new FixedWindowLimiter(config.rateLimitRequests, windowMs),
-    failedAuthPerAddress: new FixedWindowLimiter(config.rateLimitAuthFailures || Number.MAX_SAFE_INTEGER, windowMs),
+    failedAuthPerAddress: config.rateLimitAuthFailures > 0 ? new FixedWindowLimiter(config.rateLimitAuthFailures, windowMs) : undefined,
   };
 }

@@ -38,7 +38,7 @@ export interface RateLimits {
   /** Requests per token and window: every request counts, whatever its answer. */
   perToken: FixedWindowLimiter;
   /** Failed authentications per client address and window: past it, the address is refused before its token is looked at. */
-  failedAuthPerAddress: FixedWindowLimiter;
+  failedAuthPerAddress?: FixedWindowLimiter;
 }
 
 const rateLimited = (retryAfter: number, message: string) => new ApiError('RATE_LIMITED', `${message} Retry after the number of seconds in Retry-After.`, undefined, retryAfter);
@@ -50,17 +50,16 @@ const rateLimited = (retryAfter: number, message: string) => new ApiError('RATE_
 export function accessTokenMiddleware(tokens: AccessTokens, limits?: RateLimits) {
   return (req: ServiceRequest, _res: Response, next: NextFunction): void => {
     const address = req.socket.remoteAddress ?? '';
-    if (limits) {
-      const wait = limits.failedAuthPerAddress.blocked(address);
-      if (wait) {
-        return next(rateLimited(wait, `Too many failed authentications from this address: at most ${limits.failedAuthPerAddress.limit} per ${limits.failedAuthPerAddress.windowMs / 1000} s.`));
-      }
+    const failures = limits?.failedAuthPerAddress;
+    const wait = failures?.blocked(address);
+    if (failures && wait) {
+      return next(rateLimited(wait, `Too many failed authentications from this address: at most ${failures.limit} per ${failures.windowMs / 1000} s.`));
     }
     const token = tokenOf(req);
     const sent = typeof token === 'string' && token !== '' ? digest(token) : undefined;
     const accountId = sent ? tokens.accountFor(sent) : null;
     if (!sent || !accountId) {
-      limits?.failedAuthPerAddress.hit(address);
+      failures?.hit(address);
       return next(new ApiError('UNAUTHORIZED', token === undefined || token === '' ? 'access_token is required' : 'access_token is invalid'));
     }
     if (limits) {
