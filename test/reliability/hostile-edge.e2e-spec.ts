@@ -112,6 +112,8 @@ describe('the HTTP edge under attack', () => {
       for (const extra of ['Content-Length: 99999999\r\n', 'Content-Length: 50000000\r\nExpect: 100-continue\r\n']) {
         const exchange = await socketExchange(service.url, [`${headers}${extra}\r\n`], { waitMs: 10_000 });
         expect(exchange.received).not.toContain('100 Continue');
+        // And the connection is closed, rather than kept to read and discard the body.
+        expect(exchange.closedByServer).toBe(true);
         expectEnvelope(parseAnswer(exchange.received), 413, 'PAYLOAD_TOO_LARGE');
       }
     });
