@@ -83,10 +83,10 @@ async function main(): Promise<void> {
   // LOG_LEVEL=warn hides info lines; where the service listens is still worth one line there.
   logger[settings.logLevel === 'warn' ? 'warn' : 'log'](`Listening on ${url} (data in ${settings.dataDir})`);
   if (created) {
-    // Shown once, on the first start: it is kept in the data directory, never logged again.
-    process.stdout.write(
-      `\nNo ACCESS_TOKENS configured: made an access token for account "default" and kept it in ${settings.dataDir}/access-token.\n` +
-        `Try it:\n  curl '${url}/v1/profiles?access_token=${created}'\n\n`,
+    // The token itself is never printed: stdout is the log, and logs travel further than the data directory.
+    logger.log(
+      `No ACCESS_TOKENS configured: made an access token for account "default" and kept it in ${settings.dataDir}/access-token ` +
+        `(readable by this user only; the part before ":default" is the token). Try it: curl -H "Authorization: Bearer $(cut -d: -f1 ${settings.dataDir}/access-token)" ${url}/v1/profiles`,
     );
   } else if (!process.env.ACCESS_TOKENS) {
     logger.log(`Using the access token kept in ${settings.dataDir}/access-token`);

@@ -29,6 +29,12 @@ interface Waiter {
 }
 
 const RETRY_DELAY_MS = 1000;
+/**
+ * Events read per batch at most. Following the head, batches hold what is new; catching up (a first
+ * start on a large store), each batch is one transaction, and fewer, larger ones fold several times
+ * faster. Not larger: requests wait while a batch folds.
+ */
+const MAX_BATCH = 5000;
 
 /**
  * Folds one batch into one generation of a projection's read model: the documents the batch
@@ -140,7 +146,7 @@ export class Projector {
     while (!signal.aborted) {
       try {
         const streamPrefix = this.streamPrefix;
-        for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefix })) {
+        for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefix, maxBatchSize: MAX_BATCH })) {
           await this.apply(batch);
           // The store calls are synchronous on SQLite: catching up must not keep requests waiting.
           await nextTurn();

@@ -38,7 +38,7 @@ let logged: string[] = [];
 beforeEach(() => {
   logged = [];
   for (const level of ['warn', 'error'] as const) {
-    jest.spyOn(Logger.prototype, level).mockImplementation((message: unknown) => void logged.push(`${level}: ${String(message)}`));
+    jest.spyOn(Logger.prototype, level).mockImplementation((...args: unknown[]) => void logged.push(`${level}: ${String(args[0])}`));
   }
 });
 afterEach(() => jest.restoreAllMocks());
