@@ -1,12 +1,14 @@
-// `npm run bench [-- http] [--scale] [--duration S] [--connections N] [--workers N]`
-// Starts the built service (dist/main.js) on a fresh data directory, loads each route over loopback
+// `npm run bench [-- http] [--scale] [--duration S] [--connections N] [--only <part of a row's name>] [--workers N]`
+// Starts the built service (dist/main.js) as users run it (logs at info into a file, metrics, rate
+// limits on with a limit above the load) on a fresh data directory, loads each route over loopback
 // with autocannon in a forked process, and prints req/s and p50/p99 latency per route next to the
-// ceiling: a bench-only route of the same app that answers a constant body of the same size.
+// floor: a bare NestJS + Express app in its own process answering a constant body of the same size
+// (bench/floor.ts). Raw node:http, the limit, runs beside it.
 // With --scale it then seeds 1,000,000 customers over 100 accounts through the event store, folds
 // them with the operators' rebuild, and measures the read and list rows again at that size.
 import { ChildProcess, fork, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +26,7 @@ const LISTED_EMAIL = 'listed@example.com';
 
 interface Options {
   scale: boolean;
+  only?: string;
   durationSeconds: number;
   connections: number;
   /** The service's WORKERS. */
@@ -36,18 +39,26 @@ interface Row {
   spec: Omit<LoadSpec, 'url' | 'token' | 'connections' | 'durationSeconds'>;
 }
 
+/** A process answering HTTP: the service, or one of the yardsticks. */
 interface Service {
   url: string;
   child: ChildProcess;
   output(): string;
 }
 
+/** The yardsticks each row is set against, each in its own process. */
+interface Yardsticks {
+  floor: Service;
+  limit: Service;
+}
+
 export async function main(args: string[]): Promise<void> {
   const options: Options = {
     scale: args.includes('--scale'),
     durationSeconds: numberArg(args, '--duration', 10),
-    connections: numberArg(args, '--connections', 10),
+    connections: numberArg(args, '--connections', 32),
     workers: numberArg(args, '--workers', 1),
+    only: args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined,
   };
   console.log(
     `Load: ${options.connections} connections, ${options.durationSeconds} s per row, autocannon in a forked process; service WORKERS=${options.workers}.`,
@@ -57,17 +68,18 @@ export async function main(args: string[]): Promise<void> {
   if (options.scale) await scaleRun(options, small);
 }
 
-/** The rows on a fresh data directory: create/read/list/update per resource, each between two ceiling runs. */
+/** The rows on a fresh data directory: create/read/list/update per resource, each between two floor runs. */
 async function smallDataRun(options: Options): Promise<Map<string, RowResult>> {
   const dataDir = mkdtempSync(join(tmpdir(), 'pcs-bench-'));
   const service = await startService(dataDir, options.workers);
+  let yardsticks: Yardsticks | undefined;
   try {
     const ids = {
       customers: await createMany(service, 'customers', (i) => ({ name: `customer ${i}`, email: LISTED_EMAIL, company: 'Bench Co' })),
       profiles: await createMany(service, 'profiles', (i) => ({ name: `profile ${i}`, email: LISTED_EMAIL, site: 'https://bench.example.com' })),
     };
-    const ceilingBytes = (await call(service, 'GET', `/v1/customers/${ids.customers[0]}`)).text.length;
-    const rows: Row[] = [ceilingRow(ceilingBytes)];
+    yardsticks = await startYardsticks((await call(service, 'GET', `/v1/customers/${ids.customers[0]}`)).text.length);
+    const rows: Row[] = [];
     for (const resource of ['customers', 'profiles'] as const) {
       const body: Record<string, string> = resource === 'customers' ? { email: 'new@example.com', company: 'Bench Co' } : { email: 'new@example.com' };
       const items = ids[resource].map((id) => `/v1/${resource}/${id}`);
@@ -78,11 +90,12 @@ async function smallDataRun(options: Options): Promise<Map<string, RowResult>> {
         { name: `${resource}: update`, target: 0.4, spec: { method: 'PUT', paths: items, body: {}, rename: true } },
       );
     }
-    const results = await runRows(service, rows, options);
+    const results = await runRows(service, yardsticks, rows.filter((r) => !options.only || r.name.includes(options.only)), options);
     printTable(`Small data (${SEEDED} customers and ${SEEDED} profiles, plus what the create rows add)`, rows, results);
     return results;
   } finally {
     await stopService(service);
+    if (yardsticks) await Promise.all([stopService(yardsticks.floor), stopService(yardsticks.limit)]);
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
@@ -97,69 +110,78 @@ async function scaleRun(options: Options, small: Map<string, RowResult>): Promis
     const rebuilt = await rebuildAll(join(dataDir, 'service.sqlite'));
     console.log(`Projection rebuild (\`projections rebuild all\`): ${rebuilt.seconds.toFixed(1)} s, ${Math.round(rebuilt.events / rebuilt.seconds).toLocaleString('en')} events/s.`);
     const service = await startService(dataDir, options.workers);
+    let yardsticks: Yardsticks | undefined;
     try {
       const items = seeded.sampleIds.map((id) => `/v1/customers/${id}`);
-      const ceilingBytes = (await call(service, 'GET', items[0])).text.length;
+      yardsticks = await startYardsticks((await call(service, 'GET', items[0])).text.length);
       const rows: Row[] = [
-        ceilingRow(ceilingBytes),
         { name: 'customers: read', target: 0.7, spec: { method: 'GET', paths: items } },
         { name: 'customers: list, email filter, limit 10', target: 0.5, spec: { method: 'GET', paths: [`/v1/customers?email=${LISTED_EMAIL}&limit=10`] } },
       ];
-      const results = await runRows(service, rows, options);
+      const results = await runRows(service, yardsticks, rows, options);
       printTable(`1,000,000 customers over 100 accounts (${seeded.perAccount.toLocaleString('en')} in the benchmarked account)`, rows, results);
       console.log('\nAt scale against small data (target: at least 0.8):');
-      // Each side as a share of its own ceilings, so the machine's drift between the two runs cancels out.
-      for (const row of rows.slice(1)) {
+      // Each side as a share of its own floors, so the machine's drift between the two runs cancels out.
+      for (const row of rows.filter((r) => small.has(r.name))) {
         const ratio = results.get(row.name)!.ratio / small.get(row.name)!.ratio;
         console.log(`  ${row.name.padEnd(42)} ${ratio.toFixed(2)} ${ratio >= 0.8 ? 'ok' : 'BELOW TARGET'}`);
       }
     } finally {
       await stopService(service);
+      if (yardsticks) await Promise.all([stopService(yardsticks.floor), stopService(yardsticks.limit)]);
     }
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
-const ceilingRow = (bytes: number): Row => ({ name: 'ceiling', spec: { method: 'GET', paths: [`/v1/bench/ceiling?bytes=${bytes}`] } });
-
-/** A row's figures, and its ratio to the ceilings measured right before and right after it. */
+/** A row's figures, and its ratio to the floor runs right before and right after it. */
 interface RowResult extends LoadResult {
   ratio: number;
 }
 
+const FLOOR = 'floor: bare NestJS + Express';
+const LIMIT = 'limit: raw node:http';
+
 /**
- * Each row in its own forked autocannon, between two ceiling runs: on a shared machine the load
- * drifts, so each row is set against the ceiling of its own moment. The ceiling row is their mean.
+ * Each row in its own forked autocannon, between two runs of the floor: on a shared machine the load
+ * drifts, so each row is set against the floor of its own moment. The floor row is their mean; the
+ * limit runs at the start and at the end, and is set against the floor the same way.
  */
-async function runRows(service: Service, rows: Row[], options: Options): Promise<Map<string, RowResult>> {
-  const run = async (row: Row) => {
-    const result = await load({ ...row.spec, url: service.url, token: TOKEN, connections: options.connections, durationSeconds: options.durationSeconds });
-    if (result.failures > 0) throw new Error(`${row.name}: ${result.failures} of ${result.requests} requests failed\n${service.output().slice(-2000)}`);
+async function runRows(service: Service, yardsticks: Yardsticks, rows: Row[], options: Options): Promise<Map<string, RowResult>> {
+  const run = async (target: Service, name: string, spec: Row['spec']) => {
+    const result = await load({ ...spec, url: target.url, token: TOKEN, connections: options.connections, durationSeconds: options.durationSeconds });
+    if (result.failures > 0) throw new Error(`${name}: ${result.failures} of ${result.requests} requests failed\n${target.output().slice(-2000)}`);
     return result;
   };
-  const ceilingSpec = rows.find((r) => r.name === 'ceiling')!;
-  const ceilings = [await run(ceilingSpec)];
+  const constant: Row['spec'] = { method: 'GET', paths: ['/v1/customers'] };
+  const floors = [await run(yardsticks.floor, FLOOR, constant)];
+  const limits = [await run(yardsticks.limit, LIMIT, constant)];
   const results = new Map<string, RowResult>();
-  for (const row of rows.filter((r) => r.name !== 'ceiling')) {
-    const result = await run(row);
-    ceilings.push(await run(ceilingSpec));
-    const around = (ceilings[ceilings.length - 2].requestsPerSecond + ceilings[ceilings.length - 1].requestsPerSecond) / 2;
-    results.set(row.name, { ...result, ratio: result.requestsPerSecond / around });
+  const aroundLast = () => (floors[floors.length - 2].requestsPerSecond + floors[floors.length - 1].requestsPerSecond) / 2;
+  for (const row of rows) {
+    const result = await run(service, row.name, row.spec);
+    floors.push(await run(yardsticks.floor, FLOOR, constant));
+    results.set(row.name, { ...result, ratio: result.requestsPerSecond / aroundLast() });
   }
-  const mean = (f: (r: LoadResult) => number) => ceilings.reduce((sum, r) => sum + f(r), 0) / ceilings.length;
-  results.set('ceiling', { ...ceilings[0], requestsPerSecond: mean((r) => r.requestsPerSecond), p50: mean((r) => r.p50), p99: mean((r) => r.p99), ratio: 1 });
-  const rates = ceilings.map((r) => r.requestsPerSecond);
-  console.log(`Ceiling over the run: ${Math.min(...rates).toFixed(0)} to ${Math.max(...rates).toFixed(0)} req/s in ${rates.length} runs (the load others put on the machine).`);
+  limits.push(await run(yardsticks.limit, LIMIT, constant));
+  floors.push(await run(yardsticks.floor, FLOOR, constant));
+  const mean = (of: LoadResult[], f: (r: LoadResult) => number) => of.reduce((sum, r) => sum + f(r), 0) / of.length;
+  const summary = (of: LoadResult[]) => ({ ...of[0], requestsPerSecond: mean(of, (r) => r.requestsPerSecond), p50: mean(of, (r) => r.p50), p99: mean(of, (r) => r.p99) });
+  const floor = summary(floors);
+  results.set(FLOOR, { ...floor, ratio: 1 });
+  results.set(LIMIT, { ...summary(limits), ratio: summary(limits).requestsPerSecond / floor.requestsPerSecond });
+  const rates = floors.map((r) => r.requestsPerSecond);
+  console.log(`Floor over the run: ${Math.min(...rates).toFixed(0)} to ${Math.max(...rates).toFixed(0)} req/s in ${rates.length} runs (the load others put on the machine).`);
   return results;
 }
 
 function printTable(title: string, rows: Row[], results: Map<string, RowResult>): void {
   console.log(`\n${title}\n`);
-  console.log('| Route | req/s | p50 ms | p99 ms | × ceiling around it | target |');
+  console.log('| Route | req/s | p50 ms | p99 ms | × floor around it | target |');
   console.log('|---|---:|---:|---:|---:|---|');
-  for (const name of [...new Set(rows.map((r) => r.name))]) {
-    const row = rows.find((r) => r.name === name)!;
+  for (const name of [LIMIT, FLOOR, ...rows.map((r) => r.name)].filter((n) => results.has(n))) {
+    const row = rows.find((r) => r.name === name) ?? { target: undefined };
     const r = results.get(name)!;
     const { ratio } = r;
     const target = row.target === undefined ? '' : `≥ ${row.target} ${ratio >= row.target ? 'ok' : 'BELOW'}`;
@@ -176,7 +198,10 @@ function load(spec: LoadSpec): Promise<LoadResult> {
   });
 }
 
+/** The service as users run it: logs at info into a file, metrics (always on), rate limits on, above the load. */
 async function startService(dataDir: string, workers: number): Promise<Service> {
+  const log = join(dataDir, 'service.log');
+  const fd = openSync(log, 'a');
   const child = spawn(process.execPath, [...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), join(ROOT, 'dist', 'main.js')], {
     cwd: dataDir,
     env: {
@@ -185,33 +210,50 @@ async function startService(dataDir: string, workers: number): Promise<Service> 
       DATA_DIR: dataDir,
       PORT: '0',
       HOST: '127.0.0.1',
-      LOG_LEVEL: 'info', // the "Listening on" line is at info
+      LOG_LEVEL: 'info',
       ACCESS_TOKENS: `${TOKEN}:${ACCOUNT}`,
-      BENCH_CEILING: '1',
-      RATE_LIMIT_REQUESTS: '0', // the load is one token: the limit would answer 429 instead of measuring
+      // One token makes the whole load: a limit well above it, so it is counted on every request and never refuses.
+      RATE_LIMIT_REQUESTS: '1000000',
+      RATE_LIMIT_WINDOW_SECONDS: '60',
       WORKERS: String(workers),
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', fd, fd],
   });
-  // One log line per request: keep only the tail, enough to find the address and to show a failure.
-  let output = '';
-  const keep = (chunk: Buffer) => (output = (output + chunk).slice(-65_536));
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
-  const url = await new Promise<string>((resolve, reject) => {
+  closeSync(fd);
+  // The log grows by a line per request: read its tail only.
+  const output = () => {
+    const text = readFileSync(log, 'utf8');
+    return text.slice(-65_536);
+  };
+  // With several workers, once every one of them listens.
+  return { url: await listening(child, output, workers > 1 ? /\d+ workers serve (http:\/\/\S+)/ : undefined), child, output };
+}
+
+/** The floor and the limit (bench/floor.ts), answering a constant body of `bytes` bytes. */
+async function startYardsticks(bytes: number): Promise<Yardsticks> {
+  const start = async (kind: string): Promise<Service> => {
+    const child = spawn(process.execPath, [join(__dirname, 'floor.js'), kind, String(bytes)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk));
+    return { url: await listening(child, () => output), child, output: () => output };
+  };
+  return { floor: await start('nest'), limit: await start('node') };
+}
+
+function listening(child: ChildProcess, output: () => string, pattern = /Listening on (http:\/\/\S+)/): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
     const timer = setInterval(() => {
-      // With several workers, once every one of them listens.
-      const match = output.match(workers > 1 ? /\d+ workers serve (http:\/\/\S+)/ : /Listening on (http:\/\/\S+)/);
+      const match = output().match(pattern);
       if (match) {
         clearInterval(timer);
         resolve(match[1].replace('localhost', '127.0.0.1'));
       } else if (child.exitCode !== null) {
         clearInterval(timer);
-        reject(new Error(`the service exited with ${child.exitCode}:\n${output}`));
+        reject(new Error(`${child.spawnargs.join(' ')} exited with ${child.exitCode}:\n${output()}`));
       }
     }, 20);
   });
-  return { url, child, output: () => output };
 }
 
 async function stopService(service: Service): Promise<void> {

@@ -7,6 +7,7 @@ const BENCHES: Record<string, () => Promise<{ main(args: string[]): Promise<void
   'audit-and-retries': () => import('./audit-and-retries'),
   operations: () => import('./operations'),
   rebuild: () => import('./rebuild'),
+  profile: () => import('./profile'),
 };
 
 async function run(): Promise<void> {

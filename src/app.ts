@@ -1,24 +1,19 @@
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import helmet from 'helmet';
+import type { NextFunction, Response } from 'express';
 import { AppModule } from './app.module';
 import { setUpDocs } from './docs/openapi';
 import type { AppConfig } from './config/config';
-import { AccessTokens, accessTokenMiddleware } from './http/access-token.middleware';
+import { AccessTokens, accessTokenMiddleware, RateLimits } from './http/access-token.middleware';
 import { ApiExceptionFilter } from './http/api-exception.filter';
 import { BodyValidationPipe } from './http/body-validation.pipe';
+import { edgeMiddleware } from './http/edge';
 import { JsonExpressAdapter } from './http/json-express.adapter';
 import { jsonBody } from './http/json-body.middleware';
-import { requestIdMiddleware } from './http/request-context';
-import { undecodablePathMiddleware } from './http/undecodable-path.middleware';
-import { createLogger, NestPinoLogger, requestLogger } from './logging/logging';
+import { FixedWindowLimiter } from './http/rate-limit';
+import type { ServiceRequest } from './http/request-context';
+import { createLogger, NestPinoLogger } from './logging/logging';
 import { Metrics } from './metrics/metrics';
-
-/**
- * helmet's defaults, except `upgrade-insecure-requests`: on a plain http port it made browsers fetch
- * the /docs page's scripts over https, leaving the page blank at any address but localhost.
- */
-const HELMET = { contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } };
 
 /** Browsers may call /v1 from these origins, sending the token as a header, and read every header clients need. */
 const corsOptions = (origins: string[]) => ({
@@ -31,11 +26,12 @@ const corsOptions = (origins: string[]) => ({
 
 /**
  * The whole service, initialised and not yet listening: main.ts and the tests build it the same way.
- * Order matters: authentication comes before the body is read, so strangers' bodies are never parsed.
+ * Order matters: authentication and rate limits come before the body is read, so the bodies of
+ * strangers and of tokens over their limit are never read or parsed.
  */
 export async function createApp(config: AppConfig): Promise<NestExpressApplication> {
   const logger = createLogger(config.logLevel);
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), new JsonExpressAdapter(), {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), new JsonExpressAdapter(config, logger), {
     bodyParser: false,
     abortOnError: false,
     logger: new NestPinoLogger(logger),
@@ -43,14 +39,31 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
-  // The request log and metrics come before anything that can answer, so every request is seen.
-  app.use(helmet(HELMET), requestIdMiddleware, requestLogger(logger), app.get(Metrics).httpMiddleware(), undecodablePathMiddleware);
+  app.use(edgeMiddleware(logger, app.get(Metrics)));
   // Before the token check, so a browser's preflight (which carries no token) is answered.
   if (config.corsOrigins.length > 0) app.enableCors(corsOptions(config.corsOrigins));
-  app.use('/v1', accessTokenMiddleware(new AccessTokens(config.accessTokens)), ...jsonBody);
+  const authenticate = accessTokenMiddleware(new AccessTokens(config.accessTokens), rateLimits(config));
+  app.use('/v1', (req: ServiceRequest, res: Response, next: NextFunction) =>
+    authenticate(req, res, (error?: unknown) => (error ? next(error) : jsonBody(req, res, next))),
+  );
   app.useGlobalFilters(new ApiExceptionFilter());
   app.useGlobalPipes(new BodyValidationPipe());
   setUpDocs(app);
   await app.init();
   return app;
+}
+
+/**
+ * Counted in this process. With WORKERS=N each worker allows its share, 1/N of each configured
+ * limit (rounded up): the primary deals connections to the workers in turn, so the machine allows
+ * about the configured figure. Separate instances each count their own (docs/operators.md).
+ */
+function rateLimits(config: AppConfig): RateLimits | undefined {
+  if (config.rateLimitRequests === 0) return undefined;
+  const windowMs = config.rateLimitWindowSeconds * 1000;
+  const share = (limit: number) => Math.ceil(limit / config.workers);
+  return {
+    perToken: new FixedWindowLimiter(share(config.rateLimitRequests), windowMs),
+    failedAuthPerAddress: config.rateLimitAuthFailures > 0 ? new FixedWindowLimiter(share(config.rateLimitAuthFailures), windowMs) : undefined,
+  };
 }

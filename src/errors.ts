@@ -12,6 +12,10 @@ export type ErrorCode =
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'RATE_LIMITED'
+  | 'MALFORMED_REQUEST'
+  | 'REQUEST_TIMEOUT'
+  | 'EXPECTATION_FAILED'
+  | 'HEADERS_TOO_LARGE'
   | 'INTERNAL'
   | 'UNAVAILABLE';
 
@@ -30,6 +34,11 @@ const STATUS: Record<ErrorCode, number> = {
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
+  // What Node's HTTP parser refuses before the app sees a request (see http/http-server.ts).
+  MALFORMED_REQUEST: 400,
+  REQUEST_TIMEOUT: 408,
+  EXPECTATION_FAILED: 417,
+  HEADERS_TOO_LARGE: 431,
   INTERNAL: 500,
   UNAVAILABLE: 503,
 };

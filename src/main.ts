@@ -60,11 +60,11 @@ interface Listening {
   listening: string;
 }
 
-/** Shown once, on the first start: the token is kept in the data directory, never logged again. */
-function showCreatedToken(dataDir: string, url: string, token: string): void {
-  process.stdout.write(
-    `\nNo ACCESS_TOKENS configured: made an access token for account "default" and kept it in ${dataDir}/access-token.\n` +
-      `Try it:\n  curl '${url}/v1/profiles?access_token=${token}'\n\n`,
+/** Said once, on the first start. The token itself is never printed: stdout is the log, and logs travel further than the data directory. */
+function announceCreatedToken(logger: Logger, dataDir: string, url: string): void {
+  logger.log(
+    `No ACCESS_TOKENS configured: made an access token for account "default" and kept it in ${dataDir}/access-token ` +
+      `(readable by this user only; the part before ":default" is the token). Try it: curl -H "Authorization: Bearer $(cut -d: -f1 ${dataDir}/access-token)" ${url}/v1/profiles`,
   );
 }
 
@@ -105,7 +105,7 @@ async function main(): Promise<void> {
   // LOG_LEVEL=warn hides info lines; where the service listens is still worth one line there.
   logger[settings.logLevel === 'warn' ? 'warn' : 'log'](`Listening on ${url} (data in ${settings.dataDir})`);
   if (cluster.isWorker) process.send!({ listening: url } satisfies Listening);
-  if (created) showCreatedToken(settings.dataDir, url, created);
+  if (created) announceCreatedToken(logger, settings.dataDir, url);
   else if (!process.env.ACCESS_TOKENS) logger.log(`Using the access token kept in ${settings.dataDir}/access-token`);
 }
 
@@ -138,7 +138,7 @@ async function runPrimary(settings: Settings): Promise<void> {
     if (typeof message?.listening !== 'string') return;
     const first = listening.size === 0;
     listening.add(worker.id);
-    if (first && created) showCreatedToken(settings.dataDir, message.listening, created);
+    if (first && created) announceCreatedToken(logger, settings.dataDir, message.listening);
     if (listening.size === settings.workers) logger.log(`${settings.workers} workers serve ${message.listening}`);
   });
   cluster.on('exit', (worker, code, signal) => {

@@ -27,6 +27,13 @@ export interface AppConfig {
   /** Requests each access token may make per window; 0 turns the limit off. */
   rateLimitRequests: number;
   rateLimitWindowSeconds: number;
+  /** Failed authentications per client address and window; 0 turns the bound off. */
+  rateLimitAuthFailures: number;
+  /** The HTTP server's limits (see http/http-server.ts). */
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxConnections: number;
   /** GET /health/ready answers 503 while a read model is more than this many events behind. */
   readyMaxLagEvents: number;
   /** Browser origins allowed to call the service (CORS); empty: none, `['*']`: any. */
@@ -37,8 +44,6 @@ export interface AppConfig {
   projectionLeaseMs: number;
   /** Names this instance in /metrics and as a lease holder (see newInstanceId). */
   instanceId: string;
-  /** Bench-only (BENCH_CEILING=1): serves GET /v1/bench/ceiling, the benchmark's yardstick. Never set in production. */
-  benchCeiling: boolean;
 }
 
 export const APP_CONFIG = Symbol('AppConfig');
@@ -69,12 +74,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     storeTimeoutMs: integer(env, 'STORE_TIMEOUT_MS', 5000, 100, 600_000),
     rateLimitRequests: integer(env, 'RATE_LIMIT_REQUESTS', 6000, 0, 1_000_000),
     rateLimitWindowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
+    rateLimitAuthFailures: integer(env, 'RATE_LIMIT_AUTH_FAILURES', 30, 0, 1_000_000),
+    headersTimeoutMs: integer(env, 'HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
+    requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
+    keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
+    maxConnections: integer(env, 'MAX_CONNECTIONS', 1000, 1, 1_000_000),
     readyMaxLagEvents: integer(env, 'READY_MAX_LAG_EVENTS', 1000, 0, 1_000_000_000),
     corsOrigins: corsOrigins(env),
     workers: workers(env),
     projectionLeaseMs: integer(env, 'PROJECTION_LEASE_MS', 5000, 1000, 600_000),
     instanceId: newInstanceId(),
-    benchCeiling: env.BENCH_CEILING === '1',
   };
 }
 
@@ -164,7 +173,7 @@ export function resolveAccessTokens(
     return { tokens: parseAccessTokens(readFileSync(file, 'utf8')) };
   }
   const token = randomBytes(24).toString('base64url');
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   writeFileSync(file, `${token}:default\n`, { mode: 0o600, flag: 'wx' });
   return { tokens: new Map([[token, 'default']]), created: token };
 }

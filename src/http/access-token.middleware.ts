@@ -1,6 +1,7 @@
 import type { NextFunction, Response } from 'express';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../errors';
+import { FixedWindowLimiter } from './rate-limit';
 import type { ServiceRequest } from './request-context';
 
 /** A token's SHA-256: what is compared, and what the rate limiter keys on, never the token itself. */
@@ -15,8 +16,7 @@ export class AccessTokens {
   }
 
   /** Compares against every token in constant time, so timing tells nothing of which is close. */
-  accountFor(token: string): string | null {
-    const sent = digest(token);
+  accountFor(sent: Buffer): string | null {
     let account: string | null = null;
     for (const entry of this.entries) {
       if (timingSafeEqual(entry.digest, sent)) account = entry.accountId;
@@ -34,18 +34,47 @@ export function tokenOf(req: ServiceRequest): unknown {
   return bearer ? bearer[1] : auth === undefined ? undefined : '';
 }
 
-export function accessTokenMiddleware(tokens: AccessTokens) {
+export interface RateLimits {
+  /** Requests per token and window: every request counts, whatever its answer. */
+  perToken: FixedWindowLimiter;
+  /** Failed authentications per client address and window: past it, the address is refused before its token is looked at. */
+  failedAuthPerAddress?: FixedWindowLimiter;
+}
+
+const rateLimited = (retryAfter: number, message: string) => new ApiError('RATE_LIMITED', `${message} Retry after the number of seconds in Retry-After.`, undefined, retryAfter);
+
+/**
+ * Authenticates a /v1 request and applies the rate limits, all before its body is read: a stranger,
+ * or a token over its limit, never makes the service read or parse a body.
+ */
+export function accessTokenMiddleware(tokens: AccessTokens, limits?: RateLimits) {
   return (req: ServiceRequest, _res: Response, next: NextFunction): void => {
+    const address = req.socket.remoteAddress ?? '';
+    const failures = limits?.failedAuthPerAddress;
+    const wait = failures?.blocked(address);
+    if (failures && wait) {
+      return next(rateLimited(wait, `Too many failed authentications from this address: at most ${failures.limit} per ${failures.windowMs / 1000} s.`));
+    }
     const token = tokenOf(req);
-    if (token === '' && req.query.access_token === undefined) {
-      // An Authorization header of another form, e.g. the bare token: say which form is taken.
-      return next(new ApiError('UNAUTHORIZED', 'the Authorization header must be "Bearer <access token>" (or send ?access_token=<access token>)'));
+    const sent = typeof token === 'string' && token !== '' ? digest(token) : undefined;
+    const accountId = sent ? tokens.accountFor(sent) : null;
+    if (!sent || !accountId) {
+      failures?.hit(address);
+      const problem =
+        token === '' && req.query.access_token === undefined
+          ? // An Authorization header of another form, e.g. the bare token: say which form is taken.
+            'the Authorization header must be "Bearer <access token>" (or send ?access_token=<access token>)'
+          : token === undefined || token === ''
+            ? 'access_token is required'
+            : 'access_token is invalid';
+      return next(new ApiError('UNAUTHORIZED', problem));
     }
-    if (token === undefined || token === '') {
-      return next(new ApiError('UNAUTHORIZED', 'access_token is required'));
+    if (limits) {
+      const wait = limits.perToken.hit(sent.toString('base64'));
+      if (wait) {
+        return next(rateLimited(wait, `Too many requests with this access token: at most ${limits.perToken.limit} per ${limits.perToken.windowMs / 1000} s.`));
+      }
     }
-    const accountId = typeof token === 'string' ? tokens.accountFor(token) : null;
-    if (!accountId) return next(new ApiError('UNAUTHORIZED', 'access_token is invalid'));
     req.accountId = accountId;
     next();
   };

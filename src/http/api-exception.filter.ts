@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, NotFoundException } from '@nestjs/common';
 import type { Response } from 'express';
-import { ApiError } from '../errors';
+import { ApiError, FieldFault } from '../errors';
 import type { LoggedError } from '../logging/logging';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import { sendJson } from './json-response';
@@ -35,10 +35,22 @@ export class ApiExceptionFilter implements ExceptionFilter {
       error: {
         code: error.code,
         message: error.message,
-        ...(error.details?.length ? { details: error.details } : {}),
+        ...(error.details?.length ? { details: bounded(error.details) } : {}),
       },
     });
   }
+}
+
+/** At most this many faults are listed, each field name cut to a length: a hostile body cannot make a large answer. */
+const MAX_DETAILS = 20;
+const MAX_FIELD_NAME = 100;
+
+function bounded(details: FieldFault[]): FieldFault[] {
+  const listed = details.slice(0, MAX_DETAILS).map(({ field, message }) =>
+    field.length > MAX_FIELD_NAME ? { field: `${field.slice(0, MAX_FIELD_NAME)}…`, message: message.replace(field, `${field.slice(0, MAX_FIELD_NAME)}…`) } : { field, message },
+  );
+  if (details.length > MAX_DETAILS) listed.push({ field: '(more)', message: `${details.length - MAX_DETAILS} more faults not listed` });
+  return listed;
 }
 
 /** Errors raised by Express and body reading carry an HTTP status and a `type`. */

@@ -1,11 +1,21 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config/config';
 import { ApiError } from '../errors';
-import { EVENT_STORE, EventStore, Position } from '../event-store/event-store.port';
+import { comparePositions, EVENT_STORE, EventStore, Position, START } from '../event-store/event-store.port';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import { Projection, PROJECTIONS } from './projection';
 import { Projector } from './projector';
-import { REBUILD_GRACE_MS } from './rebuild';
+import { REBUILD_GRACE_MS, rebuildProjections } from './rebuild';
+
+/** Reads that found the replaced generation just before the promotion finish within this. */
+const CATCH_UP_GRACE_MS = 1000;
+
+/**
+ * A read model further behind than this at start is caught up by a rebuild (the operators' one-pass
+ * fold into a new generation, several times faster than the live projector's) before its projector
+ * starts following the head.
+ */
+const CATCH_UP_BY_REBUILD_EVENTS = 10_000;
 
 /**
  * Runs one projector per read model for the life of the app (folding, or following the instance
@@ -15,10 +25,12 @@ import { REBUILD_GRACE_MS } from './rebuild';
 export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(ProjectionsService.name);
   readonly projectors: Projector[];
+  private readonly stopping = new AbortController();
+  private catchingUp?: Promise<void>;
 
   constructor(
     @Inject(PROJECTIONS) projections: Projection[],
-    @Inject(EVENT_STORE) eventStore: EventStore,
+    @Inject(EVENT_STORE) private readonly eventStore: EventStore,
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
@@ -26,14 +38,72 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
     this.projectors = projections.map((p) => new Projector(p, eventStore, readStore, lease));
   }
 
+  /**
+   * Starts the projectors. Those far behind the head are rebuilt first, in the background, by the
+   * instance that takes their lease: the app serves meanwhile (their reads from the live generation
+   * as it was, writes 503 until they run). Other instances follow as usual, and see the promotion.
+   */
   async onApplicationBootstrap(): Promise<void> {
-    await Promise.all(this.projectors.map((p) => p.start()));
-    // What a rebuild stopped during its grace period left: storage no read has used since.
-    for (const p of this.projectors) await this.readStore.dropRetired(p.projection.schema.name, REBUILD_GRACE_MS);
+    const head = await this.eventStore.headPosition();
+    const behind: Projector[] = [];
+    for (const projector of this.projectors) {
+      const { name } = projector.projection.schema;
+      await this.readStore.ensureCollection(projector.projection.schema);
+      // What a rebuild stopped during its grace period left: storage no read has used since.
+      await this.readStore.dropRetired(name, REBUILD_GRACE_MS);
+      const { live } = await this.readStore.status(name);
+      // Only the instance that takes the read model's lease catches it up; the others follow it.
+      if (this.farBehind(live.position, head) && (await projector.takeLease().catch(() => false))) behind.push(projector);
+    }
+    await Promise.all(this.projectors.filter((p) => !behind.includes(p)).map((p) => p.start()));
+    if (behind.length) this.catchingUp = this.catchUpByRebuild(behind);
+  }
+
+  /**
+   * More than CATCH_UP_BY_REBUILD_EVENTS behind; where the event store cannot count events
+   * (EventStoreDB), a read model that has folded nothing yet over a store that has some.
+   */
+  private farBehind(position: Position | null, head: Position): boolean {
+    const lag = this.eventStore.eventsBetween(position ?? START, head);
+    return lag === null ? position === null && comparePositions(head, START) > 0 : lag > CATCH_UP_BY_REBUILD_EVENTS;
   }
 
   async onModuleDestroy(): Promise<void> {
+    this.stopping.abort();
+    await this.catchingUp;
     await Promise.all(this.projectors.map((p) => p.stop()));
+  }
+
+  private async catchUpByRebuild(projectors: Projector[]): Promise<void> {
+    const names = projectors.map((p) => p.projection.name).join(', ');
+    this.logger.log(`Read models far behind the events: catching up ${names} by a rebuild`);
+    const started = Date.now();
+    // The leases stay this instance's while it rebuilds; each projector renews its own once started.
+    const renew = setInterval(() => {
+      for (const p of projectors) if (p.state === 'starting') p.takeLease().catch(() => undefined);
+    }, this.config.projectionLeaseMs / 3);
+    try {
+      const results = await rebuildProjections(
+        projectors.map((p) => p.projection),
+        this.eventStore,
+        this.readStore,
+        {
+          signal: this.stopping.signal,
+          graceMs: CATCH_UP_GRACE_MS,
+          // Each projector follows the head as soon as its read model is promoted.
+          onPromoted: (projection) => projectors.find((p) => p.projection === projection)!.start(),
+        },
+      );
+      const events = Math.max(...results.map((r) => r.events));
+      this.logger.log(`Caught up ${names} from ${events} events in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    } catch (error) {
+      if (this.stopping.signal.aborted) return;
+      // The projectors not yet started fold from the live generation's checkpoint instead: slower, but they get there.
+      this.logger.error(`Catching up ${names} by a rebuild failed: ${(error as Error).message}`);
+      await Promise.all(projectors.filter((p) => p.state === 'starting').map((p) => p.start()));
+    } finally {
+      clearInterval(renew);
+    }
   }
 
   /**

@@ -30,6 +30,12 @@ interface Waiter {
 }
 
 const RETRY_DELAY_MS = 1000;
+/**
+ * Events read per batch at most. Following the head, batches hold what is new; catching up (a first
+ * start on a large store), each batch is one transaction, and fewer, larger ones fold several times
+ * faster. Not larger: requests wait while a batch folds.
+ */
+const MAX_BATCH = 5000;
 
 /**
  * Folds one batch into one generation of a projection's read model: the documents the batch
@@ -187,10 +193,12 @@ export class Projector {
   }
 
   /**
-   * Takes the lease if it is free or expired. A holder on this machine that no longer runs (a
-   * restart after a crash, a worker killed) is replaced at once rather than waited out.
+   * Takes (or renews) the lease if it is free, expired or this instance's. A holder on this machine
+   * that no longer runs (a restart after a crash, a worker killed) is replaced at once rather than
+   * waited out. The projector does this itself once started; before that, a catch-up by rebuild
+   * holds the lease through it.
    */
-  private async takeLease(): Promise<boolean> {
+  async takeLease(): Promise<boolean> {
     const { holder, ttlMs } = this.lease;
     const current = await this.readStore.acquireLease(this.leaseName, holder, ttlMs);
     if (current === holder) return true;
@@ -223,7 +231,7 @@ export class Projector {
       while (!signal.aborted) {
         try {
           const streamPrefix = this.streamPrefix;
-          for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefix })) {
+          for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefix, maxBatchSize: MAX_BATCH })) {
             await this.apply(batch);
             // The store calls are synchronous on SQLite: catching up must not keep requests waiting.
             await nextTurn();

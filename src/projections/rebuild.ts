@@ -60,6 +60,8 @@ export async function rebuildProjections(
     signal: AbortSignal;
     graceMs: number;
     onProgress?: (progress: RebuildProgress) => void;
+    /** Called as each read model is promoted, before the grace period ends. */
+    onPromoted?: (projection: Projection) => Promise<void>;
     /** Every rebuilt generation is live; the replaced ones are dropped after graceMs, unless the signal comes first. */
     onLive?: (results: RebuildResult[]) => void;
   },
@@ -86,6 +88,7 @@ export async function rebuildProjections(
       try {
         await readStore.promote(target.projection.schema.name, target.generation);
         target.result = { projection: target.projection.name, generation: target.generation, events: done, ms: Date.now() - started };
+        await options.onPromoted?.(target.projection);
       } catch (error) {
         if (!(error instanceof RebuildBehindError)) throw error;
       }

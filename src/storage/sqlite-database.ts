@@ -1,5 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /**
@@ -21,7 +21,10 @@ export type SqliteDatabase = BetterSqlite3.Database;
  * power loss could take is refolded from the events, since each batch carries its checkpoint.
  */
 export function openSqliteDatabase(file: string, { durable }: { durable: boolean }): SqliteDatabase {
-  mkdirSync(dirname(file), { recursive: true });
+  // Only the service's user may read its data: a new directory is 0700, a new file 0600 (SQLite
+  // gives its -wal and -shm files the database file's mode).
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  closeSync(openSync(file, 'a', 0o600));
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma(durable ? 'synchronous = FULL' : 'synchronous = NORMAL');

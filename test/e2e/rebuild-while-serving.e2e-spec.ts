@@ -28,6 +28,9 @@ describeOnSqlite('projections rebuild beside a running service', () => {
     const someone = (await http.get(withToken('customers?limit=1&order=oldest')).expect(200)).body.data[0].Customer;
     expect(seededCustomers).toBeGreaterThan(1000);
 
+    // The service's own catch-up on these events was a rebuild already: the operators' one makes the next generation.
+    const generations = async () => JSON.parse((await runCli(['projections', 'status', '--json'], dataDir)).stdout).projections.map((p: { generation: number }) => p.generation);
+    const before = await generations();
     const rebuild = spawnCli(['projections', 'rebuild', 'all', '--grace-seconds', '2'], dataDir);
     let rebuilding = true;
     const exited = rebuild.exited.finally(() => (rebuilding = false));
@@ -60,15 +63,14 @@ describeOnSqlite('projections rebuild beside a running service', () => {
       expect(written.length).toBeGreaterThan(0);
 
       // Served from the rebuilt storage now, with every write made during the rebuild.
-      const status = JSON.parse((await runCli(['projections', 'status', '--json'], dataDir)).stdout);
-      expect(status.projections.map((p: { generation: number }) => p.generation)).toEqual([2, 2]);
+      expect(await generations()).toEqual(before.map((g: number) => g + 1));
       expect(await total('customers')).toBe(seededCustomers + written.length);
       for (const id of written) await http.get(withToken(`customers/${id}`)).expect(200);
       // And after it, writes still reach the read models: the service followed the swap.
       const after = await http.post(withToken('customers')).send({ email: 'after@x.io' }).expect(201);
       await http.get(withToken(`customers/${after.body.data.Customer.id}`)).expect(200);
       expect(await total('customers')).toBe(seededCustomers + written.length + 1);
-      expect(service.output()).toMatch(/Generation 1 was replaced by a rebuild: continuing in generation 2/);
+      expect(service.output()).toMatch(new RegExp(`Generation ${before[0]} was replaced by a rebuild: continuing in generation ${before[0] + 1}`));
 
       // A rebuild while the service is idle: its generation is replaced and dropped before it writes again.
       expect((await runCli(['projections', 'rebuild', 'customers', '--grace-seconds', '0'], dataDir)).code).toBe(0);

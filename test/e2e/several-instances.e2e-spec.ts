@@ -128,6 +128,32 @@ describe('several instances on one store configuration', () => {
     );
 
     it(
+      'divides each rate limit among the workers, so the machine allows the configured figure',
+      async () => {
+        const service = await startChildService(dataDir(), { WORKERS: '2', RATE_LIMIT_REQUESTS: '10', RATE_LIMIT_WINDOW_SECONDS: '600' });
+        const keepAlive = new Agent({ keepAlive: true, maxSockets: 1 });
+        try {
+          await service.waitForOutput(/2 workers serve/);
+          // One keep-alive connection stays on one worker: its share is 5.
+          const onOne: RawResponse[] = [];
+          for (let n = 0; n < 6; n++) onOne.push(await rawRequest(service.url, jsonRequest('GET', '/v1/customers', TOKENS.a), keepAlive));
+          expect(onOne.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 429]);
+          expect(json(onOne[5]).error.message).toMatch(/at most 5 per 600 s/);
+          // New connections reach both workers; together they allow no more than the configured 10.
+          const statuses: number[] = [];
+          for (let n = 0; n < 20; n++) statuses.push((await rawRequest(service.url, jsonRequest('GET', '/v1/customers', TOKENS.b), noKeepAlive)).status);
+          expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(10);
+          expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(5); // more than one worker's share: both served
+          expect(new Set(statuses)).toEqual(new Set([200, 429]));
+        } finally {
+          keepAlive.destroy();
+          await stop(service);
+        }
+      },
+      TIMEOUT_MS,
+    );
+
+    it(
       'makes the first-start token once, in the primary, and stops every worker on SIGTERM, exiting 0',
       async () => {
         const dir = dataDir();
@@ -137,7 +163,7 @@ describe('several instances on one store configuration', () => {
         expect(tokens).toHaveLength(1);
         const token = tokens[0].split(':')[0];
         expect(service.output().match(/made an access token/g)).toHaveLength(1);
-        expect(service.output()).toContain(`access_token=${token}`);
+        expect(service.output()).not.toContain(token); // kept in the file, never printed
         for (let n = 0; n < 4; n++) {
           const res = await rawRequest(service.url, { method: 'GET', path: `/v1/customers?access_token=${token}` }, noKeepAlive);
           expect(res.status).toBe(200);

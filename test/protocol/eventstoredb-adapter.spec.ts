@@ -1,4 +1,5 @@
 import { EventStoreDBClient } from '@eventstore/db-client';
+import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { EventBatch, NewEvent, Position, START } from '../../src/event-store/event-store.port';
 import { EventStoreDbEventStore } from '../../src/event-store/eventstoredb-event-store';
@@ -31,6 +32,16 @@ import { openTempSqlite } from '../support/temp-sqlite';
 const DEADLINE_MS = 400;
 const meta = { accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 };
 const newEvent = (): NewEvent => ({ id: randomUUID(), type: 'SomethingHappened', data: {}, metadata: meta });
+
+/** What the adapter logs: kept out of the run's output, and checked where a test expects a line. */
+let logged: string[] = [];
+beforeEach(() => {
+  logged = [];
+  for (const level of ['warn', 'error'] as const) {
+    jest.spyOn(Logger.prototype, level).mockImplementation((...args: unknown[]) => void logged.push(`${level}: ${String(args[0])}`));
+  }
+});
+afterEach(() => jest.restoreAllMocks());
 
 let server: ScriptedServer | undefined;
 let store: EventStoreDbEventStore | undefined;
@@ -80,6 +91,7 @@ describe('EventStoreDB adapter: every call is bounded by its deadline (finding 3
     await until(() => server!.reads.filter((call) => describeRead(call).subscription).length >= 2);
     abort.abort();
     await expect(pending).resolves.toEqual({ done: true, value: undefined });
+    expect(logged).toContainEqual(expect.stringMatching(/^warn: Subscription lost \(EventStoreDB is unreachable: no subscription confirmation within 400 ms\)/));
   });
 });
 
@@ -154,6 +166,7 @@ describe('EventStoreDB adapter: subscriptions', () => {
     abort.abort();
     await iterator.return?.();
     expect(first).toEqual({ events: [], position: { commit: 800n, prepare: 800n } });
+    expect(logged).toContain('warn: Ignored a checkpoint beyond the end of the log (18446744073709551615/18446744073709551615)');
   });
 
   it('starts again from the start when told to resume beyond the end of the log (a checkpoint stored before the fix)', async () => {
@@ -173,6 +186,7 @@ describe('EventStoreDB adapter: subscriptions', () => {
     expect(first.events.map((e) => e.streamId)).toEqual(['customer-1']);
     const subscriptions = server!.reads.map(describeRead).filter((r) => r.subscription);
     expect(subscriptions[0]).toMatchObject({ fromStart: true });
+    expect(logged).toContain('error: Position 18446744073709551615/18446744073709551615 is beyond the end of the log: folding again from the start');
   });
 });
 
