@@ -25,8 +25,10 @@ export class ApiExceptionFilter implements ExceptionFilter {
         exception instanceof Error ? exception.stack : String(exception),
       );
     }
-    // For the request's log line: the code and the faulty fields' names (their values may be personal data).
-    res.locals.error = { code: error.code, ...(error.details?.length ? { fields: error.details.map((d) => d.field) } : {}) } satisfies LoggedError;
+    const details = error.details?.length ? bounded(error.details) : undefined;
+    // For the request's log line: the code and the faulty fields' names (their values may be personal
+    // data), as bounded as the answer, so a hostile body cannot make a huge log line either.
+    res.locals.error = { code: error.code, ...(details ? { fields: details.map((d) => d.field) } : {}) } satisfies LoggedError;
     if (res.headersSent) return void res.end();
     if (error.retryAfter !== undefined) res.setHeader('Retry-After', String(error.retryAfter));
     sendJson(res, error.status, {
@@ -35,7 +37,7 @@ export class ApiExceptionFilter implements ExceptionFilter {
       error: {
         code: error.code,
         message: error.message,
-        ...(error.details?.length ? { details: bounded(error.details) } : {}),
+        ...(details ? { details } : {}),
       },
     });
   }
