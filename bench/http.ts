@@ -1,4 +1,4 @@
-// `npm run bench [-- http] [--scale] [--duration S] [--connections N] [--only <part of a row's name>]`
+// `npm run bench [-- http] [--scale] [--duration S] [--connections N] [--only <part of a row's name>] [--workers N]`
 // Starts the built service (dist/main.js) as users run it (logs at info into a file, metrics, rate
 // limits on with a limit above the load) on a fresh data directory, loads each route over loopback
 // with autocannon in a forked process, and prints req/s and p50/p99 latency per route next to the
@@ -29,6 +29,8 @@ interface Options {
   only?: string;
   durationSeconds: number;
   connections: number;
+  /** The service's WORKERS. */
+  workers: number;
 }
 
 interface Row {
@@ -55,9 +57,12 @@ export async function main(args: string[]): Promise<void> {
     scale: args.includes('--scale'),
     durationSeconds: numberArg(args, '--duration', 10),
     connections: numberArg(args, '--connections', 32),
+    workers: numberArg(args, '--workers', 1),
     only: args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined,
   };
-  console.log(`Load: ${options.connections} connections, ${options.durationSeconds} s per row, autocannon in a forked process.`);
+  console.log(
+    `Load: ${options.connections} connections, ${options.durationSeconds} s per row, autocannon in a forked process; service WORKERS=${options.workers}.`,
+  );
 
   const small = await smallDataRun(options);
   if (options.scale) await scaleRun(options, small);
@@ -66,7 +71,7 @@ export async function main(args: string[]): Promise<void> {
 /** The rows on a fresh data directory: create/read/list/update per resource, each between two floor runs. */
 async function smallDataRun(options: Options): Promise<Map<string, RowResult>> {
   const dataDir = mkdtempSync(join(tmpdir(), 'pcs-bench-'));
-  const service = await startService(dataDir);
+  const service = await startService(dataDir, options.workers);
   let yardsticks: Yardsticks | undefined;
   try {
     const ids = {
@@ -104,7 +109,7 @@ async function scaleRun(options: Options, small: Map<string, RowResult>): Promis
 
     const rebuilt = await rebuildAll(join(dataDir, 'service.sqlite'));
     console.log(`Projection rebuild (\`projections rebuild all\`): ${rebuilt.seconds.toFixed(1)} s, ${Math.round(rebuilt.events / rebuilt.seconds).toLocaleString('en')} events/s.`);
-    const service = await startService(dataDir);
+    const service = await startService(dataDir, options.workers);
     let yardsticks: Yardsticks | undefined;
     try {
       const items = seeded.sampleIds.map((id) => `/v1/customers/${id}`);
@@ -194,7 +199,7 @@ function load(spec: LoadSpec): Promise<LoadResult> {
 }
 
 /** The service as users run it: logs at info into a file, metrics (always on), rate limits on, above the load. */
-async function startService(dataDir: string): Promise<Service> {
+async function startService(dataDir: string, workers: number): Promise<Service> {
   const log = join(dataDir, 'service.log');
   const fd = openSync(log, 'a');
   const child = spawn(process.execPath, [...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), join(ROOT, 'dist', 'main.js')], {
@@ -210,6 +215,7 @@ async function startService(dataDir: string): Promise<Service> {
       // One token makes the whole load: a limit well above it, so it is counted on every request and never refuses.
       RATE_LIMIT_REQUESTS: '1000000',
       RATE_LIMIT_WINDOW_SECONDS: '60',
+      WORKERS: String(workers),
     },
     stdio: ['ignore', fd, fd],
   });
@@ -219,7 +225,8 @@ async function startService(dataDir: string): Promise<Service> {
     const text = readFileSync(log, 'utf8');
     return text.slice(-65_536);
   };
-  return { url: await listening(child, output), child, output };
+  // With several workers, once every one of them listens.
+  return { url: await listening(child, output, workers > 1 ? /\d+ workers serve (http:\/\/\S+)/ : undefined), child, output };
 }
 
 /** The floor and the limit (bench/floor.ts), answering a constant body of `bytes` bytes. */
@@ -234,10 +241,10 @@ async function startYardsticks(bytes: number): Promise<Yardsticks> {
   return { floor: await start('nest'), limit: await start('node') };
 }
 
-function listening(child: ChildProcess, output: () => string): Promise<string> {
+function listening(child: ChildProcess, output: () => string, pattern = /Listening on (http:\/\/\S+)/): Promise<string> {
   return new Promise<string>((resolve, reject) => {
     const timer = setInterval(() => {
-      const match = output().match(/Listening on (http:\/\/\S+)/);
+      const match = output().match(pattern);
       if (match) {
         clearInterval(timer);
         resolve(match[1].replace('localhost', '127.0.0.1'));

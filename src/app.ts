@@ -53,11 +53,17 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   return app;
 }
 
+/**
+ * Counted in this process. With WORKERS=N each worker allows its share, 1/N of each configured
+ * limit (rounded up): the primary deals connections to the workers in turn, so the machine allows
+ * about the configured figure. Separate instances each count their own (docs/operators.md).
+ */
 function rateLimits(config: AppConfig): RateLimits | undefined {
   if (config.rateLimitRequests === 0) return undefined;
   const windowMs = config.rateLimitWindowSeconds * 1000;
+  const share = (limit: number) => Math.ceil(limit / config.workers);
   return {
-    perToken: new FixedWindowLimiter(config.rateLimitRequests, windowMs),
-    failedAuthPerAddress: config.rateLimitAuthFailures > 0 ? new FixedWindowLimiter(config.rateLimitAuthFailures, windowMs) : undefined,
+    perToken: new FixedWindowLimiter(share(config.rateLimitRequests), windowMs),
+    failedAuthPerAddress: config.rateLimitAuthFailures > 0 ? new FixedWindowLimiter(share(config.rateLimitAuthFailures), windowMs) : undefined,
   };
 }

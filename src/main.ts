@@ -1,9 +1,10 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
+import cluster from 'node:cluster';
 import type { Server, ServerResponse } from 'node:http';
 import { createServer } from 'node:net';
 import { createApp } from './app';
-import { ConfigError, loadConfig, resolveAccessTokens } from './config/config';
+import { AppConfig, ConfigError, loadConfig, resolveAccessTokens } from './config/config';
 import { StoreUnavailableError } from './storage/store-unavailable.error';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -52,45 +53,117 @@ function ensurePortFree(port: number, host?: string): Promise<void> {
   });
 }
 
+type Settings = Omit<AppConfig, 'accessTokens'>;
+
+/** What a worker tells the primary once it listens. */
+interface Listening {
+  listening: string;
+}
+
+/** Said once, on the first start. The token itself is never printed: stdout is the log, and logs travel further than the data directory. */
+function announceCreatedToken(logger: Logger, dataDir: string, url: string): void {
+  logger.log(
+    `No ACCESS_TOKENS configured: made an access token for account "default" and kept it in ${dataDir}/access-token ` +
+      `(readable by this user only; the part before ":default" is the token). Try it: curl -H "Authorization: Bearer $(cut -d: -f1 ${dataDir}/access-token)" ${url}/v1/profiles`,
+  );
+}
+
 async function main(): Promise<void> {
   const settings = loadConfig();
-  await ensurePortFree(settings.port, settings.host);
+  if (cluster.isPrimary && settings.workers > 1) return runPrimary(settings);
+  // A worker's primary has checked the port and made the first-start token already.
+  if (cluster.isPrimary) await ensurePortFree(settings.port, settings.host);
   const { tokens, created } = resolveAccessTokens(process.env, settings.dataDir);
   const app = await createApp({ ...settings, accessTokens: tokens });
   const logger = new Logger('Main');
   const stopAccepting = drainOnShutdown(app.getHttpServer());
   // Close in order (stop accepting and let in-flight requests finish, stop the projectors, close
   // the stores), then exit 0: a SIGTERM is the normal way to stop the service.
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(signal, () => {
-      logger.log(`Shutting down on ${signal}: finishing the requests in flight (at most ${SHUTDOWN_GRACE_MS} ms)`);
-      stopAccepting(SHUTDOWN_GRACE_MS).then(() => app.close()).then(
-        () => {
-          logger.log('Stopped');
-          process.exit(0);
-        },
-        (error) => {
-          logger.error('Shutdown failed', error?.stack ?? String(error));
-          process.exit(1);
-        },
-      );
-    });
-  }
+  let stopping = false;
+  const shutDown = (reason: string) => {
+    if (stopping) return; // a worker hears Ctrl-C from the terminal and SIGTERM from its primary
+    stopping = true;
+    logger.log(`Shutting down on ${reason}: finishing the requests in flight (at most ${SHUTDOWN_GRACE_MS} ms)`);
+    stopAccepting(SHUTDOWN_GRACE_MS).then(() => app.close()).then(
+      () => {
+        logger.log('Stopped');
+        process.exit(0);
+      },
+      (error) => {
+        logger.error('Shutdown failed', error?.stack ?? String(error));
+        process.exit(1);
+      },
+    );
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => shutDown(signal));
+  // A worker whose primary died (kill -9) must not serve on alone.
+  if (cluster.isWorker) process.once('disconnect', () => shutDown('the loss of its primary'));
   await (settings.host ? app.listen(settings.port, settings.host) : app.listen(settings.port)).catch((error) => {
     throw error?.code === 'EADDRINUSE' ? portInUse(settings.port) : error;
   });
   const url = (await app.getUrl()).replace('[::1]', 'localhost').replace('[::]', 'localhost');
   // LOG_LEVEL=warn hides info lines; where the service listens is still worth one line there.
   logger[settings.logLevel === 'warn' ? 'warn' : 'log'](`Listening on ${url} (data in ${settings.dataDir})`);
-  if (created) {
-    // The token itself is never printed: stdout is the log, and logs travel further than the data directory.
-    logger.log(
-      `No ACCESS_TOKENS configured: made an access token for account "default" and kept it in ${settings.dataDir}/access-token ` +
-        `(readable by this user only; the part before ":default" is the token). Try it: curl -H "Authorization: Bearer $(cut -d: -f1 ${settings.dataDir}/access-token)" ${url}/v1/profiles`,
-    );
-  } else if (!process.env.ACCESS_TOKENS) {
-    logger.log(`Using the access token kept in ${settings.dataDir}/access-token`);
+  if (cluster.isWorker) process.send!({ listening: url } satisfies Listening);
+  if (created) announceCreatedToken(logger, settings.dataDir, url);
+  else if (!process.env.ACCESS_TOKENS) logger.log(`Using the access token kept in ${settings.dataDir}/access-token`);
+}
+
+/**
+ * WORKERS=N: N worker processes (node:cluster) serve the one port, each a whole service on the
+ * same stores. The primary serves nothing: it checks the port, makes the first-start token once,
+ * replaces a worker that dies, and on SIGTERM or SIGINT stops every worker gracefully, then itself.
+ * A worker that fails before it listens (a store unreachable, say) stops the whole service.
+ */
+async function runPrimary(settings: Settings): Promise<void> {
+  await ensurePortFree(settings.port, settings.host);
+  const { created } = resolveAccessTokens(process.env, settings.dataDir);
+  const logger = new Logger('Primary');
+  const listening = new Set<number>();
+  const alive = new Set<number>();
+  const fork = () => alive.add(cluster.fork().id);
+  let stopping = false;
+  let failed = false;
+  const stopAll = (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    failed = code !== 0;
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+    // Each worker drains within SHUTDOWN_GRACE_MS; one stuck past that is killed.
+    setTimeout(() => {
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
+    }, SHUTDOWN_GRACE_MS + 5_000).unref();
+  };
+  cluster.on('message', (worker, message: Partial<Listening>) => {
+    if (typeof message?.listening !== 'string') return;
+    const first = listening.size === 0;
+    listening.add(worker.id);
+    if (first && created) announceCreatedToken(logger, settings.dataDir, message.listening);
+    if (listening.size === settings.workers) logger.log(`${settings.workers} workers serve ${message.listening}`);
+  });
+  cluster.on('exit', (worker, code, signal) => {
+    alive.delete(worker.id);
+    const started = listening.delete(worker.id);
+    if (!stopping) {
+      if (!started) {
+        logger.error(`Worker ${worker.process.pid} stopped before it listened (exit code ${code}): stopping the service`);
+        return stopAll(1);
+      }
+      logger.warn(`Worker ${worker.process.pid} died (${signal ?? `exit code ${code}`}): starting another`);
+      fork();
+    }
+    if (stopping && alive.size === 0) {
+      logger.log('Stopped');
+      process.exit(failed ? 1 : 0);
+    }
+  });
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      logger.log(`Shutting down on ${signal}: stopping ${alive.size} workers`);
+      stopAll(0);
+    });
   }
+  for (let n = 0; n < settings.workers; n++) fork();
 }
 
 main().catch((error) => {

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
+import { newInstanceId } from '../instance';
 
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
 
@@ -36,6 +38,12 @@ export interface AppConfig {
   readyMaxLagEvents: number;
   /** Browser origins allowed to call the service (CORS); empty: none, `['*']`: any. */
   corsOrigins: string[];
+  /** Worker processes serving the one port (WORKERS; `auto`: one per core). */
+  workers: number;
+  /** How long a projection lease lasts unrenewed: another instance folds within 4/3 of it after the holder dies. */
+  projectionLeaseMs: number;
+  /** Names this instance in /metrics and as a lease holder (see newInstanceId). */
+  instanceId: string;
 }
 
 export const APP_CONFIG = Symbol('AppConfig');
@@ -73,7 +81,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     maxConnections: integer(env, 'MAX_CONNECTIONS', 1000, 1, 1_000_000),
     readyMaxLagEvents: integer(env, 'READY_MAX_LAG_EVENTS', 1000, 0, 1_000_000_000),
     corsOrigins: corsOrigins(env),
+    workers: workers(env),
+    projectionLeaseMs: integer(env, 'PROJECTION_LEASE_MS', 5000, 1000, 600_000),
+    instanceId: newInstanceId(),
   };
+}
+
+/** WORKERS: a number of processes, or `auto` for one per core. */
+function workers(env: NodeJS.ProcessEnv): number {
+  const raw = env.WORKERS?.trim() ?? '';
+  if (raw === '') return 1;
+  if (raw.toLowerCase() === 'auto') return availableParallelism();
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 64) {
+    throw new ConfigError(`WORKERS must be auto or an integer from 1 to 64; got "${raw}"`);
+  }
+  return Number(raw);
 }
 
 /** CORS_ORIGINS: origins separated by commas (`https://app.example.com`), or `*` for any. */

@@ -115,8 +115,8 @@ export const READY = {
   status: 'ready',
   head: '100002',
   projections: [
-    { name: 'profiles', state: 'running', checkpoint: '100002', lag: 0, failure: null },
-    { name: 'customers', state: 'running', checkpoint: '100002', lag: 0, failure: null },
+    { name: 'profiles', state: 'running', folding: true, checkpoint: '100002', lag: 0, failure: null },
+    { name: 'customers', state: 'running', folding: true, checkpoint: '100002', lag: 0, failure: null },
   ],
   problems: [],
 };
@@ -125,8 +125,8 @@ export const NOT_READY = {
   status: 'unavailable',
   head: '100002',
   projections: [
-    { name: 'profiles', state: 'running', checkpoint: '43000', lag: 57002, failure: null },
-    { name: 'customers', state: 'running', checkpoint: '100002', lag: 0, failure: null },
+    { name: 'profiles', state: 'running', folding: true, checkpoint: '43000', lag: 57002, failure: null },
+    { name: 'customers', state: 'running', folding: true, checkpoint: '100002', lag: 0, failure: null },
   ],
   problems: ['projection profiles is 57002 events behind (bound 1000)'],
 };

@@ -113,7 +113,11 @@ const ERRORS: Record<number, { codes: ErrorCode[]; description: string; retry?: 
   412: { codes: ['PRECONDITION_FAILED'], description: 'If-Match no longer matches the record: nothing was written' },
   413: { codes: ['PAYLOAD_TOO_LARGE'], description: 'body over 64 KiB' },
   415: { codes: ['UNSUPPORTED_MEDIA_TYPE'], description: 'body not application/json' },
-  429: { codes: ['RATE_LIMITED'], description: "this access token's request allowance is used up", retry: true },
+  429: {
+    codes: ['RATE_LIMITED'],
+    description: "this access token's request allowance (or this address's failed authentications) is used up; each instance of the service counts its own, and with WORKERS=N each worker allows 1/N of the configured limit",
+    retry: true,
+  },
   500: { codes: ['INTERNAL'], description: 'unexpected failure; no internals are shown' },
   503: { codes: ['UNAVAILABLE'], description: 'saved, but the read models have not caught up yet, or a store is down', retry: true },
 };

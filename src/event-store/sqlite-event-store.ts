@@ -66,10 +66,14 @@ export class SqliteEventStore implements EventStore {
   private readonly selectAfter: Statement<[number, number], EventTuple>;
   private readonly selectHead: Statement<[], { pos: number | null }>;
 
-  /** @param pollIntervalMs how often a subscriber looks for events appended by other processes */
+  /**
+   * @param pollIntervalMs how often a subscriber looks for events appended by other processes (other
+   * workers or instances on the same file): one indexed read, so often enough that a write made
+   * there reaches this process's read models about as soon as one made here.
+   */
   constructor(
     private readonly db: SqliteDatabase,
-    private readonly pollIntervalMs = 500,
+    private readonly pollIntervalMs = 10,
   ) {
     db.exec(`
       CREATE TABLE IF NOT EXISTS events (

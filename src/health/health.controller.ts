@@ -24,10 +24,11 @@ const READINESS = {
       items: {
         type: 'object',
         additionalProperties: false,
-        required: ['name', 'state', 'checkpoint', 'lag', 'failure'],
+        required: ['name', 'state', 'folding', 'checkpoint', 'lag', 'failure'],
         properties: {
           name: { type: 'string' },
           state: { type: 'string', enum: ['starting', 'running', 'failed', 'stopped'] },
+          folding: { type: 'boolean', description: 'true on the one instance that holds the lease and folds; false on those that follow it' },
           checkpoint: { type: 'string', description: 'the position of the last event folded; "0" before any' },
           lag: { type: 'integer', nullable: true, description: 'events behind the head' },
           failure: {
@@ -99,7 +100,7 @@ export class HealthController {
       if (lag !== null && lag > this.config.readyMaxLagEvents) {
         problems.push(`projection ${p.projection.name} is ${lag} events behind (bound ${this.config.readyMaxLagEvents})`);
       }
-      return { name: p.projection.name, state: p.state, checkpoint: formatPosition(p.checkpoint), lag, failure };
+      return { name: p.projection.name, state: p.state, folding: p.folding, checkpoint: formatPosition(p.checkpoint), lag, failure };
     });
     const ready = problems.length === 0;
     sendJson(res, ready ? 200 : 503, {

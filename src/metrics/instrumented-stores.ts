@@ -90,6 +90,14 @@ export class InstrumentedReadStore implements ReadStore {
     return this.metrics.time(this.metrics.readStoreDuration, 'dropRetired', () => this.store.dropRetired(collection, graceMs));
   }
 
+  acquireLease(name: string, holder: string, ttlMs: number, replacing?: string): Promise<string> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'acquireLease', () => this.store.acquireLease(name, holder, ttlMs, replacing));
+  }
+
+  releaseLease(name: string, holder: string): Promise<void> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'releaseLease', () => this.store.releaseLease(name, holder));
+  }
+
   close(): Promise<void> {
     return this.store.close();
   }

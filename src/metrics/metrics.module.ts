@@ -1,6 +1,7 @@
 import { Controller, Get, Global, Inject, Module, Res } from '@nestjs/common';
 import { ApiOperation, ApiResponse } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { APP_CONFIG, AppConfig } from '../config/config';
 import { ApiOperations } from '../docs/openapi';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
@@ -26,8 +27,8 @@ export class MetricsController {
         schema: { type: 'string' },
         example:
           '# HELP http_requests_total HTTP requests answered, by method, route template and status\n# TYPE http_requests_total counter\n' +
-          'http_requests_total{method="GET",route="/v1/customers",status="200"} 1532\n' +
-          "# HELP projection_lag How far the projection's checkpoint is behind the event store's newest event, in commit positions (events, for SQLite)\n# TYPE projection_lag gauge\nprojection_lag{projection=\"customers\"} 0\n",
+          'http_requests_total{method="GET",route="/v1/customers",status="200",service_instance="host-1:4242:5f3a9c"} 1532\n' +
+          "# HELP projection_lag How far the projection's checkpoint is behind the event store's newest event, in commit positions (events, for SQLite)\n# TYPE projection_lag gauge\nprojection_lag{projection=\"customers\",service_instance=\"host-1:4242:5f3a9c\"} 0\n",
       },
     },
   })
@@ -38,6 +39,7 @@ export class MetricsController {
       const labels = { projection: projector.projection.name };
       const checkpoint = projector.checkpoint.commit;
       this.metrics.projectionCheckpoint.set(labels, Number(checkpoint));
+      this.metrics.projectionFolding.set(labels, projector.folding ? 1 : 0);
       // Absent where the event store cannot count events between positions (EventStoreDB).
       const lag = this.eventStore.eventsBetween(projector.checkpoint, head);
       if (lag === null) this.metrics.projectionLag.remove(labels);
@@ -52,7 +54,7 @@ export class MetricsController {
 @Global()
 @Module({
   controllers: [MetricsController],
-  providers: [Metrics],
+  providers: [{ provide: Metrics, useFactory: (config: AppConfig) => new Metrics(config.instanceId), inject: [APP_CONFIG] }],
   exports: [Metrics],
 })
 export class MetricsModule {}

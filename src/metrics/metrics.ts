@@ -8,6 +8,8 @@ const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1
 /**
  * The service's Prometheus metrics, in a registry of their own (one per app, so several apps in one
  * process, as in the tests, do not mix their figures). Labels never hold a raw URL or a token.
+ * Every series carries `service_instance`, the instance that counted it: the figures are one
+ * process's, and several instances (or WORKERS behind one port) must not look like one series.
  */
 export class Metrics {
   readonly registry = new Registry();
@@ -57,6 +59,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly projectionFolding = new Gauge({
+    name: 'projection_folding',
+    help: 'Whether this instance holds the projection lease and folds (1) or follows the instance that does (0)',
+    labelNames: ['projection'] as const,
+    registers: [this.registry],
+  });
+
   readonly projectionLag = new Gauge({
     name: 'projection_lag',
     help: "How many events the projection's checkpoint is behind the event store's newest event; absent where the store cannot count them (EventStoreDB)",
@@ -64,7 +73,8 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor() {
+  constructor(instanceId: string) {
+    this.registry.setDefaultLabels({ service_instance: instanceId });
     collectDefaultMetrics({ register: this.registry });
   }
 

@@ -17,7 +17,10 @@ const CATCH_UP_GRACE_MS = 1000;
  */
 const CATCH_UP_BY_REBUILD_EVENTS = 10_000;
 
-/** Runs one projector per read model for the life of the app, and lets writes wait for them. */
+/**
+ * Runs one projector per read model for the life of the app (folding, or following the instance
+ * that holds the read model's lease), and lets writes wait for them.
+ */
 @Injectable()
 export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(ProjectionsService.name);
@@ -31,12 +34,14 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
-    this.projectors = projections.map((p) => new Projector(p, eventStore, readStore));
+    const lease = { holder: config.instanceId, ttlMs: config.projectionLeaseMs };
+    this.projectors = projections.map((p) => new Projector(p, eventStore, readStore, lease));
   }
 
   /**
-   * Starts the projectors. Those far behind the head are rebuilt first, in the background: the app
-   * serves meanwhile (their reads from the live generation as it was, writes 503 until they run).
+   * Starts the projectors. Those far behind the head are rebuilt first, in the background, by the
+   * instance that takes their lease: the app serves meanwhile (their reads from the live generation
+   * as it was, writes 503 until they run). Other instances follow as usual, and see the promotion.
    */
   async onApplicationBootstrap(): Promise<void> {
     const head = await this.eventStore.headPosition();
@@ -47,7 +52,8 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
       // What a rebuild stopped during its grace period left: storage no read has used since.
       await this.readStore.dropRetired(name, REBUILD_GRACE_MS);
       const { live } = await this.readStore.status(name);
-      if (this.farBehind(live.position, head)) behind.push(projector);
+      // Only the instance that takes the read model's lease catches it up; the others follow it.
+      if (this.farBehind(live.position, head) && (await projector.takeLease().catch(() => false))) behind.push(projector);
     }
     await Promise.all(this.projectors.filter((p) => !behind.includes(p)).map((p) => p.start()));
     if (behind.length) this.catchingUp = this.catchUpByRebuild(behind);
@@ -72,6 +78,10 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
     const names = projectors.map((p) => p.projection.name).join(', ');
     this.logger.log(`Read models far behind the events: catching up ${names} by a rebuild`);
     const started = Date.now();
+    // The leases stay this instance's while it rebuilds; each projector renews its own once started.
+    const renew = setInterval(() => {
+      for (const p of projectors) if (p.state === 'starting') p.takeLease().catch(() => undefined);
+    }, this.config.projectionLeaseMs / 3);
     try {
       const results = await rebuildProjections(
         projectors.map((p) => p.projection),
@@ -91,6 +101,8 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
       // The projectors not yet started fold from the live generation's checkpoint instead: slower, but they get there.
       this.logger.error(`Catching up ${names} by a rebuild failed: ${(error as Error).message}`);
       await Promise.all(projectors.filter((p) => p.state === 'starting').map((p) => p.start()));
+    } finally {
+      clearInterval(renew);
     }
   }
 

@@ -1,7 +1,8 @@
 import { Logger } from '@nestjs/common';
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { comparePositions, EventBatch, EventStore, Position, START } from '../event-store/event-store.port';
 import { GenerationReplacedError, ReadDocument, ReadStore } from '../read-store/read-store.port';
+import { isGoneFromThisMachine } from '../instance';
 import type { Projection } from './projection';
 
 export type ProjectorState = 'starting' | 'running' | 'stopped' | 'failed';
@@ -81,11 +82,30 @@ export async function foldBatch(
   await readStore.commit(collection, [...changed.values()], { generation, position: batch.position });
 }
 
+/** Who this projector is to the lease, and for how long a lease it holds (see Projector). */
+export interface LeaseSettings {
+  holder: string;
+  ttlMs: number;
+}
+
+/** How often an instance that does not fold reads the stored checkpoint while requests wait on it. */
+export const FOLLOW_POLL_MS = 10;
+
 /**
- * Follows the event store from a persisted checkpoint and folds each batch of events into the live
- * generation of one read model. When a rebuild (another process) replaces that generation, the
- * next commit fails with GenerationReplacedError and the projector carries on from the new live
- * generation's checkpoint.
+ * Keeps one read model current. Any number of instances of the service may run one each for the
+ * same read store; a lease kept in the read store (one per read model) lets exactly one of them
+ * fold at a time, renewed every third of its time to live. The others follow: they try for the
+ * lease as often, and read the stored checkpoint, every FOLLOW_POLL_MS while requests wait on it,
+ * one read for all of them. When the holder dies, its lease runs out and another instance takes it
+ * within 4/3 of the lease's time to live (at its next attempt, when the dead holder ran on the same
+ * machine), and goes on from the stored checkpoint.
+ *
+ * The folder follows the event store from the live generation's checkpoint and folds each batch
+ * of events into it. When a rebuild (another process) replaces that generation, the next commit
+ * fails with GenerationReplacedError and the projector carries on from the new live generation's
+ * checkpoint. A holder that lost its lease without noticing yet (paused past its time to live) may
+ * commit one more batch beside the new one: harmless, since a document takes only a newer revision
+ * and the checkpoint only moves forward.
  */
 export class Projector {
   private readonly logger: Logger;
@@ -94,13 +114,18 @@ export class Projector {
   private generation = 0;
   private waiters: Waiter[] = [];
   private loop?: Promise<void>;
+  /** Ends a follower's pause early: a request started waiting, or the projector stops. */
+  private wake?: () => void;
   state: ProjectorState = 'starting';
   failure?: Error;
+  /** True while this instance holds the lease and folds; false while it follows another. */
+  folding = false;
 
   constructor(
     readonly projection: Projection,
     private readonly eventStore: EventStore,
     private readonly readStore: ReadStore,
+    private readonly lease: LeaseSettings,
   ) {
     this.logger = new Logger(`Projector:${projection.name}`);
   }
@@ -118,7 +143,10 @@ export class Projector {
 
   async stop(): Promise<void> {
     this.abort.abort();
+    this.wake?.();
     await this.loop;
+    // Given up on the way out, so another instance takes over at once rather than when it expires.
+    await this.readStore.releaseLease(this.leaseName, this.lease.holder).catch(() => undefined);
     if (this.state === 'running') this.state = 'stopped';
     this.rejectWaiters(new Error(`projection ${this.projection.name} stopped`));
   }
@@ -138,52 +166,150 @@ export class Projector {
         reject: (e) => (clearTimeout(timer), reject(e)),
       };
       this.waiters.push(waiter);
+      // The first waiter starts the follower's quick polling; later ones share it.
+      if (this.waiters.length === 1) this.wake?.();
     });
-  }
-
-  private async run(): Promise<void> {
-    const { signal } = this.abort;
-    while (!signal.aborted) {
-      try {
-        const streamPrefix = this.streamPrefix;
-        for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefix, maxBatchSize: MAX_BATCH })) {
-          await this.apply(batch);
-          // The store calls are synchronous on SQLite: catching up must not keep requests waiting.
-          await nextTurn();
-        }
-      } catch (error) {
-        if (error instanceof PoisonEventError) {
-          this.state = 'failed';
-          this.failure = error;
-          this.logger.error(`Projection stopped on a poison event: ${error.message}`);
-          this.rejectWaiters(error);
-          await this.readStore
-            .recordFailure(this.projection.schema.name, this.generation, {
-              streamId: error.streamId,
-              revision: error.revision,
-              error: error.reason,
-            })
-            .catch((e) => this.logger.error(`Could not record the failure: ${(e as Error).message}`));
-          return;
-        }
-        if (error instanceof GenerationReplacedError) {
-          const replaced = this.generation;
-          await this.loadLiveGeneration();
-          this.logger.log(`Generation ${replaced} was replaced by a rebuild: continuing in generation ${this.generation}`);
-          continue;
-        }
-        // The store is unreachable or busy: try again from the checkpoint the read store kept. A
-        // server that crashed may have lost commits it had acknowledged; this fold refolds them.
-        this.logger.warn(`Subscription failed, retrying in ${RETRY_DELAY_MS} ms: ${(error as Error).message}`);
-        await new Promise((r) => setTimeout(r, RETRY_DELAY_MS));
-        await this.loadLiveGeneration().catch(() => undefined); // still unreachable: the next attempt says so
-      }
-    }
   }
 
   /** The streams this projector folds: `<prefix>-<id>`. */
   get streamPrefix(): string {
     return `${this.projection.streamPrefix}-`;
+  }
+
+  private get leaseName(): string {
+    return this.projection.schema.name;
+  }
+
+  private async run(): Promise<void> {
+    const { signal } = this.abort;
+    while (!signal.aborted && this.state === 'running') {
+      const held = await this.takeLease().catch((error) => {
+        this.logger.warn(`Could not take the lease: ${(error as Error).message}`);
+        return false;
+      });
+      if (held) await this.fold();
+      else await this.follow();
+    }
+  }
+
+  /**
+   * Takes (or renews) the lease if it is free, expired or this instance's. A holder on this machine
+   * that no longer runs (a restart after a crash, a worker killed) is replaced at once rather than
+   * waited out. The projector does this itself once started; before that, a catch-up by rebuild
+   * holds the lease through it.
+   */
+  async takeLease(): Promise<boolean> {
+    const { holder, ttlMs } = this.lease;
+    const current = await this.readStore.acquireLease(this.leaseName, holder, ttlMs);
+    if (current === holder) return true;
+    if (!isGoneFromThisMachine(current)) return false;
+    const replaced = (await this.readStore.acquireLease(this.leaseName, holder, ttlMs, current)) === holder;
+    if (replaced) this.logger.log(`Took the lease over from ${current}, which no longer runs`);
+    return replaced;
+  }
+
+  /** Folds while the lease is renewed; returns once it is lost, the projector stops, or meets a poison event. */
+  private async fold(): Promise<void> {
+    this.folding = true;
+    this.logger.log(`Folding (holder ${this.lease.holder})`);
+    const lost = new AbortController();
+    const signal = AbortSignal.any([this.abort.signal, lost.signal]);
+    let renewing: Promise<unknown> = Promise.resolve();
+    const renew = setInterval(() => {
+      renewing = this.readStore.acquireLease(this.leaseName, this.lease.holder, this.lease.ttlMs).then(
+        (current) => current === this.lease.holder || lost.abort(),
+        () => lost.abort(),
+      );
+    }, this.lease.ttlMs / 3);
+    try {
+      // The previous holder may have moved the checkpoint on since this instance last looked.
+      const loaded = await this.loadLiveGeneration().then(
+        () => true,
+        (error) => this.logger.warn(`Could not read the checkpoint: ${(error as Error).message}`),
+      );
+      if (!loaded) return void (await this.pause(RETRY_DELAY_MS));
+      while (!signal.aborted) {
+        try {
+          const streamPrefix = this.streamPrefix;
+          for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefix, maxBatchSize: MAX_BATCH })) {
+            await this.apply(batch);
+            // The store calls are synchronous on SQLite: catching up must not keep requests waiting.
+            await nextTurn();
+          }
+        } catch (error) {
+          if (error instanceof PoisonEventError) return await this.stopOnPoison(error);
+          if (error instanceof GenerationReplacedError) {
+            const replaced = this.generation;
+            await this.loadLiveGeneration();
+            this.logger.log(`Generation ${replaced} was replaced by a rebuild: continuing in generation ${this.generation}`);
+            continue;
+          }
+          // The store is unreachable or busy: try again from the checkpoint the read store kept. A
+          // server that crashed may have lost commits it had acknowledged; this fold refolds them.
+          this.logger.warn(`Subscription failed, retrying in ${RETRY_DELAY_MS} ms: ${(error as Error).message}`);
+          await sleep(RETRY_DELAY_MS, undefined, { signal }).catch(() => undefined); // cut short by a stop or the lease's loss
+          await this.loadLiveGeneration().catch(() => undefined); // still unreachable: the next attempt says so
+        }
+      }
+      if (lost.signal.aborted && !this.abort.signal.aborted) this.logger.warn('Lost the lease: another instance folds now');
+    } finally {
+      clearInterval(renew);
+      await renewing; // so a renewal still under way cannot take the lease back after run() gives it up
+      this.folding = false;
+    }
+  }
+
+  /**
+   * Until it is time to try for the lease again: reads the live generation's stored checkpoint,
+   * every FOLLOW_POLL_MS while requests wait on it (one read for all of them), else once.
+   */
+  private async follow(): Promise<void> {
+    const until = Date.now() + this.lease.ttlMs / 3;
+    while (!this.abort.signal.aborted && this.state === 'running') {
+      try {
+        const { live } = await this.readStore.status(this.projection.schema.name);
+        if (live.failure) {
+          // The folder stopped on an event it cannot fold: this instance would stop on it too.
+          this.state = 'failed';
+          this.failure = new PoisonEventError(live.failure.streamId, live.failure.revision, live.failure.error);
+          this.rejectWaiters(this.failure);
+          return;
+        }
+        this.generation = live.generation;
+        if (live.position && comparePositions(live.position, this.position) > 0) this.position = live.position;
+        this.resolveWaiters();
+      } catch (error) {
+        this.logger.warn(`Could not read the checkpoint: ${(error as Error).message}`);
+      }
+      const left = until - Date.now();
+      if (left <= 0) return;
+      await this.pause(this.waiters.length > 0 ? Math.min(FOLLOW_POLL_MS, left) : left);
+    }
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      this.wake = done;
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+    }).finally(() => (this.wake = undefined));
+  }
+
+  private async stopOnPoison(error: PoisonEventError): Promise<void> {
+    this.state = 'failed';
+    this.failure = error;
+    this.logger.error(`Projection stopped on a poison event: ${error.message}`);
+    this.rejectWaiters(error);
+    await this.readStore
+      .recordFailure(this.projection.schema.name, this.generation, {
+        streamId: error.streamId,
+        revision: error.revision,
+        error: error.reason,
+      })
+      .catch((e) => this.logger.error(`Could not record the failure: ${(e as Error).message}`));
   }
 
   private async loadLiveGeneration(): Promise<void> {

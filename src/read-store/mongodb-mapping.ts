@@ -56,6 +56,14 @@ export interface MongoGeneration {
 
 export const READ_MODELS_COLLECTION = 'read_models';
 export const GENERATIONS_COLLECTION = 'read_model_generations';
+export const LEASES_COLLECTION = 'read_model_leases';
+
+/** Who folds a read model, until when (the server's clock). */
+export interface MongoLease {
+  _id: string;
+  holder: string;
+  expiresAt: Date;
+}
 
 export const generationId = (collection: string, generation: number) => `${collection}:${generation}`;
 

@@ -12,8 +12,10 @@ import {
   GENERATIONS_COLLECTION,
   indexesFor,
   isDuplicateKey,
+  LEASES_COLLECTION,
   mongoClientOptions,
   MongoGeneration,
+  MongoLease,
   MongoReadDocument,
   MongoReadModel,
   READ_MODELS_COLLECTION,
@@ -53,6 +55,7 @@ export class MongoDbReadStore implements ReadStore {
   private readonly schemas = new Map<string, CollectionSchema>();
   private readonly readModels: Collection<MongoReadModel>;
   private readonly generations: Collection<MongoGeneration>;
+  private readonly leases: Collection<MongoLease>;
   private readonly liveCache = new Map<string, { generation: number; at: number }>();
 
   constructor(
@@ -61,6 +64,7 @@ export class MongoDbReadStore implements ReadStore {
   ) {
     this.readModels = db.collection<MongoReadModel>(READ_MODELS_COLLECTION);
     this.generations = db.collection<MongoGeneration>(GENERATIONS_COLLECTION);
+    this.leases = db.collection<MongoLease>(LEASES_COLLECTION);
   }
 
   /**
@@ -250,6 +254,31 @@ export class MongoDbReadStore implements ReadStore {
         .toArray(),
     );
     for (const r of retired) await this.dropGeneration(collection, r.generation);
+  }
+
+  /**
+   * One conditional upsert, timed by the server ($$NOW): it matches a lease that is the holder's (or
+   * the dead holder's it replaces) or has expired; when it matches none and the lease exists, the
+   * upsert's insert fails as a duplicate: someone else holds it.
+   */
+  async acquireLease(name: string, holder: string, ttlMs: number, replacing?: string): Promise<string> {
+    return this.guard(async () => {
+      try {
+        await this.leases.updateOne(
+          { _id: name, $or: [{ holder: { $in: replacing ? [holder, replacing] : [holder] } }, { $expr: { $lte: ['$expiresAt', '$$NOW'] } }] },
+          [{ $set: { holder, expiresAt: { $add: ['$$NOW', ttlMs] } } }],
+          { upsert: true },
+        );
+        return holder;
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+        return (await this.leases.findOne({ _id: name }))?.holder ?? '';
+      }
+    });
+  }
+
+  async releaseLease(name: string, holder: string): Promise<void> {
+    await this.guard(() => this.leases.deleteOne({ _id: name, holder }));
   }
 
   async close(): Promise<void> {

@@ -140,6 +140,16 @@ export interface ReadStore {
   promote(collection: string, generation: number): Promise<void>;
   /** Drops the retired generations retired at least `graceMs` ago. */
   dropRetired(collection: string, graceMs: number): Promise<void>;
+  /**
+   * The lease that lets one instance of the service fold a read model. Takes `name` for `holder`
+   * for `ttlMs` from now if it is free, expired, already `holder`'s (a renewal) or `replacing`'s
+   * (a holder known to be dead). Returns who holds it after the attempt: `holder` when it succeeded.
+   * The store's clock decides expiry (MongoDB's; for SQLite, the one machine's), so instances'
+   * clocks need not agree.
+   */
+  acquireLease(name: string, holder: string, ttlMs: number, replacing?: string): Promise<string>;
+  /** Gives the lease up if `holder` holds it, so another instance takes it at its next attempt. */
+  releaseLease(name: string, holder: string): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -101,6 +101,9 @@ export class SqliteReadStore implements ReadStore {
   private readonly saveFailure: Statement;
   private readonly setState: Statement;
   private readonly insertGeneration: Statement;
+  private readonly takeLease: Statement;
+  private readonly dropLease: Statement;
+  private readonly selectLeaseHolder: Statement<[string], string>;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -116,6 +119,11 @@ export class SqliteReadStore implements ReadStore {
         failure     TEXT,
         updated_at  INTEGER NOT NULL,
         PRIMARY KEY (collection, generation)
+      );
+      CREATE TABLE IF NOT EXISTS read_model_leases (
+        name       TEXT    PRIMARY KEY,
+        holder     TEXT    NOT NULL,
+        expires_at INTEGER NOT NULL
       );
     `);
     this.selectGenerations = db.prepare('SELECT * FROM read_model_generations WHERE collection = ? ORDER BY generation');
@@ -139,6 +147,14 @@ export class SqliteReadStore implements ReadStore {
     this.insertGeneration = db.prepare(
       'INSERT INTO read_model_generations (collection, generation, state, updated_at) VALUES (?, ?, ?, ?)',
     );
+    // One statement, so taking a lease and checking it is free cannot interleave with another process.
+    this.takeLease = db.prepare(
+      `INSERT INTO read_model_leases (name, holder, expires_at) VALUES (@name, @holder, @expires)
+       ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+       WHERE read_model_leases.holder IN (excluded.holder, @replacing) OR read_model_leases.expires_at <= @now`,
+    );
+    this.selectLeaseHolder = db.prepare<[string], string>('SELECT holder FROM read_model_leases WHERE name = ?').pluck();
+    this.dropLease = db.prepare('DELETE FROM read_model_leases WHERE name = ? AND holder = ?');
   }
 
   async ensureCollection(schema: CollectionSchema): Promise<void> {
@@ -324,6 +340,16 @@ export class SqliteReadStore implements ReadStore {
         }
       })
       .immediate();
+  }
+
+  async acquireLease(name: string, holder: string, ttlMs: number, replacing?: string): Promise<string> {
+    const now = Date.now();
+    const taken = this.takeLease.run({ name, holder, expires: now + ttlMs, now, replacing: replacing ?? null }).changes === 1;
+    return taken ? holder : (this.selectLeaseHolder.get(name) ?? '');
+  }
+
+  async releaseLease(name: string, holder: string): Promise<void> {
+    this.dropLease.run(name, holder);
   }
 
   /** Closes the connection this store was given. */

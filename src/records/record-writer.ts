@@ -50,7 +50,10 @@ interface Folded {
  *
  * Records folded before are kept, and a load reads only the events after them: a write costs the
  * same for a record with a long history as for a new one. Events are never changed or removed, so a
- * kept fold plus the events after it is the fold of the whole stream, whoever appended them.
+ * kept fold plus the events after it is the fold of the whole stream, whoever appended them. That
+ * keeps the cache right beside other instances (WORKERS, or other services on the same stores):
+ * their appends are read as the stream's tail, and an append racing one of theirs is refused by
+ * the expected revision and decided again.
  */
 export class RecordWriter {
   private readonly folded = new Map<string, Folded>();

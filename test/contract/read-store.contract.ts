@@ -281,5 +281,56 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
         await expect(store.get(gens.name, 'acc-1', original.id)).resolves.toEqual(rebuilt);
       });
     });
+
+    describe('leases', () => {
+      const lease = `lease_${run}`;
+      const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+      it('gives a free lease to one holder, renews it for that holder only, and refuses others while it runs', async () => {
+        await expect(store.acquireLease(lease, 'one', 60_000)).resolves.toBe('one');
+        await expect(store.acquireLease(lease, 'two', 60_000)).resolves.toBe('one');
+        await expect(store.acquireLease(lease, 'one', 60_000)).resolves.toBe('one');
+        await expect(store.acquireLease(lease, 'two', 60_000)).resolves.toBe('one');
+      });
+
+      it('lets another holder take it once released, and ignores a release by one who does not hold it', async () => {
+        await store.releaseLease(lease, 'two');
+        await expect(store.acquireLease(lease, 'two', 60_000)).resolves.toBe('one');
+        await store.releaseLease(lease, 'one');
+        await expect(store.acquireLease(lease, 'two', 60_000)).resolves.toBe('two');
+        await expect(store.acquireLease(lease, 'one', 60_000)).resolves.toBe('two');
+      });
+
+      it('lets another holder take it once it expired, and not before', async () => {
+        const short = `${lease}_short`;
+        await expect(store.acquireLease(short, 'one', 300)).resolves.toBe('one');
+        await expect(store.acquireLease(short, 'two', 300)).resolves.toBe('one');
+        await wait(600);
+        await expect(store.acquireLease(short, 'two', 60_000)).resolves.toBe('two');
+        await expect(store.acquireLease(short, 'one', 300)).resolves.toBe('two');
+      });
+
+      it('gives a free lease to exactly one of many racing holders', async () => {
+        const raced = `${lease}_raced`;
+        const holders = Array.from({ length: 8 }, (_, n) => `racer-${n}`);
+        const answers = await Promise.all(holders.map((h) => store.acquireLease(raced, h, 60_000)));
+        const winners = holders.filter((h, n) => answers[n] === h);
+        expect(winners).toHaveLength(1);
+        expect(new Set(answers)).toEqual(new Set(winners));
+      });
+
+      it('lets a holder replace the one it names (known dead), and no other', async () => {
+        const replaced = `${lease}_replaced`;
+        await expect(store.acquireLease(replaced, 'dead', 60_000)).resolves.toBe('dead');
+        await expect(store.acquireLease(replaced, 'two', 60_000, 'someone-else')).resolves.toBe('dead');
+        await expect(store.acquireLease(replaced, 'two', 60_000, 'dead')).resolves.toBe('two');
+        await expect(store.acquireLease(replaced, 'dead', 60_000)).resolves.toBe('two');
+      });
+
+      it('keeps leases of different names apart', async () => {
+        await expect(store.acquireLease(`${lease}_a`, 'one', 60_000)).resolves.toBe('one');
+        await expect(store.acquireLease(`${lease}_b`, 'two', 60_000)).resolves.toBe('two');
+      });
+    });
   });
 }

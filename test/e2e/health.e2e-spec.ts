@@ -26,8 +26,8 @@ describeOnSqlite('health', () => {
       status: 'ready',
       head: '1',
       projections: [
-        { name: 'profiles', state: 'running', checkpoint: '1', lag: 0, failure: null },
-        { name: 'customers', state: 'running', checkpoint: '1', lag: 0, failure: null },
+        { name: 'profiles', state: 'running', folding: true, checkpoint: '1', lag: 0, failure: null },
+        { name: 'customers', state: 'running', folding: true, checkpoint: '1', lag: 0, failure: null },
       ],
       problems: [],
     });

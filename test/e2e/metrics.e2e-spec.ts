@@ -1,15 +1,16 @@
+import { APP_CONFIG, AppConfig } from '../../src/config/config';
 import { EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
 import { uid } from '../support/http-assertions';
 import { LIVE_STORES } from '../support/stores';
 import { freshApp, TOKENS, withToken } from '../support/test-app';
 
-/** The value of the sample with exactly these labels, or undefined when there is none. */
+/** The value of the sample with exactly these labels (besides service_instance, on every one), or undefined when there is none. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
   const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
   for (const line of text.split('\n')) {
     const match = line.match(/^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/);
     if (!match || match[1] !== name) continue;
-    const got = match[2] ? match[2].split(/,(?=[a-zA-Z_]\w*=")/) : [];
+    const got = (match[2] ? match[2].split(/,(?=[a-zA-Z_]\w*=")/) : []).filter((l) => !l.startsWith('service_instance='));
     if (got.length === wanted.length && wanted.every((w) => got.includes(w))) return Number(match[3]);
   }
   return undefined;
@@ -64,6 +65,12 @@ describe('GET /metrics', () => {
         expect(sample(text, 'projection_lag', { projection })).toBe(0);
       }
     }
+
+    // Every sample names the instance that counted it; this one folds both read models.
+    const { instanceId } = app().app.get<AppConfig>(APP_CONFIG);
+    const samples = text.split('\n').filter((line) => line && !line.startsWith('#'));
+    expect(samples.filter((line) => !line.includes(`service_instance="${instanceId}"`))).toEqual([]);
+    for (const projection of ['customers', 'profiles']) expect(sample(text, 'projection_folding', { projection })).toBe(1);
 
     // Node's process metrics.
     expect(sample(text, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);

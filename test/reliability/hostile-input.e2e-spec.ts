@@ -8,24 +8,17 @@ import fc from 'fast-check';
 import { rmSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { join } from 'node:path';
-import { customerProjection } from '../../src/customers/customer.projection';
-import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
-import { profileProjection } from '../../src/profiles/profile.projection';
-import { Projector } from '../../src/projections/projector';
-import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
-import { Database, openSqliteDatabase, type SqliteDatabase } from '../../src/storage/sqlite-database';
 import { startChildService } from '../support/child-service';
-import { liveTable } from '../support/live-table';
 import { jsonRequest, RawRequest, RawResponse, rawRequest } from '../support/raw-http';
 import { JSON_CT, makeDataDir, TOKENS } from '../support/test-app';
 import { describeOnSqlite } from '../support/stores';
+import { expectReadModelsEqualARebuild } from '../support/rebuild-check';
 
 /** 500 runs of 20 concurrent requests; FUZZ_RUNS sets another number of runs, for a quick look or a long soak. */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 500);
 /** About a minute on 2 idle cores; the bound is for a machine shared with other work. */
 const TIMEOUT_MS = 300_000;
 const PER_RUN = 20;
-const PROJECTIONS = [profileProjection, customerProjection];
 const RESOURCES = ['customers', 'profiles'] as const;
 const FIELDS = {
   customers: ['name', 'email', 'mobile', 'address', 'postal_code', 'company', 'tel', 'fax', 'registration_number', 'economical_number'],
@@ -221,36 +214,3 @@ describeOnSqlite('hostile input', () => {
     await expectReadModelsEqualARebuild(join(dataDir, 'service.sqlite'));
   }, TIMEOUT_MS);
 });
-
-/** Folds every event from the start into a fresh read store with the real projectors, and compares each collection. */
-async function expectReadModelsEqualARebuild(serviceFile: string): Promise<void> {
-  const rebuildDir = makeDataDir();
-  const rebuildFile = join(rebuildDir, 'rebuild.sqlite');
-  const events = new SqliteEventStore(openSqliteDatabase(serviceFile, { durable: true }));
-  const rebuilt = new SqliteReadStore(openSqliteDatabase(rebuildFile, { durable: false }));
-  try {
-    const projectors = PROJECTIONS.map((p) => new Projector(p, events, rebuilt));
-    await Promise.all(projectors.map((p) => p.start()));
-    const head = await events.headPosition();
-    await Promise.all(projectors.map((p) => p.waitFor(head, 120_000)));
-    await Promise.all(projectors.map((p) => p.stop()));
-
-    const service = new Database(serviceFile, { readonly: true });
-    const fresh = new Database(rebuildFile, { readonly: true });
-    try {
-      for (const { schema } of PROJECTIONS) {
-        const all = (db: SqliteDatabase) => db.prepare(`SELECT * FROM ${liveTable(db, schema.name)} ORDER BY id`).all();
-        const served = all(service);
-        expect(served.length).toBeGreaterThan(0);
-        expect(served).toEqual(all(fresh));
-      }
-    } finally {
-      service.close();
-      fresh.close();
-    }
-  } finally {
-    await events.close();
-    await rebuilt.close();
-    rmSync(rebuildDir, { recursive: true, force: true });
-  }
-}

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { availableParallelism, hostname } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig, parseAccessTokens, resolveAccessTokens } from '../../src/config/config';
 import { makeDataDir } from '../support/test-app';
@@ -20,9 +21,26 @@ describe('configuration', () => {
     [{ CORS_ORIGINS: 'https://app.example.com/' }, /CORS_ORIGINS .*got "https:\/\/app\.example\.com\/"/],
     [{ CORS_ORIGINS: 'ftp://files.example.com' }, /CORS_ORIGINS/],
     [{ CORS_ORIGINS: '*,https://app.example.com' }, /CORS_ORIGINS is either \* or a list of origins/],
+    [{ WORKERS: '0' }, /WORKERS must be auto or an integer from 1 to 64; got "0"/],
+    [{ WORKERS: 'many' }, /WORKERS must be auto or an integer from 1 to 64; got "many"/],
+    [{ WORKERS: '65' }, /WORKERS/],
+    [{ PROJECTION_LEASE_MS: '500' }, /PROJECTION_LEASE_MS must be an integer from 1000/],
   ])('refuses %j with a clear message', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('runs one worker unless WORKERS asks for more, or auto for one per core', () => {
+    expect(loadConfig({}).workers).toBe(1);
+    expect(loadConfig({ WORKERS: '3' }).workers).toBe(3);
+    expect(loadConfig({ WORKERS: 'auto' }).workers).toBe(availableParallelism());
+    expect(loadConfig({}).projectionLeaseMs).toBe(5000);
+  });
+
+  it('names each loaded configuration as an instance of its own on this host and process', () => {
+    const [one, two] = [loadConfig({}).instanceId, loadConfig({}).instanceId];
+    expect(one.split(':').slice(0, 2)).toEqual([hostname(), String(process.pid)]);
+    expect(one).not.toBe(two);
   });
 
   it('allows no CORS origin unless CORS_ORIGINS lists some, or * for any', () => {

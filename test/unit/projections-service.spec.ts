@@ -17,7 +17,7 @@ describe('ProjectionsService.waitFor', () => {
   it('waits only for the read models that follow the written stream', async () => {
     const sqlite = openTempSqlite();
     const events = new SqliteEventStore(sqlite.db, 20);
-    const config = { readYourWritesTimeoutMs: 300 } as AppConfig;
+    const config = { readYourWritesTimeoutMs: 300, instanceId: 'unit', projectionLeaseMs: 60_000 } as AppConfig;
     const service = new ProjectionsService([profileProjection, customerProjection], events, new SqliteReadStore(sqlite.db), config);
     const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     try {
@@ -45,29 +45,37 @@ describe('ProjectionsService.waitFor', () => {
 });
 
 describe('ProjectionsService on a first start far behind the events', () => {
-  it('catches the read models up by a rebuild into a new generation, then follows the head', async () => {
+  it('catches the read models up by a rebuild into a new generation, in one instance only, then follows the head', async () => {
     const sqlite = openTempSqlite();
     const events = new SqliteEventStore(sqlite.db, 20);
     const readStore = new SqliteReadStore(sqlite.db);
     const logged = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
-    const service = new ProjectionsService([profileProjection, customerProjection], events, readStore, { readYourWritesTimeoutMs: 60_000 } as AppConfig);
+    const config = (instanceId: string) => ({ readYourWritesTimeoutMs: 60_000, instanceId, projectionLeaseMs: 60_000 }) as AppConfig;
+    const service = new ProjectionsService([profileProjection, customerProjection], events, readStore, config('one'));
+    // A second instance on the same stores, started at the same time: it must leave the catch-up to the first.
+    const other = new ProjectionsService([profileProjection, customerProjection], events, readStore, config('two'));
     try {
       // More than the 10,000 events past which a start rebuilds rather than folds one batch at a time.
       const ids = Array.from({ length: 10_050 }, () => randomUUID());
       await Promise.all(ids.map((id, i) => events.appendToStream(`customer-${id}`, [ev('CustomerCreated', { name: `C${i}`, email: 'c@x.io' })], 'no_stream')));
       await service.onApplicationBootstrap();
-      expect(logged).toHaveBeenCalledWith('Read models far behind the events: catching up profiles, customers by a rebuild');
+      await other.onApplicationBootstrap();
+      const catchUps = logged.mock.calls.filter(([message]) => String(message).includes('catching up'));
+      expect(catchUps).toEqual([['Read models far behind the events: catching up profiles, customers by a rebuild']]);
       const head = await events.headPosition();
       while (service.projectors.some((p) => p.state !== 'running')) await new Promise((r) => setTimeout(r, 20));
       await Promise.all(service.projectors.map((p) => p.waitFor(head, 60_000)));
       const { live } = await readStore.status(customerProjection.schema.name);
-      expect(live.generation).toBeGreaterThan(1);
+      expect(live.generation).toBe(2); // one rebuild, not one per instance
       expect((await readStore.get(customerProjection.schema.name, 'acc', ids[10_049]))?.revision).toBe(0);
       // Following the head from there: a new write is folded and waited for as usual.
       const later = `customer-${randomUUID()}`;
       const written = await events.appendToStream(later, [ev('CustomerCreated', { name: 'Later', email: 'l@x.io' })], 'no_stream');
       await expect(service.waitFor(later, written.position)).resolves.toBeUndefined();
+      await expect(other.waitFor(later, written.position)).resolves.toBeUndefined();
+      expect(other.projectors.map((p) => p.folding)).toEqual([false, false]);
     } finally {
+      await other.onModuleDestroy();
       await service.onModuleDestroy();
       logged.mockRestore();
       sqlite.dispose();

@@ -9,6 +9,7 @@ import { StoreUnavailableError } from '../../src/storage/store-unavailable.error
 import type { SqliteDatabase } from '../../src/storage/sqlite-database';
 import { openTempSqlite } from '../support/temp-sqlite';
 
+const LEASE = { holder: 'unit', ttlMs: 60_000 };
 const meta = { accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 };
 const ev = (type: string, data: Record<string, unknown> = {}): NewEvent => ({ id: randomUUID(), type, data, metadata: meta });
 
@@ -31,7 +32,7 @@ describe('Projector', () => {
   });
 
   async function startProjector(): Promise<Projector> {
-    const p = new Projector(customerProjection, events, reads);
+    const p = new Projector(customerProjection, events, reads, LEASE);
     running.push(p);
     await p.start();
     return p;
@@ -127,7 +128,7 @@ describe('Projector', () => {
       if (commits === 2) throw new StoreUnavailableError('MongoDB', 'connection reset');
       return reads.commit(...args);
     };
-    const p = new Projector(customerProjection, events, forgetful);
+    const p = new Projector(customerProjection, events, forgetful, LEASE);
     running.push(p);
     await p.start();
     const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
@@ -144,5 +145,76 @@ describe('Projector', () => {
     const p = await startProjector();
     const far = { commit: 10_000n, prepare: 10_000n };
     await expect(p.waitFor(far, 50)).rejects.toThrow(/did not reach/);
+  });
+
+  describe('beside another instance on the same read store', () => {
+    const SHORT_LEASE = 1000;
+
+    /** The read store as one instance sees it; `cut()` makes every later call fail, as for a holder cut off from the store. */
+    function instanceStore() {
+      let cutOff = false;
+      const commits: number[] = [];
+      const store = new Proxy(reads, {
+        get(target, name, receiver) {
+          const value = Reflect.get(target, name, receiver);
+          if (typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            if (cutOff) return Promise.reject(new StoreUnavailableError('MongoDB', 'cut off'));
+            if (name === 'commit') commits.push(Date.now());
+            return value.apply(target, args);
+          };
+        },
+      });
+      return { store, commits, cut: () => (cutOff = true) };
+    }
+
+    async function startAs(holder: string, store: SqliteReadStore): Promise<Projector> {
+      const p = new Projector(customerProjection, events, store, { holder, ttlMs: SHORT_LEASE });
+      running.push(p);
+      await p.start();
+      return p;
+    }
+
+    it('lets exactly one fold; the other commits nothing and still sees every write through the stored checkpoint', async () => {
+      const one = instanceStore();
+      const two = instanceStore();
+      const first = await startAs('one', one.store);
+      const second = await startAs('two', two.store);
+      await new Promise((r) => setTimeout(r, 100));
+      expect([first.folding, second.folding]).toEqual([true, false]);
+      for (let n = 0; n < 5; n++) {
+        const a = await createCustomer({ name: `Ada ${n}`, email: `ada${n}@x.io` });
+        await second.waitFor(a.position, 5000);
+        expect(await get(a.id)).toMatchObject({ fields: { name: `Ada ${n}` } });
+      }
+      expect(one.commits.length).toBeGreaterThan(0);
+      expect(two.commits).toEqual([]);
+    });
+
+    it('hands the lease over when the holder stops, and after it expires when the holder is cut off', async () => {
+      const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      const one = instanceStore();
+      const two = instanceStore();
+      const three = instanceStore();
+      const first = await startAs('one', one.store);
+      const second = await startAs('two', two.store);
+      const third = await startAs('three', three.store);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(first.folding).toBe(true);
+
+      await first.stop(); // gives the lease up
+      const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
+      await third.waitFor(a.position, 5000);
+      expect([second.folding, third.folding].filter(Boolean)).toHaveLength(1);
+
+      const [holder, holderStore, other] = second.folding ? [second, two, third] : [third, three, second];
+      holderStore.cut(); // neither renews nor gives up its lease: it runs out
+      const b = await createCustomer({ name: 'Bob', email: 'bob@x.io' });
+      await other.waitFor(b.position, 10_000);
+      expect(other.folding).toBe(true);
+      expect(holder.folding).toBe(false);
+      expect(await get(b.id)).toMatchObject({ fields: { name: 'Bob' } });
+      warned.mockRestore();
+    });
   });
 });
