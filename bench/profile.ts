@@ -22,10 +22,9 @@ const own = (...paths: string[]) => new RegExp(`/dist/(src/)?(${paths.join('|')}
 
 /** Stages of a request, by the file of a function: the first that matches. */
 const STAGES: [RegExp, string][] = [
-  [pkg('@nestjs/throttler'), 'rate limits'],
   [own('http/rate-limit'), 'rate limits'],
   [own('http/access-token'), 'authentication'],
-  [pkg('pino', 'pino-http', 'sonic-boom', 'on-exit-leak-free', 'fast-redact', 'pino-std-serializers', 'quick-format-unescaped', 'atomic-sleep'), 'request log'],
+  [pkg('pino', 'sonic-boom', 'on-exit-leak-free', 'fast-redact', 'pino-std-serializers', 'quick-format-unescaped', 'atomic-sleep'), 'request log'],
   [own('logging/'), 'request log'],
   [pkg('prom-client', 'tdigest', 'bintrees'), 'metrics'],
   [own('metrics/'), 'metrics'],
