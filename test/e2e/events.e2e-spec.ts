@@ -30,7 +30,7 @@ describe('events appended by the API', () => {
       accountId: ACCOUNT_IDS.a,
       correlationId: 'req-create-1',
       causationId: expect.stringMatching(/^[0-9a-f-]{36}$/),
-      schemaVersion: 1,
+      schemaVersion: 2,
     });
     expect(JSON.stringify({ data: created.data, metadata: created.metadata })).not.toContain(TOKENS.a);
   });
