@@ -24,8 +24,9 @@ export interface CreatedResponse {
 
 interface Claim {
   /**
-   * "The same body": an HMAC of the resource and the request's fields under the new record's data
-   * key, so that no guessable hash of personal data is kept (a plain sha256 before schema 2).
+   * "The same body": an HMAC, under the new record's data key, of the sha256 of the resource and the
+   * request's fields, so that no guessable hash of personal data is kept (the plain sha256 before
+   * schema 2, which sealPlaintextEvents turns into this).
    */
   fingerprint: string;
   /** The id the create makes; a retry after a crash creates this same one. */
@@ -100,7 +101,7 @@ export class IdempotentCreates {
             ]);
           }
         }
-        if (claim.fingerprint !== (dataKey ? digest(dataKey, canonical) : sha256(canonical))) {
+        if (claim.fingerprint !== (dataKey ? digest(dataKey, sha256(canonical)) : sha256(canonical))) {
           throw new ApiError('CONFLICT', 'This Idempotency-Key was used with a different request; use a new key for a new request.', [
             { field: 'Idempotency-Key', message: 'Idempotency-Key was used with a different request body' },
           ]);
@@ -110,7 +111,7 @@ export class IdempotentCreates {
       } else {
         const recordId = randomUUID();
         dataKey = await this.keys.forWriting(keyOf(recordId));
-        claim = { fingerprint: digest(dataKey, canonical), recordId };
+        claim = { fingerprint: digest(dataKey, sha256(canonical)), recordId };
         try {
           const claimed = await this.eventStore.appendToStream(
             streamId,

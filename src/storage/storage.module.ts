@@ -13,6 +13,7 @@ import { DataKeys } from '../erasure/data-keys';
 import type { KeyStore } from '../erasure/key-store.port';
 import { MongoDbKeyStore } from '../erasure/mongodb-key-store';
 import { SealedEventStore } from '../erasure/sealed-event-store';
+import { sealPlaintextEvents } from '../erasure/seal-plaintext-events';
 import { SqliteKeyStore } from '../erasure/sqlite-key-store';
 import { RECORD_KINDS } from '../read-models';
 import { dirname, join } from 'node:path';
@@ -43,9 +44,12 @@ export const DATA_KEYS = Symbol('DataKeys');
  */
 export async function openEventStore(config: StoreSettings, keys?: DataKeys): Promise<EventStore> {
   keys ??= new DataKeys(await openKeyStore(config));
-  const store = config.eventStoreConnectionString
-    ? await EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs ?? 5000)
-    : new SqliteEventStore(openSqliteDatabase(config.sqliteFile, { durable: true }));
+  if (config.eventStoreConnectionString) {
+    const store = await EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs ?? 5000);
+    return new SealedEventStore(store, keys, RECORD_KINDS);
+  }
+  const store = new SqliteEventStore(openSqliteDatabase(config.sqliteFile, { durable: true }));
+  await sealPlaintextEvents(store, keys, RECORD_KINDS);
   return new SealedEventStore(store, keys, RECORD_KINDS);
 }
 

@@ -1,11 +1,13 @@
+import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteKeyStore } from '../../src/erasure/sqlite-key-store';
+import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { runCli, spawnCli } from '../support/cli';
 import { uid, uniqueEmail, uniqueMobile } from '../support/http-assertions';
 import { describeOnSqlite } from '../support/stores';
-import { ACCOUNT_IDS, JSON_CT, startTestApp, TestApp, TOKENS, withQuery, withToken } from '../support/test-app';
+import { ACCOUNT_IDS, JSON_CT, makeDataDir, startTestApp, TestApp, TOKENS, withQuery, withToken } from '../support/test-app';
 
 /** CONTRACT.md "Erasure", over HTTP: what an erased record still answers, and what it no longer does. */
 describe('erasure', () => {
@@ -215,6 +217,51 @@ describeOnSqlite('erasure leaves no readable copy in the data directory', () => 
       await t.http.get(withToken(`customers/${erased.body.data.Customer.id}`)).expect(404);
       const read = await t.http.get(withToken(`customers/${kept.body.data.Customer.id}`)).expect(200);
       expect(read.body.data[0].Customer.name).toBe(kept.body.data.Customer.name);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describeOnSqlite('events written before encryption (schema version 1, plaintext)', () => {
+  const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+  it('are sealed in place at the first start; an Idempotency-Key answer still replays; erasure then leaves nothing', async () => {
+    const dataDir = makeDataDir();
+    const id = randomUUID();
+    const fields = { name: uid('Hafez'), email: `${uid('Shiraz')}@example.com` };
+    const values = [fields.name, fields.email];
+    const body = { data: { Customer: { id, ...fields } }, success: true, status: 201 };
+    const key = uid('key');
+    const metadata = (correlationId: string) => ({ accountId: ACCOUNT_IDS.a, correlationId, causationId: randomUUID(), schemaVersion: 1 });
+    // The store as the previous version left it: written through the bare SQLite adapter.
+    const old = new SqliteEventStore(openSqliteDatabase(join(dataDir, 'service.sqlite'), { durable: true }));
+    const idempotency = `idempotency-${sha256(`${ACCOUNT_IDS.a}\n${key}`)}`;
+    const fingerprint = sha256(JSON.stringify(['customers', Object.entries(fields).sort(([a], [b]) => (a < b ? -1 : 1))]));
+    await old.appendToStream(idempotency, [{ id: randomUUID(), type: 'IdempotencyKeyClaimed', data: { fingerprint, recordId: id }, metadata: metadata('r1') }], 'no_stream');
+    await old.appendToStream(`customer-${id}`, [{ id: randomUUID(), type: 'CustomerCreated', data: fields, metadata: metadata('r1') }], 'no_stream');
+    await old.appendToStream(idempotency, [{ id: randomUUID(), type: 'IdempotencyKeyAnswered', data: { body, revision: 0 }, metadata: metadata('r1') }], 0);
+    await old.close();
+    expect(filesContaining(dataDir, values).length).toBeGreaterThan(0);
+
+    const t = await startTestApp({ dataDir });
+    try {
+      const db = openSqliteDatabase(join(dataDir, 'service.sqlite'), { durable: false });
+      const rows = db.prepare('SELECT data, metadata FROM events').all() as { data: string; metadata: string }[];
+      db.close();
+      expect(rows.map((r) => JSON.parse(r.metadata).schemaVersion)).toEqual([2, 2, 2]);
+      for (const value of values) expect(rows.some((r) => r.data.includes(value) || r.data.includes(fingerprint))).toBe(false);
+
+      const read = await t.http.get(withToken(`customers/${id}`)).expect(200);
+      expect(read.body.data[0].Customer).toMatchObject(fields);
+      const replay = await t.http.post(withToken('customers')).set('Idempotency-Key', key).send(fields).expect(201);
+      expect(replay.body).toEqual(body);
+      await t.http.post(withToken('customers')).set('Idempotency-Key', key).send({ ...fields, name: 'other' }).expect(409);
+
+      await t.http.post(withToken(`customers/${id}/erase`)).expect(200);
+      expect(filesContaining(dataDir, values)).toEqual([]);
+      const history = await t.http.get(withToken(`customers/${id}/history`)).expect(200);
+      expect(history.body.data.map((e: { changes: unknown }) => e.changes)).toEqual([{ name: null, email: null }, {}]);
     } finally {
       await t.close();
     }
