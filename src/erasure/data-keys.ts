@@ -75,6 +75,17 @@ export class DataKeys {
     return found;
   }
 
+  /**
+   * The record's key as the key store has it now, past this cache: for a read that goes by the key
+   * alone, with no erasure event to tell it (an Idempotency-Key replay), since another instance
+   * may have destroyed it since this one cached it. null once destroyed or never made.
+   */
+  async current(keyId: string): Promise<Buffer | null> {
+    const key = (await this.store.getMany([keyId])).get(keyId) ?? null;
+    if (!key) this.forget(keyId);
+    return key;
+  }
+
   async destroy(keyId: string, erasedBy: string): Promise<void> {
     this.forget(keyId);
     await this.store.destroy(keyId, erasedBy);

@@ -94,7 +94,7 @@ export class IdempotentCreates {
         claim = live.claim.data as unknown as Claim;
         const sealed = live.claim.metadata.schemaVersion >= SEALED_SCHEMA_VERSION;
         if (sealed) {
-          dataKey = (await this.keys.forReading([keyOf(claim.recordId)])).get(keyOf(claim.recordId));
+          dataKey = (await this.keys.current(keyOf(claim.recordId))) ?? undefined;
           if (!dataKey) {
             throw new ApiError('CONFLICT', `The ${request.kind.label.toLowerCase()} this Idempotency-Key created has been erased; use a new key to create a new one.`, [
               { field: 'Idempotency-Key', message: 'Idempotency-Key belongs to an erased record' },
