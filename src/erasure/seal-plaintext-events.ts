@@ -31,6 +31,9 @@ export async function sealPlaintextEvents(store: SqliteEventStore, keys: DataKey
   let after = 0;
   let sealed = 0;
   for (let page = store.plaintextEvents(after, PAGE); page.length > 0; page = store.plaintextEvents(after, PAGE)) {
+    // The page's record keys in one go: made together, they share one transaction of the key store.
+    const recordStreams = new Set(page.filter((e) => kindOf(e.streamId) && Object.keys(e.data).length > 0).map((e) => e.streamId));
+    await Promise.all([...recordStreams].map((streamId) => keys.forWriting(streamId)));
     const replaced: StoredEvent[] = [];
     for (const event of page) {
       replaced.push({ ...event, data: await sealedData(event), metadata: { ...event.metadata, schemaVersion: SEALED_SCHEMA_VERSION } });
