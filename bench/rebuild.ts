@@ -65,7 +65,7 @@ export async function rebuildAll(sqliteFile: string): Promise<{ events: number; 
 export async function catchUp(sqliteFile: string): Promise<{ events: number; seconds: number }> {
   const eventStore = await openEventStore({ sqliteFile });
   const readStore = await openReadStore({ sqliteFile });
-  const service = new ProjectionsService(READ_MODELS, eventStore, readStore, { readYourWritesTimeoutMs: 3_600_000 } as AppConfig);
+  const service = new ProjectionsService(READ_MODELS, eventStore, readStore, { readYourWritesTimeoutMs: 3_600_000, projectionLeaseMs: 5_000, instanceId: 'bench' } as AppConfig);
   try {
     const started = Date.now();
     const head = await eventStore.headPosition();

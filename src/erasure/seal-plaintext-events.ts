@@ -4,7 +4,7 @@ import type { RecordKind } from '../records/record';
 import { DataKeys, digest, seal } from './data-keys';
 import { SEALED_SCHEMA_VERSION } from './sealed-event-store';
 
-const PAGE = 1000;
+const PAGE = 5000;
 
 /**
  * Events written before record values were sealed (schema version 1) hold them in plain. On the

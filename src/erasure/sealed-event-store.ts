@@ -120,5 +120,7 @@ function openEvent(event: StoredEvent, key: Buffer | undefined): StoredEvent {
   }
   const data: Record<string, unknown> = {};
   fields.forEach((field, i) => (data[field] = values ? values[i] : ''));
-  return { ...event, data };
+  // In place: the event was made for this read alone, and a rebuild opens millions.
+  event.data = data;
+  return event;
 }
