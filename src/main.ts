@@ -5,6 +5,7 @@ import type { Server, ServerResponse } from 'node:http';
 import { createServer } from 'node:net';
 import { createApp } from './app';
 import { AppConfig, ConfigError, loadConfig, resolveAccessTokens } from './config/config';
+import { createLogger, NestPinoLogger } from './logging/logging';
 import { StoreUnavailableError } from './storage/store-unavailable.error';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -116,6 +117,8 @@ async function main(): Promise<void> {
  * A worker that fails before it listens (a store unreachable, say) stops the whole service.
  */
 async function runPrimary(settings: Settings): Promise<void> {
+  // The primary makes no app, which is what sets the workers' logger: its lines are JSON at LOG_LEVEL too.
+  Logger.overrideLogger(new NestPinoLogger(createLogger(settings.logLevel)));
   await ensurePortFree(settings.port, settings.host);
   const { created } = resolveAccessTokens(process.env, settings.dataDir);
   const logger = new Logger('Primary');

@@ -1,4 +1,4 @@
-import { EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
+import type { EventStore } from '../../src/event-store/event-store.port';
 import { uid } from '../support/http-assertions';
 import { ACCOUNT_IDS, startTestApp, TestApp, TOKENS, withToken } from '../support/test-app';
 
@@ -8,7 +8,7 @@ describe('events appended by the API', () => {
   let store: EventStore;
   beforeAll(async () => {
     t = await startTestApp();
-    store = t.app.get<EventStore>(EVENT_STORE);
+    store = t.events;
   });
   afterAll(() => t.close());
 

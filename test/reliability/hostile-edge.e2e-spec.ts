@@ -10,6 +10,7 @@ import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ChildService, startChildService } from '../support/child-service';
 import { jsonRequest, parseAnswer, RawResponse, rawRequest, socketExchange } from '../support/raw-http';
+import { describeUnlessWorkers } from '../support/stores';
 import { JSON_CT, makeDataDir, TOKENS } from '../support/test-app';
 
 const TIMEOUT_MS = 60_000;
@@ -197,7 +198,7 @@ describe('the HTTP edge under attack', () => {
   });
 });
 
-describe('rate limits before the body', () => {
+describeUnlessWorkers('rate limits before the body', 'they count requests in one process: with WORKERS each worker allows its share, which several-instances.e2e-spec.ts checks', () => {
   it('count every request of a token, and refuse one over its limit without reading its body', async () => {
     const dataDir = makeDataDir();
     const service = await startChildService(dataDir, { RATE_LIMIT_REQUESTS: '3', RATE_LIMIT_WINDOW_SECONDS: '60' });

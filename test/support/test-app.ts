@@ -10,14 +10,8 @@ import { loadConfig } from '../../src/config/config';
 import { EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
 import { openEventStore } from '../../src/storage/storage.module';
 import { startChildService } from './child-service';
-import { liveStoreEnv, RUN_SUFFIX } from './stores';
+import { liveStoreEnv, RUN_SUFFIX, TEST_WORKERS } from './stores';
 
-/**
- * `TEST_WORKERS=N` (the second half of `npm test` sets 2): startTestApp runs the built service
- * (dist/main.js) as real processes with WORKERS=N on the data directory instead of in this
- * process, and the HTTP suites talk to it over its socket. Unset, the app runs in-process.
- */
-export const TEST_WORKERS = Number(process.env.TEST_WORKERS || 0);
 
 /** Two accounts with one token each, and a second token for account A. */
 export const TOKENS = { a: 'token-a', a2: 'token-a-second', b: 'token-b' } as const;
@@ -30,7 +24,7 @@ export const ACCOUNTS = new Map([
 ]);
 
 export interface TestApp {
-  /** The Nest app, in-process only: with TEST_WORKERS it throws (suites needing it use describeInProcess). */
+  /** The Nest app, in-process only: with TEST_WORKERS it throws (suites needing it use describeUnlessWorkers). */
   app: NestExpressApplication;
   /** The event store the service writes to: the app's own in-process, else one opened beside the service, as the CLI does. */
   events: EventStore;
@@ -85,14 +79,12 @@ async function startWorkers(dataDir: string, accounts: Map<string, string>, env:
     // warn: each worker still says where it listens, and nothing per request fills the output.
     LOG_LEVEL: 'warn',
     ...env,
-    WORKERS: String(TEST_WORKERS),
     ACCESS_TOKENS: [...accounts].map(([token, account]) => `${token}:${account}`).join(','),
   });
-  await service.waitForOutput(new RegExp(`(Listening on[^]*){${TEST_WORKERS}}`));
   const events = await openEventStore(loadConfig({ DATA_DIR: dataDir, ...liveStoreEnv(), ...env }));
   return {
     get app(): never {
-      throw new Error(`TEST_WORKERS=${TEST_WORKERS}: the app runs in other processes; this suite needs describeInProcess`);
+      throw new Error(`TEST_WORKERS=${TEST_WORKERS}: the app runs in other processes; this suite needs describeUnlessWorkers`);
     },
     events,
     http: request(service.url),
@@ -107,16 +99,6 @@ async function startWorkers(dataDir: string, accounts: Map<string, string>, env:
       if (code !== 0 || died) throw new Error(`the service ${died ? `lost a worker (${died.join('; ')})` : `exited ${code}`}:\n${service.output()}`);
     },
   };
-}
-
-/**
- * `describe` for a suite that needs the app in this process (its internals, or a crash or log of
- * one process): skipped with TEST_WORKERS, printing why.
- */
-export function describeInProcess(name: string, why: string, body: () => void): void {
-  if (!TEST_WORKERS) return describe(name, body);
-  console.log(`Skipping "${name}" with TEST_WORKERS=${TEST_WORKERS}: ${why}.`);
-  describe.skip(`${name} (in-process only: ${why})`, body);
 }
 
 /** `/v1/<path>` with the access token in the query, as clients send it. */
