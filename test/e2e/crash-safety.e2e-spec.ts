@@ -62,5 +62,6 @@ describeOnSqlite('crash safety', () => {
     } finally {
       await reads.close();
     }
-  });
+    // 60,000 events folded twice over on a shared 2-core machine: generous.
+  }, 180_000);
 });

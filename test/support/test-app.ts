@@ -12,7 +12,6 @@ import { openEventStore } from '../../src/storage/storage.module';
 import { startChildService } from './child-service';
 import { liveStoreEnv, RUN_SUFFIX, TEST_WORKERS } from './stores';
 
-
 /** Two accounts with one token each, and a second token for account A. */
 export const TOKENS = { a: 'token-a', a2: 'token-a-second', b: 'token-b' } as const;
 /** The accounts' ids: `account-a` and `account-b`, made unique per test file on live stores (see stores.ts). */
