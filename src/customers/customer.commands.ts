@@ -4,9 +4,11 @@ import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../http/request-context';
 import type { Fields } from '../records/record';
 import { Precondition, RecordWriter } from '../records/record-writer';
+import type { RecordEraser } from '../erasure/record-eraser';
 import { decideCreateCustomer, decideDeleteCustomer, decideUpdateCustomer } from './customer.decider';
 
 export const CUSTOMER_WRITER = Symbol('CustomerWriter');
+export const CUSTOMER_ERASER = Symbol('CustomerEraser');
 
 /** `id` is new, or the one an Idempotency-Key claimed: creating it again appends nothing. */
 export class CreateCustomerCommand extends Command<void> {
@@ -35,6 +37,13 @@ export class DeleteCustomerCommand extends Command<void> {
   }
 }
 
+export class EraseCustomerCommand extends Command<void> {
+  readonly commandId = randomUUID();
+  constructor(readonly context: RequestContext, readonly id: string) {
+    super();
+  }
+}
+
 @CommandHandler(CreateCustomerCommand)
 export class CreateCustomerHandler implements ICommandHandler<CreateCustomerCommand, void> {
   constructor(@Inject(CUSTOMER_WRITER) private readonly customers: RecordWriter) {}
@@ -59,5 +68,14 @@ export class DeleteCustomerHandler implements ICommandHandler<DeleteCustomerComm
 
   async execute({ context, id, commandId, precondition }: DeleteCustomerCommand): Promise<void> {
     await this.customers.write(id, context, commandId, (state) => decideDeleteCustomer(state, context.accountId), precondition);
+  }
+}
+
+@CommandHandler(EraseCustomerCommand)
+export class EraseCustomerHandler implements ICommandHandler<EraseCustomerCommand, void> {
+  constructor(@Inject(CUSTOMER_ERASER) private readonly eraser: RecordEraser) {}
+
+  async execute({ context, id, commandId }: EraseCustomerCommand): Promise<void> {
+    await this.eraser.erase(id, context, commandId);
   }
 }

@@ -7,7 +7,7 @@ import { changedFields, Fields, ownedRecord, recordEvents, RecordKind, RecordSta
 export const CUSTOMER: RecordKind = {
   label: 'Customer',
   streamPrefix: 'customer',
-  events: { created: 'CustomerCreated', updated: 'CustomerUpdated', deleted: 'CustomerDeleted' },
+  events: { created: 'CustomerCreated', updated: 'CustomerUpdated', deleted: 'CustomerDeleted', erased: 'CustomerErased' },
 };
 
 const events = recordEvents(CUSTOMER);
@@ -31,6 +31,7 @@ export function decideDeleteCustomer(state: RecordState | null, accountId: strin
   ownedRecord(CUSTOMER, state, accountId);
   return [events.deleted()];
 }
+
 
 /** A customer must stay reachable: at least one of email and mobile, after the change. */
 function requireEmailOrMobile(fields: Fields): void {

@@ -11,7 +11,7 @@ import { RecordIdPipe } from '../http/record-id.pipe';
 import { Ctx, RequestContext } from '../http/request-context';
 import { IdempotentCreates } from '../idempotency/idempotent-creates';
 import { CreateCustomerBody, UpdateCustomerBody } from './customer.body';
-import { CreateCustomerCommand, DeleteCustomerCommand, UpdateCustomerCommand } from './customer.commands';
+import { CreateCustomerCommand, DeleteCustomerCommand, EraseCustomerCommand, UpdateCustomerCommand } from './customer.commands';
 import { CUSTOMER } from './customer.decider';
 import { CUSTOMER_FILTERS } from './customer.projection';
 import { GetCustomerQuery, ListCustomersQuery } from './customer.queries';
@@ -37,7 +37,7 @@ export class CustomersController {
     @Res({ passthrough: true }) res: Response,
   ) {
     const fields = toFields(body);
-    const created = await this.idempotentCreates.run(ctx, idempotencyKey, { resource: 'customers', fields }, async (id) => {
+    const created = await this.idempotentCreates.run(ctx, idempotencyKey, { kind: CUSTOMER, fields }, async (id) => {
       await this.commands.execute(new CreateCustomerCommand(ctx, id, fields));
       const { view, revision } = await this.queries.execute(new GetCustomerQuery(ctx.accountId, id, 'full'));
       return { body: envelope({ Customer: view }, 201), revision };
@@ -108,5 +108,14 @@ export class CustomersController {
   async remove(@Ctx() ctx: RequestContext, @Param('id', CustomerId) id: string, @Headers('if-match') ifMatch: string | undefined) {
     await this.commands.execute(new DeleteCustomerCommand(ctx, id, parseIfMatch(ifMatch)));
     return envelope({ Customer: { id } }, 200, 'Customer deleted successfully.');
+  }
+
+  /** Erases the customer's personal data for good: a live or a deleted one; again, the same answer. */
+  @Post(':id/erase')
+  @ApiRecordOperation('Customer', 'erase')
+  @HttpCode(200)
+  async erase(@Ctx() ctx: RequestContext, @Param('id', CustomerId) id: string) {
+    await this.commands.execute(new EraseCustomerCommand(ctx, id));
+    return envelope({ Customer: { id } }, 200, 'Customer erased.');
   }
 }

@@ -1,10 +1,22 @@
-import { Module } from '@nestjs/common';
+import { Inject, Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
+import type { DataKeys } from '../erasure/data-keys';
+import { RecordEraser } from '../erasure/record-eraser';
+import { READ_STORE, ReadStore } from '../read-store/read-store.port';
+import { DATA_KEYS } from '../storage/storage.module';
+import { customerProjection } from './customer.projection';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
 import { IdempotentCreates } from '../idempotency/idempotent-creates';
 import { RecordWriter } from '../records/record-writer';
 import { CUSTOMER } from './customer.decider';
-import { CreateCustomerHandler, CUSTOMER_WRITER, DeleteCustomerHandler, UpdateCustomerHandler } from './customer.commands';
+import {
+  CreateCustomerHandler,
+  CUSTOMER_ERASER,
+  CUSTOMER_WRITER,
+  DeleteCustomerHandler,
+  EraseCustomerHandler,
+  UpdateCustomerHandler,
+} from './customer.commands';
 import { GetCustomerHandler, ListCustomersHandler } from './customer.queries';
 import { CustomersController } from './customers.controller';
 
@@ -17,11 +29,25 @@ import { CustomersController } from './customers.controller';
       useFactory: (eventStore: EventStore, projections: ProjectionsService) => new RecordWriter(CUSTOMER, eventStore, projections),
       inject: [EVENT_STORE, ProjectionsService],
     },
+    {
+      provide: CUSTOMER_ERASER,
+      useFactory: (writer: RecordWriter, keys: DataKeys, readStore: ReadStore) =>
+        new RecordEraser(CUSTOMER, customerProjection.schema.name, writer, keys, readStore),
+      inject: [CUSTOMER_WRITER, DATA_KEYS, READ_STORE],
+    },
     CreateCustomerHandler,
     UpdateCustomerHandler,
     DeleteCustomerHandler,
+    EraseCustomerHandler,
     GetCustomerHandler,
     ListCustomersHandler,
   ],
 })
-export class CustomersModule {}
+export class CustomersModule implements OnApplicationBootstrap {
+  constructor(@Inject(CUSTOMER_ERASER) private readonly eraser: RecordEraser) {}
+
+  /** Erasures a stop interrupted are finished before the service answers. */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.eraser.finishPending().catch((error) => new Logger('CustomersModule').error(`Could not finish interrupted erasures: ${(error as Error).message}`));
+  }
+}

@@ -58,9 +58,11 @@ const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       actor: { type: 'string', description: 'the account whose token made the change' },
       changes: {
         type: 'object',
-        description: 'each field the event changed, with values as reads show them ("" for no value); {} for a delete',
+        description:
+          'each field the event changed, with values as reads show them ("" for no value); {} for a delete or an erasure. Once the record is erased, each field an event set maps to null: its values are gone for good',
         additionalProperties: {
           type: 'object',
+          nullable: true,
           additionalProperties: false,
           required: ['from', 'to'],
           properties: { from: { type: 'string' }, to: { type: 'string' } },
@@ -244,7 +246,7 @@ const BODY = (resource: Resource, operation: 'create' | 'update') => {
 };
 
 /** One operation on /v1/profiles or /v1/customers, with every answer it can give. */
-export function ApiRecordOperation(resource: Resource, operation: 'create' | 'list' | 'read' | 'history' | 'update' | 'delete') {
+export function ApiRecordOperation(resource: Resource, operation: 'create' | 'list' | 'read' | 'history' | 'update' | 'delete' | 'erase') {
   const name = resource.toLowerCase();
   const full = ref(resource);
   const short = ref(resource === 'Customer' ? 'CustomerShort' : resource);
@@ -342,6 +344,23 @@ export function ApiRecordOperation(resource: Resource, operation: 'create' | 'li
           { message: `${resource} deleted successfully.` },
         ),
         ...errors(400, 404, 409, 412, 503),
+      );
+    case 'erase':
+      return applyDecorators(
+        ApiOperation({
+          summary: `Erase a ${name}'s data for good`,
+          description: `The right to erasure: takes no body. Works on a live or a deleted ${name}; erasing it again answers the same. Afterwards the ${name} does not exist for any read, as-of read, list, update or delete (404)${resource === 'Profile' ? ', and its slug is free' : ''}; its history keeps every entry with null for each value, and ends with ${resource}Erased. No readable copy of the values stays in the service's stores.`,
+        }),
+        id,
+        successResponse(
+          200,
+          `the ${name} is erased`,
+          200,
+          wrapper(resource, { type: 'object', additionalProperties: false, required: ['id'], properties: { id: { type: 'string' } } }),
+          { [resource]: { id: EXAMPLE.IDS[resource] } },
+          { message: `${resource} erased.` },
+        ),
+        ...errors(400, 404, 503),
       );
   }
 }

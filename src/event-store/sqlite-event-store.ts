@@ -1,5 +1,6 @@
 import type { Statement } from 'better-sqlite3';
-import type { SqliteDatabase } from '../storage/sqlite-database';
+import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
+import { checkpointAndTruncate, SqliteDatabase } from '../storage/sqlite-database';
 import {
   AppendResult,
   EventBatch,
@@ -39,6 +40,7 @@ type EventTuple = [
 const EVENT_COLUMNS = 'global_position, event_id, stream_id, stream_revision, type, data, metadata, recorded_at';
 
 const DEFAULT_BATCH = 1000;
+const SEALED_SINCE = SEALED_SCHEMA_VERSION;
 
 interface PendingAppend {
   streamId: string;
@@ -65,6 +67,8 @@ export class SqliteEventStore implements EventStore {
   private readonly selectStream: Statement<[string, number], EventTuple>;
   private readonly selectAfter: Statement<[number, number], EventTuple>;
   private readonly selectHead: Statement<[], { pos: number | null }>;
+  private readonly selectPlaintext: Statement<[number, number], EventTuple>;
+  private readonly replaceOne: Statement<[string, string, number]>;
 
   /**
    * @param pollIntervalMs how often a subscriber looks for events appended by other processes (other
@@ -105,6 +109,15 @@ export class SqliteEventStore implements EventStore {
       .prepare<[number, number], EventTuple>(`SELECT ${EVENT_COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?`)
       .raw();
     this.selectHead = db.prepare('SELECT max(global_position) AS pos FROM events');
+    this.selectPlaintext = db
+      .prepare<[number, number], EventTuple>(
+        `SELECT ${EVENT_COLUMNS} FROM events WHERE global_position > ? AND json_extract(metadata, '$.schemaVersion') < ${SEALED_SINCE}
+         ORDER BY global_position LIMIT ?`,
+      )
+      .raw();
+    this.replaceOne = db.prepare(
+      `UPDATE events SET data = ?, metadata = ? WHERE global_position = ? AND json_extract(metadata, '$.schemaVersion') < ${SEALED_SINCE}`,
+    );
 
     const appendTx = db.transaction((streamId: string, events: NewEvent[], expected: ExpectedRevision) => {
       // A retried append of events already stored (same ids) answers as the first one did.
@@ -204,6 +217,32 @@ export class SqliteEventStore implements EventStore {
       const events = rows.filter((r) => r[2].startsWith(prefix)).map(toStoredEvent);
       yield { events, position: toPosition(after) };
     }
+  }
+
+  /**
+   * Whether events written before record values were sealed (schema version 1) may be left, and
+   * a page of them after `after` (a global position). Only sealPlaintextEvents uses these: the one
+   * time the service rewrites events, because the embedded file is its own.
+   */
+  get mayHoldPlaintext(): boolean {
+    return this.db.pragma('user_version', { simple: true }) === 0;
+  }
+
+  plaintextEvents(after: number, limit: number): StoredEvent[] {
+    return this.selectPlaintext.all(after, limit).map(toStoredEvent);
+  }
+
+  /** Replaces events' data and metadata in one transaction; secure deletion zeroes the old content. */
+  replacePlaintext(events: StoredEvent[]): void {
+    this.db.transaction(() => {
+      for (const e of events) this.replaceOne.run(JSON.stringify(e.data), JSON.stringify(e.metadata), Number(e.position.commit));
+    })();
+  }
+
+  /** Every event is sealed now: later starts skip the search. The log is truncated, so no old frame stays. */
+  markSealed(): void {
+    this.db.pragma(`user_version = ${SEALED_SINCE}`);
+    checkpointAndTruncate(this.db);
   }
 
   /** Closes the connection this store was given. */

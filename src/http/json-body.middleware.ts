@@ -1,8 +1,10 @@
 import express, { NextFunction, Request, Response } from 'express';
-import { ApiError } from '../errors';
+import { ApiError, validationFailed } from '../errors';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
+/** POST routes that take no body (erasure): none is needed, and one sent may hold nothing but {}. */
+const TAKES_NO_BODY = /\/erase\/?$/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 function requireJsonContentType(req: Request, _res: Response, next: NextFunction): void {
@@ -44,12 +46,24 @@ function parseJson(req: Request, _res: Response, next: NextFunction): void {
  * middleware, not three: each Express layer costs a pass of the router on every request.
  */
 export function jsonBody(req: Request, res: Response, next: NextFunction): void {
-  if (!METHODS_WITH_BODY.has(req.method)) {
+  const takesNoBody = TAKES_NO_BODY.test(req.path);
+  const sent = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  if (!METHODS_WITH_BODY.has(req.method) || (takesNoBody && !sent)) {
     req.body = undefined;
     return next();
   }
+  const parsed = takesNoBody ? (error?: unknown) => next(error ?? emptyBodyOnly(req.body)) : next;
   requireJsonContentType(req, res, (error?: unknown) => {
     if (error) return next(error);
-    readBody(req, res, (readError?: unknown) => (readError ? next(readError) : parseJson(req, res, next)));
+    readBody(req, res, (readError?: unknown) => (readError ? next(readError) : parseJson(req, res, parsed)));
   });
+}
+
+function emptyBodyOnly(body: unknown): ApiError | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    return validationFailed([{ field: '(body)', message: 'this operation takes no body; leave it out (or send {})' }]);
+  }
+  const fields = Object.keys(body);
+  if (fields.length === 0) return undefined;
+  return validationFailed(fields.map((field) => ({ field, message: 'this operation takes no body fields' })));
 }

@@ -1,10 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash, randomUUID } from 'node:crypto';
+import { DataKeys, digest, open, seal } from '../erasure/data-keys';
+import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
 import { ApiError, validationFailed } from '../errors';
 import { EVENT_STORE, EventStore, StoredEvent, WrongExpectedRevisionError } from '../event-store/event-store.port';
 import type { RequestContext } from '../http/request-context';
-import type { Fields } from '../records/record';
+import { Fields, RecordKind, streamIdOf } from '../records/record';
 import { eventMetadata, withMetadata } from '../records/record-writer';
+import { DATA_KEYS } from '../storage/storage.module';
 
 /** How long a key holds its first response. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -20,11 +23,18 @@ export interface CreatedResponse {
 }
 
 interface Claim {
-  /** sha256 of the resource and the request's fields: "the same body". */
+  /**
+   * "The same body": an HMAC, under the new record's data key, of the sha256 of the resource and the
+   * request's fields, so that no guessable hash of personal data is kept (the plain sha256 before
+   * schema 2, which sealPlaintextEvents turns into this).
+   */
   fingerprint: string;
   /** The id the create makes; a retry after a crash creates this same one. */
   recordId: string;
 }
+
+/** The stored answer: its body sealed with the new record's data key (in plain before schema 2). */
+type StoredAnswer = { revision: number; sealed: string } | CreatedResponse;
 
 /**
  * The claim in force at `now` and its answer, if it has one yet. A claim older than the TTL has
@@ -47,16 +57,21 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
  * the same create with the same id: the record's stream makes that exactly-once, since a create on
  * an existing id appends nothing. The first response appended is the one every attempt answers.
  * The projectors follow only `profile-`/`customer-` streams, so these never reach a read model.
+ * The answer holds the record's personal data, so it is sealed with the record's key: once the
+ * record is erased, a retry finds nothing to replay and answers 409.
  */
 @Injectable()
 export class IdempotentCreates {
-  constructor(@Inject(EVENT_STORE) private readonly eventStore: EventStore) {}
+  constructor(
+    @Inject(EVENT_STORE) private readonly eventStore: EventStore,
+    @Inject(DATA_KEYS) private readonly keys: DataKeys,
+  ) {}
 
   /** Runs `create` with a fresh record id, or under a key at most once per account and key. */
   async run(
     context: RequestContext,
     key: string | undefined,
-    request: { resource: string; fields: Fields },
+    request: { kind: RecordKind; fields: Fields },
     create: (recordId: string) => Promise<CreatedResponse>,
   ): Promise<CreatedResponse> {
     if (key === undefined) return create(randomUUID());
@@ -64,24 +79,39 @@ export class IdempotentCreates {
       throw validationFailed([{ field: 'Idempotency-Key', message: 'Idempotency-Key must be 1 to 255 printable ASCII characters, no spaces' }]);
     }
     const streamId = `idempotency-${sha256(`${context.accountId}\n${key}`)}`;
-    const fingerprint = sha256(JSON.stringify([request.resource, Object.entries(request.fields).sort(([a], [b]) => (a < b ? -1 : 1))]));
+    // The resource as the first version named it ('customers'), so claims made before still compare.
+    const resource = `${request.kind.label.toLowerCase()}s`;
+    const canonical = JSON.stringify([resource, Object.entries(request.fields).sort(([a], [b]) => (a < b ? -1 : 1))]);
+    const keyOf = (recordId: string) => streamIdOf(request.kind, recordId);
     const metadata = eventMetadata(context, randomUUID());
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const events = await this.eventStore.readStream(streamId);
       const live = liveClaim(events, Date.now());
       let claim: Claim;
       let claimRevision: number;
+      let dataKey: Buffer | undefined;
       if (live) {
         claim = live.claim.data as unknown as Claim;
-        if (claim.fingerprint !== fingerprint) {
+        const sealed = live.claim.metadata.schemaVersion >= SEALED_SCHEMA_VERSION;
+        if (sealed) {
+          dataKey = (await this.keys.current(keyOf(claim.recordId))) ?? undefined;
+          if (!dataKey) {
+            throw new ApiError('CONFLICT', `The ${request.kind.label.toLowerCase()} this Idempotency-Key created has been erased; use a new key to create a new one.`, [
+              { field: 'Idempotency-Key', message: 'Idempotency-Key belongs to an erased record' },
+            ]);
+          }
+        }
+        if (claim.fingerprint !== (dataKey ? digest(dataKey, sha256(canonical)) : sha256(canonical))) {
           throw new ApiError('CONFLICT', 'This Idempotency-Key was used with a different request; use a new key for a new request.', [
             { field: 'Idempotency-Key', message: 'Idempotency-Key was used with a different request body' },
           ]);
         }
-        if (live.answer) return live.answer.data as unknown as CreatedResponse;
+        if (live.answer) return openAnswer(live.answer.data as unknown as StoredAnswer, dataKey, streamId);
         claimRevision = live.claim.revision;
       } else {
-        claim = { fingerprint, recordId: randomUUID() };
+        const recordId = randomUUID();
+        dataKey = await this.keys.forWriting(keyOf(recordId));
+        claim = { fingerprint: digest(dataKey, sha256(canonical)), recordId };
         try {
           const claimed = await this.eventStore.appendToStream(
             streamId,
@@ -95,10 +125,12 @@ export class IdempotentCreates {
         }
       }
       const response = await create(claim.recordId);
+      // A claim made before schema 2 is answered as it was made: in plain.
+      const answer: StoredAnswer = dataKey ? { revision: response.revision, sealed: seal(dataKey, JSON.stringify(response.body), streamId) } : response;
       try {
         await this.eventStore.appendToStream(
           streamId,
-          withMetadata([{ type: ANSWERED, data: { ...response } }], metadata),
+          withMetadata([{ type: ANSWERED, data: { ...answer } }], metadata),
           claimRevision,
         );
         return response;
@@ -109,4 +141,9 @@ export class IdempotentCreates {
     }
     throw new ApiError('CONFLICT', 'Other requests with this Idempotency-Key are in progress right now; try again.');
   }
+}
+
+function openAnswer(answer: StoredAnswer, dataKey: Buffer | undefined, streamId: string): CreatedResponse {
+  if (!('sealed' in answer)) return answer;
+  return { revision: answer.revision, body: JSON.parse(open(dataKey!, answer.sealed, streamId)) };
 }

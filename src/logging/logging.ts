@@ -10,9 +10,14 @@ export type { Logger };
 
 const REDACTED = '[REDACTED]';
 
+/** Query parameters whose values say nothing about anyone: paging and time. Every other value is redacted. */
+const PLAIN_PARAMETERS = new Set(['limit', 'offset', 'page', 'as_of']);
+
 /**
- * `url` with the value of every query parameter named like `access_token` replaced. Names are
- * decoded as the query parser decodes them, so `acc%65ss_token` is caught too.
+ * `url` with the value of every query parameter replaced but paging's: the access token, and the
+ * filters, whose values are personal data (an e-mail address, a mobile number) that an erasure
+ * could not reach in a log. Names are decoded as the query parser decodes them, so `acc%65ss_token`
+ * is redacted too; the names stay, to show what was asked.
  */
 export function redactUrl(url: string): string {
   const question = url.indexOf('?');
@@ -22,7 +27,7 @@ export function redactUrl(url: string): string {
     .split('&')
     .map((param) => {
       const name = param.split('=', 1)[0];
-      return unescape(name.replace(/\+/g, ' ')).toLowerCase().includes('access_token') ? `${name}=${REDACTED}` : param;
+      return PLAIN_PARAMETERS.has(unescape(name.replace(/\+/g, ' '))) || param === name ? param : `${name}=${REDACTED}`;
     });
   return `${url.slice(0, question + 1)}${params.join('&')}`;
 }

@@ -6,8 +6,10 @@ import type { Fields } from '../records/record';
 import { Decision, eventMetadata, Precondition, RecordWriter } from '../records/record-writer';
 import { decideCreateProfile, decideDeleteProfile, decideUpdateProfile, slugKey } from './profile.decider';
 import { SlugReservations } from './slug-reservations';
+import type { RecordEraser } from '../erasure/record-eraser';
 
 export const PROFILE_WRITER = Symbol('ProfileWriter');
+export const PROFILE_ERASER = Symbol('ProfileEraser');
 
 /** `id` is new, or the one an Idempotency-Key claimed: creating it again appends nothing. */
 export class CreateProfileCommand extends Command<void> {
@@ -32,6 +34,13 @@ export class UpdateProfileCommand extends Command<void> {
 export class DeleteProfileCommand extends Command<void> {
   readonly commandId = randomUUID();
   constructor(readonly context: RequestContext, readonly id: string, readonly precondition?: Precondition) {
+    super();
+  }
+}
+
+export class EraseProfileCommand extends Command<void> {
+  readonly commandId = randomUUID();
+  constructor(readonly context: RequestContext, readonly id: string) {
     super();
   }
 }
@@ -107,5 +116,19 @@ export class DeleteProfileHandler extends SlugAwareHandler implements ICommandHa
   async execute(command: DeleteProfileCommand): Promise<void> {
     // Deleting gives the slug up: '' stands for "no slug" here.
     await this.writeWithSlugs(command.id, command, (state) => decideDeleteProfile(state, command.context.accountId), () => '');
+  }
+}
+
+/** Erasure frees the profile's slug: read before its key goes, released once the erasure is appended. */
+@CommandHandler(EraseProfileCommand)
+export class EraseProfileHandler implements ICommandHandler<EraseProfileCommand, void> {
+  constructor(
+    @Inject(PROFILE_ERASER) private readonly eraser: RecordEraser,
+    private readonly slugs: SlugReservations,
+  ) {}
+
+  async execute({ context, id, commandId }: EraseProfileCommand): Promise<void> {
+    const before = await this.eraser.erase(id, context, commandId);
+    if (before?.fields.slug) await this.slugs.release(before.fields.slug, id, eventMetadata(context, commandId));
   }
 }

@@ -9,7 +9,7 @@ import { changedFields, Fields, ownedRecord, recordEvents, RecordKind, RecordSta
 export const PROFILE: RecordKind = {
   label: 'Profile',
   streamPrefix: 'profile',
-  events: { created: 'ProfileCreated', updated: 'ProfileUpdated', deleted: 'ProfileDeleted' },
+  events: { created: 'ProfileCreated', updated: 'ProfileUpdated', deleted: 'ProfileDeleted', erased: 'ProfileErased' },
 };
 
 const events = recordEvents(PROFILE);
@@ -31,6 +31,7 @@ export function decideDeleteProfile(state: RecordState | null, accountId: string
   ownedRecord(PROFILE, state, accountId);
   return [events.deleted()];
 }
+
 
 /** Slugs are unique ignoring case: this is the key they are unique by. */
 export const slugKey = (slug: string) => slug.toLowerCase();

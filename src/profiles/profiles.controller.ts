@@ -11,7 +11,7 @@ import { RecordIdPipe } from '../http/record-id.pipe';
 import { Ctx, RequestContext } from '../http/request-context';
 import { IdempotentCreates } from '../idempotency/idempotent-creates';
 import { ProfileBody } from './profile.body';
-import { CreateProfileCommand, DeleteProfileCommand, UpdateProfileCommand } from './profile.commands';
+import { CreateProfileCommand, DeleteProfileCommand, EraseProfileCommand, UpdateProfileCommand } from './profile.commands';
 import { PROFILE } from './profile.decider';
 import { PROFILE_FILTERS } from './profile.projection';
 import { GetProfileQuery, ListProfilesQuery } from './profile.queries';
@@ -37,7 +37,7 @@ export class ProfilesController {
     @Res({ passthrough: true }) res: Response,
   ) {
     const fields = toFields(body);
-    const created = await this.idempotentCreates.run(ctx, idempotencyKey, { resource: 'profiles', fields }, async (id) => {
+    const created = await this.idempotentCreates.run(ctx, idempotencyKey, { kind: PROFILE, fields }, async (id) => {
       await this.commands.execute(new CreateProfileCommand(ctx, id, fields));
       const { view, revision } = await this.queries.execute(new GetProfileQuery(ctx.accountId, id));
       return { body: envelope({ Profile: view }, 201), revision };
@@ -108,5 +108,14 @@ export class ProfilesController {
   async remove(@Ctx() ctx: RequestContext, @Param('id', ProfileId) id: string, @Headers('if-match') ifMatch: string | undefined) {
     await this.commands.execute(new DeleteProfileCommand(ctx, id, parseIfMatch(ifMatch)));
     return envelope({ Profile: { id } }, 200, 'Profile deleted successfully.');
+  }
+
+  /** Erases the profile's data for good and frees its slug: a live or a deleted one; again, the same answer. */
+  @Post(':id/erase')
+  @ApiRecordOperation('Profile', 'erase')
+  @HttpCode(200)
+  async erase(@Ctx() ctx: RequestContext, @Param('id', ProfileId) id: string) {
+    await this.commands.execute(new EraseProfileCommand(ctx, id));
+    return envelope({ Profile: { id } }, 200, 'Profile erased.');
   }
 }

@@ -1,9 +1,21 @@
-import { Module } from '@nestjs/common';
+import { Inject, Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
+import type { DataKeys } from '../erasure/data-keys';
+import { RecordEraser } from '../erasure/record-eraser';
+import { READ_STORE, ReadStore } from '../read-store/read-store.port';
+import { DATA_KEYS } from '../storage/storage.module';
+import { profileProjection } from './profile.projection';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
 import { IdempotentCreates } from '../idempotency/idempotent-creates';
 import { RecordWriter } from '../records/record-writer';
-import { CreateProfileHandler, DeleteProfileHandler, PROFILE_WRITER, UpdateProfileHandler } from './profile.commands';
+import {
+  CreateProfileHandler,
+  DeleteProfileHandler,
+  EraseProfileHandler,
+  PROFILE_ERASER,
+  PROFILE_WRITER,
+  UpdateProfileHandler,
+} from './profile.commands';
 import { PROFILE } from './profile.decider';
 import { GetProfileHandler, ListProfilesHandler } from './profile.queries';
 import { ProfilesController } from './profiles.controller';
@@ -23,11 +35,25 @@ import { SlugReservations } from './slug-reservations';
       useFactory: (eventStore: EventStore, profiles: RecordWriter) => new SlugReservations(eventStore, profiles),
       inject: [EVENT_STORE, PROFILE_WRITER],
     },
+    {
+      provide: PROFILE_ERASER,
+      useFactory: (writer: RecordWriter, keys: DataKeys, readStore: ReadStore) =>
+        new RecordEraser(PROFILE, profileProjection.schema.name, writer, keys, readStore),
+      inject: [PROFILE_WRITER, DATA_KEYS, READ_STORE],
+    },
     CreateProfileHandler,
     UpdateProfileHandler,
     DeleteProfileHandler,
+    EraseProfileHandler,
     GetProfileHandler,
     ListProfilesHandler,
   ],
 })
-export class ProfilesModule {}
+export class ProfilesModule implements OnApplicationBootstrap {
+  constructor(@Inject(PROFILE_ERASER) private readonly eraser: RecordEraser) {}
+
+  /** Erasures a stop interrupted are finished before the service answers (their slugs free themselves: see SlugReservations). */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.eraser.finishPending().catch((error) => new Logger('ProfilesModule').error(`Could not finish interrupted erasures: ${(error as Error).message}`));
+  }
+}

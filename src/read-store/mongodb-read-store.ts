@@ -240,6 +240,15 @@ export class MongoDbReadStore implements ReadStore {
    * lived to stamp them (a crash right after the swap): then their last change counts as their
    * retirement.
    */
+  async erase(collection: string, id: string): Promise<void> {
+    const schema = this.schema(collection);
+    const blanks = Object.fromEntries(Object.keys(schema.filters).map((f) => [`match.${f}`, '']));
+    const stored = await this.guard(() => this.generations.find({ collection, dropped: { $ne: true } }).toArray());
+    for (const { generation } of stored) {
+      await this.guard(() => this.collection(collection, generation).updateOne({ _id: id }, { $set: { fields: {}, deleted: true, ...blanks } }));
+    }
+  }
+
   async dropRetired(collection: string, graceMs: number): Promise<void> {
     const before = new Date(Date.now() - graceMs);
     const { live } = await this.readModel(collection);

@@ -1,6 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import { comparePositions, Position, START } from '../event-store/event-store.port';
-import type { SqliteDatabase } from '../storage/sqlite-database';
+import { checkpointAndTruncate, SqliteDatabase } from '../storage/sqlite-database';
 import {
   Checkpoint,
   CollectionSchema,
@@ -329,6 +329,22 @@ export class SqliteReadStore implements ReadStore {
       .immediate();
     // Indexed and live now: written like any live generation from here on.
     this.builds.delete(tableName(collection, generation));
+  }
+
+  async erase(collection: string, id: string): Promise<void> {
+    const { schema } = this.collection(collection);
+    const blanks = Object.keys(schema.filters)
+      .map((f) => `, ${filterColumn(f)} = ''`)
+      .join('');
+    this.db
+      .transaction(() => {
+        for (const row of this.selectGenerations.all(collection)) {
+          if (row.state === 'dropped') continue;
+          this.db.prepare(`UPDATE ${tableName(collection, row.generation)} SET fields = '{}', deleted = 1${blanks} WHERE id = ?`).run(id);
+        }
+      })
+      .immediate();
+    checkpointAndTruncate(this.db);
   }
 
   async dropRetired(collection: string, graceMs: number): Promise<void> {

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { ApiError } from '../errors';
+import { RecordErasedError } from '../erasure/data-keys';
+import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
+import { ApiError, notFound } from '../errors';
 import {
   AppendResult,
   DomainEvent,
@@ -12,7 +14,8 @@ import type { RequestContext } from '../http/request-context';
 import type { ProjectionsService } from '../projections/projections.service';
 import { evolveRecord, ownedRecord, RecordKind, RecordState, streamIdOf } from './record';
 
-export const SCHEMA_VERSION = 1;
+/** 1: field values in plaintext (events written before encryption); 2: sealed with the record's key. */
+export const SCHEMA_VERSION = SEALED_SCHEMA_VERSION;
 const MAX_ATTEMPTS = 10;
 
 /** Metadata of every event a command appends. The access token is never part of it. */
@@ -107,6 +110,8 @@ export class RecordWriter {
         await this.projections.waitFor(streamId, written.position);
         return written;
       } catch (error) {
+        // Erased between the read and the append: its key is gone, and so is the record.
+        if (error instanceof RecordErasedError) throw notFound(this.kind.label);
         if (!(error instanceof WrongExpectedRevisionError)) throw error;
         if (attempt === MAX_ATTEMPTS) {
           throw new ApiError('CONFLICT', `The ${this.kind.label.toLowerCase()} is being changed by others right now; try again.`);

@@ -5,21 +5,21 @@ import type { ReadDocument } from '../read-store/read-store.port';
 /** A record's field values as stored: every value is a string, '' meaning "no value". */
 export type Fields = Record<string, string>;
 
-/** What profiles and customers share: a stream per record and three event types. */
+/** What profiles and customers share: a stream per record and four event types. */
 export interface RecordKind {
   /** 'Profile' or 'Customer': the response wrapper key, and the name in error messages. */
   label: string;
   /** Stream id prefix, `profile` for `profile-<uuid>`. */
   streamPrefix: string;
-  events: { created: string; updated: string; deleted: string };
+  events: { created: string; updated: string; deleted: string; erased: string };
 }
 
 /**
  * A record folded from its stream. The write side decides on it and the read models store it as
  * is, so one fold serves both. Deleted records keep their last state (a tombstone), so a replayed
- * event cannot bring them back.
+ * event cannot bring them back; erased ones keep no field value (`erased` is the write side's).
  */
-export type RecordState = ReadDocument;
+export type RecordState = ReadDocument & { erased?: boolean };
 
 /** A record's response view with the stream revision it shows, the ETag's value. */
 export interface Versioned<View> {
@@ -35,6 +35,7 @@ export const recordEvents = (kind: RecordKind) => {
     created: (fields: Fields): DomainEvent => ({ type: created, data: withoutEmpty(fields) }),
     updated: (changes: Fields): DomainEvent => ({ type: updated, data: changes }),
     deleted: (): DomainEvent => ({ type: deleted, data: {} }),
+    erased: (): DomainEvent => ({ type: kind.events.erased, data: {} }),
   };
 };
 
@@ -57,6 +58,9 @@ export function evolveRecord(kind: RecordKind, state: RecordState | null, event:
     case kind.events.deleted:
       if (!state) throw new Error(`${event.type} before ${kind.events.created} in ${event.streamId}`);
       return { ...state, revision: event.revision, deleted: true };
+    case kind.events.erased:
+      if (!state) throw new Error(`${event.type} before ${kind.events.created} in ${event.streamId}`);
+      return { ...state, revision: event.revision, deleted: true, erased: true, fields: {} };
     default:
       throw new Error(`Unknown event type ${event.type} in ${event.streamId}`);
   }
@@ -66,6 +70,15 @@ export function evolveRecord(kind: RecordKind, state: RecordState | null, event:
 export function ownedRecord(kind: RecordKind, state: RecordState | null, accountId: string): RecordState {
   if (!state || state.deleted || state.accountId !== accountId) throw notFound(kind.label);
   return state;
+}
+
+/**
+ * Erasure takes a live or a deleted record of the account (another account's does not exist for
+ * you); erasing an erased record again changes nothing.
+ */
+export function decideErasure(kind: RecordKind, state: RecordState | null, accountId: string): DomainEvent[] {
+  if (!state || state.accountId !== accountId) throw notFound(kind.label);
+  return state.erased ? [] : [recordEvents(kind).erased()];
 }
 
 /** The fields whose value the update really changes; {} when it changes nothing. */

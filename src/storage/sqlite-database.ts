@@ -1,6 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { StoreUnavailableError } from './store-unavailable.error';
 
 /**
  * better-sqlite3, in the line that runs on this Node. Line 13 (prebuilt for N-API) needs Node 22+;
@@ -29,5 +30,20 @@ export function openSqliteDatabase(file: string, { durable }: { durable: boolean
   db.pragma('journal_mode = WAL');
   db.pragma(durable ? 'synchronous = FULL' : 'synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');
+  // Deleted and overwritten content is zeroed, not just unlinked: an erased record's values leave
+  // no copy in a free page or a free part of a page (see checkpointAndTruncate for the log).
+  db.pragma('secure_delete = ON');
   return db;
+}
+
+/**
+ * Copies every page of the write-ahead log into the database file and truncates the log to zero
+ * bytes: after an erasure, no frame of it keeps an old page. Waits (busy_timeout) for other
+ * connections, other processes' too, to finish what they read; 503 if they never do.
+ */
+export function checkpointAndTruncate(db: SqliteDatabase): void {
+  const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number; log: number; checkpointed: number }[];
+  if (result.busy !== 0) {
+    throw new StoreUnavailableError('SQLite', 'the write-ahead log could not be checkpointed: other connections kept reading');
+  }
 }

@@ -9,6 +9,14 @@ import { SqliteReadStore } from '../read-store/sqlite-read-store';
 import { InstrumentedEventStore, InstrumentedReadStore } from '../metrics/instrumented-stores';
 import { Metrics } from '../metrics/metrics';
 import { openSqliteDatabase } from './sqlite-database';
+import { DataKeys } from '../erasure/data-keys';
+import type { KeyStore } from '../erasure/key-store.port';
+import { MongoDbKeyStore } from '../erasure/mongodb-key-store';
+import { SealedEventStore } from '../erasure/sealed-event-store';
+import { sealPlaintextEvents } from '../erasure/seal-plaintext-events';
+import { SqliteKeyStore } from '../erasure/sqlite-key-store';
+import { RECORD_KINDS } from '../read-models';
+import { dirname, join } from 'node:path';
 
 /** Closes the stores after everything that uses them has stopped (projectors stop on module destroy). */
 @Injectable()
@@ -27,12 +35,31 @@ class StorageShutdown implements OnApplicationShutdown {
 /** Where the stores are: the configuration's servers, else the SQLite file. */
 type StoreSettings = Pick<AppConfig, 'sqliteFile'> & Partial<Pick<AppConfig, 'eventStoreConnectionString' | 'mongodb' | 'storeTimeoutMs'>>;
 
-/** The event store the configuration selects (EventStoreDB, else SQLite): the service and the CLI open it the same way. */
-export async function openEventStore(config: StoreSettings): Promise<EventStore> {
+export const DATA_KEYS = Symbol('DataKeys');
+
+/**
+ * The event store the configuration selects (EventStoreDB, else SQLite), its records' values
+ * sealed with their data keys: the service and the CLI open it the same way. Closing it closes the
+ * key store too.
+ */
+export async function openEventStore(config: StoreSettings, keys?: DataKeys): Promise<EventStore> {
+  keys ??= new DataKeys(await openKeyStore(config));
   if (config.eventStoreConnectionString) {
-    return EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs ?? 5000);
+    const store = await EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs ?? 5000);
+    return new SealedEventStore(store, keys, RECORD_KINDS);
   }
-  return new SqliteEventStore(openSqliteDatabase(config.sqliteFile, { durable: true }));
+  const store = new SqliteEventStore(openSqliteDatabase(config.sqliteFile, { durable: true }));
+  await sealPlaintextEvents(store, keys, RECORD_KINDS);
+  return new SealedEventStore(store, keys, RECORD_KINDS);
+}
+
+/**
+ * Where the records' data keys are: MongoDB when it is configured (never the event store: keys and
+ * events are kept apart), else `keys.sqlite` beside the embedded store's file.
+ */
+export async function openKeyStore(config: StoreSettings): Promise<KeyStore> {
+  if (config.mongodb) return MongoDbKeyStore.connect(config.mongodb.uri, config.mongodb.database, config.storeTimeoutMs ?? 5000);
+  return new SqliteKeyStore(openSqliteDatabase(join(dirname(config.sqliteFile), 'keys.sqlite'), { durable: true }));
 }
 
 /** The read store the configuration selects (MongoDB, else SQLite). */
@@ -42,8 +69,9 @@ export async function openReadStore(config: StoreSettings): Promise<ReadStore> {
 }
 
 /**
- * The configuration and the two ports' adapters, for the whole app, each chosen on its own. The
- * embedded default keeps events and read models in one SQLite file, through one connection each.
+ * The configuration and the ports' adapters, for the whole app, each chosen on its own. The
+ * embedded default keeps events and read models in one SQLite file, through one connection each,
+ * and the data keys in a file of their own.
  * Each adapter is wrapped to time its calls for /metrics.
  */
 @Global()
@@ -54,10 +82,11 @@ export class StorageModule {
       module: StorageModule,
       providers: [
         { provide: APP_CONFIG, useValue: config },
+        { provide: DATA_KEYS, useFactory: async () => new DataKeys(await openKeyStore(config)) },
         {
           provide: EVENT_STORE,
-          useFactory: async (metrics: Metrics) => new InstrumentedEventStore(await openEventStore(config), metrics),
-          inject: [Metrics],
+          useFactory: async (metrics: Metrics, keys: DataKeys) => new InstrumentedEventStore(await openEventStore(config, keys), metrics),
+          inject: [Metrics, DATA_KEYS],
         },
         {
           provide: READ_STORE,
@@ -66,7 +95,7 @@ export class StorageModule {
         },
         StorageShutdown,
       ],
-      exports: [APP_CONFIG, EVENT_STORE, READ_STORE],
+      exports: [APP_CONFIG, EVENT_STORE, READ_STORE, DATA_KEYS],
     };
   }
 }

@@ -5,7 +5,7 @@
  */
 export class StoreUnavailableError extends Error {
   constructor(
-    readonly store: 'EventStoreDB' | 'MongoDB',
+    readonly store: 'EventStoreDB' | 'MongoDB' | 'SQLite',
     reason: string,
   ) {
     super(`${store} is unreachable: ${reason}`);

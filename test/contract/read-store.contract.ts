@@ -282,6 +282,40 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
       });
     });
 
+    describe('erasure', () => {
+      const erasing: CollectionSchema = { name: `erasing_${run}`, filters: schema.filters };
+      const at = (commit: bigint, generation: number) => ({ generation, position: { commit, prepare: commit } });
+
+      it('leaves the document a tombstone with no value in the live and the building generation, found by no filter', async () => {
+        await store.ensureCollection(erasing);
+        const person = doc({ fields: { email: 'Ada@X.io', tel: '0912', company: 'Engines', name: 'Ada' } });
+        const other = doc({ fields: { email: 'bob@x.io', company: 'Engines' } });
+        await store.commit(erasing.name, [person, other], at(1n, 1));
+        const building = await store.startRebuild(erasing.name);
+        await store.commit(erasing.name, [person, other], at(1n, building));
+
+        await store.erase(erasing.name, person.id);
+        await store.erase(erasing.name, person.id); // again: nothing left to change
+
+        const tombstone = { ...person, deleted: true, fields: {} };
+        await expect(store.getMany(erasing.name, [person.id, other.id])).resolves.toEqual(new Map([[person.id, tombstone], [other.id, other]]));
+        await expect(store.getMany(erasing.name, [person.id], building)).resolves.toEqual(new Map([[person.id, tombstone]]));
+        await expect(store.get(erasing.name, 'acc-1', person.id)).resolves.toBeNull();
+        for (const filters of [{ email: 'ada@x.io' }, { tel: '0912' }, { company: 'engines' }]) {
+          const found = await store.find(erasing.name, { accountId: 'acc-1', filters, order: 'newest', offset: 0, limit: 10 });
+          expect(found.documents.map((d) => d.id)).not.toContain(person.id);
+        }
+        // A later fold of the erasure event (a newer revision) still lands.
+        const erased = { ...tombstone, revision: person.revision + 1 };
+        await store.commit(erasing.name, [erased], at(2n, 1));
+        await expect(store.getMany(erasing.name, [person.id])).resolves.toEqual(new Map([[person.id, erased]]));
+      });
+
+      it('changes nothing for an id it does not hold', async () => {
+        await expect(store.erase(erasing.name, randomUUID())).resolves.toBeUndefined();
+      });
+    });
+
     describe('leases', () => {
       const lease = `lease_${run}`;
       const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,5 +1,8 @@
+import { join } from 'node:path';
 import type { EventStore } from '../../src/event-store/event-store.port';
+import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { uid } from '../support/http-assertions';
+import { LIVE_STORES } from '../support/stores';
 import { ACCOUNT_IDS, startTestApp, TestApp, TOKENS, withToken } from '../support/test-app';
 
 /** What the write side leaves in the event store, seen after real HTTP requests. */
@@ -30,9 +33,24 @@ describe('events appended by the API', () => {
       accountId: ACCOUNT_IDS.a,
       correlationId: 'req-create-1',
       causationId: expect.stringMatching(/^[0-9a-f-]{36}$/),
-      schemaVersion: 1,
+      schemaVersion: 2,
     });
     expect(JSON.stringify({ data: created.data, metadata: created.metadata })).not.toContain(TOKENS.a);
+  });
+
+  // The rows of the SQLite file; on live stores the same sealing is seen through the event store's reads only.
+  (LIVE_STORES ? it.skip : it)('stores the values sealed with the record’s key: the events table names the fields, in plain, and holds no value', async () => {
+    const id = await create('req-create-sealed');
+    const db = openSqliteDatabase(join(t.dataDir, 'service.sqlite'), { durable: false });
+    try {
+      const row = db.prepare('SELECT data, metadata FROM events WHERE stream_id = ?').get(`customer-${id}`) as { data: string; metadata: string };
+      expect(JSON.parse(row.data)).toEqual({ fields: ['name', 'email', 'tel'], sealed: expect.stringMatching(/^[A-Za-z0-9+/]{40,}={0,2}$/) });
+      expect(row.data).not.toContain('Ada');
+      expect(row.data).not.toContain('ada@x.io');
+      expect(JSON.parse(row.metadata)).toMatchObject({ accountId: ACCOUNT_IDS.a, schemaVersion: 2 });
+    } finally {
+      db.close();
+    }
   });
 
   it('records only the fields an update changes, and nothing for an update that changes nothing', async () => {

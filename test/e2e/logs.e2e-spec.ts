@@ -86,13 +86,14 @@ describe('logs', () => {
     expect(logged.some((l) => /^Listening on /.test(l.msg))).toBe(true);
   });
 
-  it('say why a request failed: the error code and the faulty fields, never their values', async () => {
+  it('say why a request failed: the error code and the faulty fields, never their values, nor filter values', async () => {
     const child = await startChildService(dataDir, { ACCESS_TOKENS, LOG_LEVEL: 'info' });
     const refused = await request(child.url)
       .post(`/v1/customers?access_token=${QUERY_TOKEN}`)
       .send({ name: 'Ada', mobile: '0912345', tel: 'secret-value-77' });
     const unknown = await request(child.url).get('/v1/customers').set('Authorization', `Bearer ${WRONG_TOKEN}`);
     const fine = await request(child.url).get(`/v1/customers?access_token=${QUERY_TOKEN}`);
+    const filtered = await request(child.url).get(`/v1/customers?email=ada%40private.example&mobile=09120000777&limit=5&access_token=${QUERY_TOKEN}`);
     child.process.kill('SIGTERM');
     expect(await child.exited).toBe(0);
 
@@ -106,6 +107,10 @@ describe('logs', () => {
     expect(lineOf(fine)?.res).not.toHaveProperty('error');
     expect(child.output()).not.toContain('secret-value-77');
     expect(child.output()).not.toContain('0912345');
+    // Filter values are personal data that an erasure could not reach in a log: only their names are kept.
+    expect(lineOf(filtered)).toMatchObject({ msg: 'GET /v1/customers?email=[REDACTED]&mobile=[REDACTED]&limit=5&access_token=[REDACTED] 200' });
+    expect(child.output()).not.toContain('private.example');
+    expect(child.output()).not.toContain('09120000777');
   });
 
   it('start with a few lines, not one per route', async () => {

@@ -79,7 +79,7 @@ describeUnlessWorkers('several instances on one store configuration', 'it starts
 
   describe('WORKERS=2 behind one port', () => {
     it(
-      'serves the interface from both workers: writes, reads, lists, conflicts and idempotent retries, whichever worker answers',
+      'serves the interface from both workers: writes, reads, lists, conflicts, idempotent retries and erasures, whichever worker answers',
       async () => {
         const service = await startChildService(dataDir(), { WORKERS: '2' });
         try {
@@ -108,6 +108,19 @@ describeUnlessWorkers('several instances on one store configuration', 'it starts
             const retry = await send(service, 'POST', '/v1/customers', { email: `idem${n}@example.com` }, key);
             expect([first.status, retry.status]).toEqual([201, 201]);
             expect(customerOf(retry).id).toBe(customerOf(first).id);
+            // Erased through one worker: gone on both, whichever had its key cached. (An odd number
+            // of requests per turn, so that instanceOf lands on each worker in turn.)
+            const erased = customerOf(first).id;
+            expect((await send(service, 'POST', `/v1/customers/${erased}/erase`)).status).toBe(200);
+            expect((await send(service, 'GET', `/v1/customers/${erased}`)).status).toBe(404);
+            expect((await send(service, 'PUT', `/v1/customers/${erased}`, { name: 'back' })).status).toBe(404);
+            expect((await send(service, 'DELETE', `/v1/customers/${erased}`)).status).toBe(404);
+            expect((await send(service, 'POST', '/v1/customers', { email: `idem${n}@example.com` }, key)).status).toBe(409);
+            const history = json(await send(service, 'GET', `/v1/customers/${erased}/history`)).data;
+            expect(history.map((e: { event: string; changes: object }) => [e.event, e.changes])).toEqual([
+              ['CustomerCreated', { email: null }],
+              ['CustomerErased', {}],
+            ]);
             instances.add(await instanceOf(service));
           }
           expect(instances.size).toBe(2);

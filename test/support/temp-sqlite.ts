@@ -4,11 +4,13 @@ import { openSqliteDatabase, SqliteDatabase } from '../../src/storage/sqlite-dat
 import { makeDataDir } from './test-app';
 
 /** A fresh SQLite file in a temp dir, opened as the service opens it; dispose closes and removes it. */
-export function openTempSqlite(): { db: SqliteDatabase; dispose(): void } {
+export function openTempSqlite(): { db: SqliteDatabase; file: string; dispose(): void } {
   const dir = makeDataDir();
-  const db = openSqliteDatabase(join(dir, 'service.sqlite'), { durable: true });
+  const file = join(dir, 'service.sqlite');
+  const db = openSqliteDatabase(file, { durable: true });
   return {
     db,
+    file,
     dispose() {
       db.close();
       rmSync(dir, { recursive: true, force: true });

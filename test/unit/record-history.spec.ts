@@ -129,3 +129,25 @@ describe('idempotency key claims', () => {
     expect(liveClaim([], claimedAt)).toBeUndefined();
   });
 });
+
+describe('an erased record', () => {
+  // As read once its key is destroyed: the field names stay, every value opens as ''. Events written
+  // before encryption would still carry theirs: history and as-of go by the erasure event, not by that.
+  const erased = stream(`customer-${ID}`, [
+    ['CustomerCreated', { name: '', email: 'ada@x.io' }, T0 * 1000],
+    ['CustomerUpdated', { tel: '' }, (T0 + 1) * 1000],
+    ['CustomerErased', {}, (T0 + 2) * 1000],
+  ]);
+
+  it('keeps every entry, with null for each value an event set, and ends with the erasure', () => {
+    expect(recordHistory(CUSTOMER, erased).map((e) => [e.event, e.revision, e.changes])).toEqual([
+      ['CustomerCreated', 0, { name: null, email: null }],
+      ['CustomerUpdated', 1, { tel: null }],
+      ['CustomerErased', 2, {}],
+    ]);
+  });
+
+  it('did not exist at any time', () => {
+    for (const asOf of [T0, T0 + 1, T0 + 100]) expect(recordAsOf(CUSTOMER, erased, asOf)).toBeNull();
+  });
+});

@@ -1,0 +1,105 @@
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
+import type { KeyStore } from './key-store.port';
+
+/** A write needed the key of a record that has been erased: the record does not exist any more. */
+export class RecordErasedError extends Error {
+  constructor(readonly keyId: string) {
+    super(`${keyId} has been erased`);
+    this.name = 'RecordErasedError';
+  }
+}
+
+/** Keys kept in memory at most; rebuilds fetch theirs a batch at a time anyway. */
+const KEYS_KEPT = 10_000;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+/**
+ * AES-256-GCM: authenticated, so a sealed value moved to another event (`context`, the event's id)
+ * or altered does not open. Sealed: base64 of iv | ciphertext | tag.
+ */
+export function seal(key: Buffer, plaintext: string, context: string): string {
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(Buffer.from(context));
+  const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64');
+}
+
+export function open(key: Buffer, sealed: string, context: string): string {
+  const bytes = Buffer.from(sealed, 'base64');
+  const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES));
+  decipher.setAAD(Buffer.from(context));
+  decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
+  return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)), decipher.final()]).toString('utf8');
+}
+
+/** A keyed digest: compares request bodies without keeping a guessable hash of their personal data. */
+export const digest = (key: Buffer, text: string) => createHmac('sha256', key).update(text).digest('hex');
+
+/**
+ * The records' data keys, read through a cache of the most recently used ones, so a read or a write
+ * does not go to the key store each time. Keys never change, so a cached key is right until its
+ * record is erased; an erasure forgets it here, and other processes forget theirs when they read
+ * the erasure event (every read path also goes by that event, so a stale key shows nothing).
+ */
+export class DataKeys {
+  private readonly cache = new Map<string, Buffer>();
+
+  constructor(
+    readonly store: KeyStore,
+    private readonly keepAtMost = KEYS_KEPT,
+  ) {}
+
+  /** The record's key, made if it has none. RecordErasedError once it is destroyed. */
+  async forWriting(keyId: string): Promise<Buffer> {
+    const cached = this.cache.get(keyId);
+    if (cached) return this.keep(keyId, cached);
+    const key = await this.store.obtain(keyId);
+    if (!key) throw new RecordErasedError(keyId);
+    return this.keep(keyId, key);
+  }
+
+  /** The keys of these records that still exist; a destroyed or missing one is absent. */
+  async forReading(keyIds: Iterable<string>): Promise<Map<string, Buffer>> {
+    const found = new Map<string, Buffer>();
+    const missing: string[] = [];
+    for (const keyId of keyIds) {
+      const cached = this.cache.get(keyId);
+      if (cached) found.set(keyId, this.keep(keyId, cached));
+      else missing.push(keyId);
+    }
+    for (const [keyId, key] of await this.store.getMany(missing)) {
+      if (key) found.set(keyId, this.keep(keyId, key));
+    }
+    return found;
+  }
+
+  /**
+   * The record's key as the key store has it now, past this cache: for a read that goes by the key
+   * alone, with no erasure event to tell it (an Idempotency-Key replay), since another instance
+   * may have destroyed it since this one cached it. null once destroyed or never made.
+   */
+  async current(keyId: string): Promise<Buffer | null> {
+    const key = (await this.store.getMany([keyId])).get(keyId) ?? null;
+    if (!key) this.forget(keyId);
+    return key;
+  }
+
+  async destroy(keyId: string, erasedBy: string): Promise<void> {
+    this.forget(keyId);
+    await this.store.destroy(keyId, erasedBy);
+  }
+
+  forget(keyId: string): void {
+    // Not zeroed: a write under way may still hold this very buffer, and must not seal with zeros.
+    this.cache.delete(keyId);
+  }
+
+  private keep(keyId: string, key: Buffer): Buffer {
+    this.cache.delete(keyId); // re-inserted last: the Map's order is the order of use
+    this.cache.set(keyId, key);
+    if (this.cache.size > this.keepAtMost) this.cache.delete(this.cache.keys().next().value!);
+    return key;
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * The key store port: one data key per record, kept apart from the events it encrypts. Destroying a
+ * record's key is its erasure: its events stay, readable as events, unreadable as data.
+ * Adapters: SQLite (its own file beside the embedded store) and MongoDB.
+ */
+
+/** An erasure whose key is destroyed but whose remaining steps may not have run (see RecordEraser). */
+export interface PendingErasure {
+  keyId: string;
+  /** The account that asked for it: the actor of the erasure event. */
+  erasedBy: string;
+}
+
+export interface KeyStore {
+  /**
+   * The key of `keyId`, made (32 random bytes) and stored durably first if it has none; null if it
+   * was destroyed (a destroyed key is never made again).
+   */
+  obtain(keyId: string): Promise<Buffer | null>;
+  /** Keys by id: a Buffer, or null when destroyed. An id that never had a key is absent. */
+  getMany(keyIds: string[]): Promise<Map<string, Buffer | null>>;
+  /**
+   * Destroys the key for good, so that no page, freed page or journal of the store still holds it
+   * when this resolves, and keeps the erasure pending until finishErasure. Idempotent.
+   */
+  destroy(keyId: string, erasedBy: string): Promise<void>;
+  /** Erasures destroyed but not finished: a restart finishes them. Those of ids starting with `prefix`. */
+  pendingErasures(prefix: string): Promise<PendingErasure[]>;
+  finishErasure(keyId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const KEY_STORE = Symbol('KeyStore');

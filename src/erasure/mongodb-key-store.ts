@@ -1,0 +1,107 @@
+import { randomBytes } from 'node:crypto';
+import { Binary, Collection, MongoClient } from 'mongodb';
+import { ConfigError } from '../config/config';
+import { isDuplicateKey, mongoClientOptions, translateMongoError } from '../read-store/mongodb-mapping';
+import { StoreUnavailableError } from '../storage/store-unavailable.error';
+import type { KeyStore, PendingErasure } from './key-store.port';
+
+interface MongoDataKey {
+  /** The key id: the record's stream id. */
+  _id: string;
+  key: Binary | null;
+  erasedBy?: string;
+  erasedAt?: Date;
+  /** Set while an erasure is unfinished; absent otherwise (the index is sparse). */
+  pending?: true;
+}
+
+export const DATA_KEYS_COLLECTION = 'data_keys';
+
+/**
+ * Data keys in MongoDB, in the read models' database but never in the event store: the events and
+ * their keys are apart, so a copy of the events alone (an EventStoreDB backup) holds no readable
+ * value. Writes are acknowledged by a majority and journaled (the client's write concern), so a
+ * key exists on disk before any event sealed with it. A destroyed key's document keeps no key;
+ * what MongoDB keeps beyond the service's reach (the oplog window, backups) is in docs/operators.md.
+ */
+export class MongoDbKeyStore implements KeyStore {
+  constructor(
+    private readonly client: MongoClient,
+    private readonly keys: Collection<MongoDataKey>,
+  ) {}
+
+  static async connect(uri: string, database: string, timeoutMs: number): Promise<MongoDbKeyStore> {
+    let client: MongoClient;
+    try {
+      client = new MongoClient(uri, mongoClientOptions(timeoutMs));
+    } catch (error) {
+      throw new ConfigError(`MONGODB_URI cannot be parsed: ${(error as Error).message}`);
+    }
+    try {
+      await client.connect();
+      const keys = client.db(database).collection<MongoDataKey>(DATA_KEYS_COLLECTION);
+      await keys.createIndex({ pending: 1 }, { name: 'pending', sparse: true });
+      return new MongoDbKeyStore(client, keys);
+    } catch (error) {
+      await client.close().catch(() => undefined);
+      const translated = translateMongoError(error);
+      throw translated instanceof StoreUnavailableError ? translated : new StoreUnavailableError('MongoDB', (error as Error).message);
+    }
+  }
+
+  async obtain(keyId: string): Promise<Buffer | null> {
+    return this.guard(async () => {
+      const found = await this.keys.findOne({ _id: keyId });
+      if (found) return bufferOf(found.key);
+      try {
+        await this.keys.insertOne({ _id: keyId, key: new Binary(randomBytes(32)) });
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error; // made by a racing writer: take theirs
+      }
+      return bufferOf((await this.keys.findOne({ _id: keyId }))!.key);
+    });
+  }
+
+  async getMany(keyIds: string[]): Promise<Map<string, Buffer | null>> {
+    const found = new Map<string, Buffer | null>();
+    if (keyIds.length === 0) return found;
+    const docs = await this.guard(() => this.keys.find({ _id: { $in: keyIds } }).toArray());
+    for (const d of docs) found.set(d._id, bufferOf(d.key));
+    return found;
+  }
+
+  async destroy(keyId: string, erasedBy: string): Promise<void> {
+    await this.guard(() =>
+      this.keys.updateOne(
+        { _id: keyId, erasedAt: { $exists: false } },
+        { $set: { key: null, erasedBy, erasedAt: new Date(), pending: true } },
+        { upsert: true },
+      ),
+    ).catch((error) => {
+      if (!isDuplicateKey(error)) throw error; // erased already: the upsert found no unerased key
+    });
+  }
+
+  async pendingErasures(prefix: string): Promise<PendingErasure[]> {
+    const docs = await this.guard(() => this.keys.find({ pending: true }).toArray());
+    return docs.filter((d) => d._id.startsWith(prefix)).map((d) => ({ keyId: d._id, erasedBy: d.erasedBy ?? '' }));
+  }
+
+  async finishErasure(keyId: string): Promise<void> {
+    await this.guard(() => this.keys.updateOne({ _id: keyId }, { $unset: { pending: '' } }));
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+
+  private async guard<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      throw translateMongoError(error);
+    }
+  }
+}
+
+const bufferOf = (key: Binary | null) => (key ? Buffer.from(key.buffer) : null);

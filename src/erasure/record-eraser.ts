@@ -1,0 +1,62 @@
+import { Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { ApiError, notFound } from '../errors';
+import type { RequestContext } from '../http/request-context';
+import type { ReadStore } from '../read-store/read-store.port';
+import { decideErasure, RecordKind, RecordState, streamIdOf } from '../records/record';
+import type { RecordWriter } from '../records/record-writer';
+import type { DataKeys } from './data-keys';
+
+/**
+ * Erases a record (crypto-shredding), in an order a crash cannot undo:
+ * 1. its data key is destroyed (and the erasure kept pending in the key store): from here on its
+ *    events open with no value, wherever they are read, and no write can seal a new one;
+ * 2. the erasure event is appended (the history's last entry), and the read models fold it;
+ * 3. its read model documents are scrubbed in every generation, the store's log truncated;
+ * 4. the pending erasure is marked finished.
+ * A crash after step 1 leaves the erasure pending: finishPending, at the next start, does 2 to 4.
+ */
+export class RecordEraser {
+  private readonly logger: Logger;
+
+  constructor(
+    private readonly kind: RecordKind,
+    /** The read model's collection. */
+    private readonly collection: string,
+    private readonly writer: RecordWriter,
+    private readonly keys: DataKeys,
+    private readonly readStore: ReadStore,
+  ) {
+    this.logger = new Logger(`${kind.label}Eraser`);
+  }
+
+  /** Returns the record as it was before, or null when it had been erased already (nothing to undo). */
+  async erase(id: string, context: RequestContext, causationId: string): Promise<RecordState | null> {
+    const { state } = await this.writer.load(id);
+    if (!state || state.accountId !== context.accountId) throw notFound(this.kind.label);
+    const streamId = streamIdOf(this.kind, id);
+    if (!state.erased) await this.keys.destroy(streamId, context.accountId);
+    await this.writer.write(id, context, causationId, (current) => decideErasure(this.kind, current, context.accountId));
+    await this.readStore.erase(this.collection, id);
+    await this.keys.store.finishErasure(streamId);
+    return state.erased ? null : state;
+  }
+
+  /** Finishes the erasures a crash interrupted after their key was destroyed. */
+  async finishPending(): Promise<void> {
+    const prefix = `${this.kind.streamPrefix}-`;
+    for (const { keyId, erasedBy } of await this.keys.store.pendingErasures(prefix)) {
+      const id = keyId.slice(prefix.length);
+      const context = { accountId: erasedBy, requestId: randomUUID() };
+      try {
+        await this.writer.write(id, context, randomUUID(), (current) => (current ? decideErasure(this.kind, current, erasedBy) : []));
+      } catch (error) {
+        // Saved, but the projectors do not run yet at start: they fold it once they do.
+        if (!(error instanceof ApiError && error.code === 'UNAVAILABLE')) throw error;
+      }
+      await this.readStore.erase(this.collection, id);
+      await this.keys.store.finishErasure(keyId);
+      this.logger.log(`Finished the erasure of ${keyId}, which a stop had interrupted`);
+    }
+  }
+}

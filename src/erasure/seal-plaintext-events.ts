@@ -1,0 +1,73 @@
+import { Logger } from '@nestjs/common';
+import type { StoredEvent } from '../event-store/event-store.port';
+import type { SqliteEventStore } from '../event-store/sqlite-event-store';
+import type { RecordKind } from '../records/record';
+import { DataKeys, digest, seal } from './data-keys';
+import { SEALED_SCHEMA_VERSION } from './sealed-event-store';
+
+const PAGE = 1000;
+
+/**
+ * Events written before record values were sealed (schema version 1) hold them in plain. On the
+ * embedded store, the service's own file, they are sealed in place once, at the first start of a
+ * version that seals: the record events' values with their record's key (as SealedEventStore would
+ * have), an Idempotency-Key's stored answer with its record's key, and its fingerprint (a plain
+ * sha256 of the request) turned into an HMAC under that key. Secure deletion zeroes the old bytes
+ * and the log is truncated at the end, so erasing such a record later leaves nothing, as for any
+ * other. Other events (slugs, deletions) only move to the new version. EventStoreDB's events cannot
+ * be rewritten: there, plaintext events stay as they are (see docs/operators.md).
+ */
+export async function sealPlaintextEvents(store: SqliteEventStore, keys: DataKeys, kinds: RecordKind[]): Promise<number> {
+  if (!store.mayHoldPlaintext) return 0;
+  const kindOf = (streamId: string) => kinds.find((k) => streamId.startsWith(`${k.streamPrefix}-`));
+  /** The record an idempotency event is about, by the stream that exists for its id. */
+  const recordStream = async (recordId: string) => {
+    for (const kind of kinds) {
+      const streamId = `${kind.streamPrefix}-${recordId}`;
+      if ((await store.readStream(streamId)).length > 0) return streamId;
+    }
+    return undefined;
+  };
+  let after = 0;
+  let sealed = 0;
+  for (let page = store.plaintextEvents(after, PAGE); page.length > 0; page = store.plaintextEvents(after, PAGE)) {
+    // The page's record keys in one go: made together, they share one transaction of the key store.
+    const recordStreams = new Set(page.filter((e) => kindOf(e.streamId) && Object.keys(e.data).length > 0).map((e) => e.streamId));
+    await Promise.all([...recordStreams].map((streamId) => keys.forWriting(streamId)));
+    const replaced: StoredEvent[] = [];
+    for (const event of page) {
+      replaced.push({ ...event, data: await sealedData(event), metadata: { ...event.metadata, schemaVersion: SEALED_SCHEMA_VERSION } });
+    }
+    store.replacePlaintext(replaced);
+    sealed += page.length;
+    after = Number(page[page.length - 1].position.commit);
+  }
+  store.markSealed();
+  if (sealed > 0) new Logger('SealPlaintextEvents').log(`Sealed ${sealed} events written before encryption`);
+  return sealed;
+
+  async function sealedData(event: StoredEvent): Promise<Record<string, unknown>> {
+    const data = event.data as Record<string, unknown>;
+    if (kindOf(event.streamId)) {
+      const fields = Object.keys(data);
+      if (fields.length === 0) return data;
+      const key = await keys.forWriting(event.streamId);
+      return { fields, sealed: seal(key, JSON.stringify(fields.map((f) => data[f])), event.id) };
+    }
+    if (event.type === 'IdempotencyKeyClaimed') {
+      const { fingerprint, recordId } = data as { fingerprint: string; recordId: string };
+      const streamId = await recordStream(recordId);
+      // A claim whose create never ran has no record, and nothing to compare against any more.
+      return { recordId, fingerprint: streamId ? digest(await keys.forWriting(streamId), fingerprint) : '' };
+    }
+    if (event.type === 'IdempotencyKeyAnswered') {
+      const { body, revision } = data as { body: unknown; revision: number };
+      // The body is the create's envelope: {data: {Customer: {id, ...}}, ...}.
+      const [label, record] = Object.entries((body as { data: Record<string, { id: string }> }).data)[0];
+      const kind = kinds.find((k) => k.label === label)!;
+      const key = await keys.forWriting(`${kind.streamPrefix}-${record.id}`);
+      return { revision, sealed: seal(key, JSON.stringify(body), event.streamId) };
+    }
+    return data;
+  }
+}

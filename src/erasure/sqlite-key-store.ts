@@ -1,0 +1,109 @@
+import type { Statement } from 'better-sqlite3';
+import { randomBytes } from 'node:crypto';
+import { checkpointAndTruncate, SqliteDatabase } from '../storage/sqlite-database';
+import type { KeyStore, PendingErasure } from './key-store.port';
+
+interface PendingObtain {
+  keyId: string;
+  resolve: (key: Buffer | null) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Data keys in their own SQLite file (`keys.sqlite` beside the store), so that the keys and the
+ * events they encrypt are never in one file, one copy or one backup by accident. The connection is
+ * durable (a key must be on disk before the first event sealed with it) and deletes securely: a
+ * destroyed key's bytes are zeroed in the page, and the write-ahead log is then checkpointed and
+ * truncated, so no frame keeps the old page.
+ *
+ * Keys asked for within one turn of the event loop are made in one transaction, so concurrent
+ * creates share one fsync, as the event store's appends do.
+ */
+export class SqliteKeyStore implements KeyStore {
+  private pending: PendingObtain[] = [];
+  private readonly insert: Statement;
+  private readonly selectOne: Statement<[string], { key: Buffer | null }>;
+  private readonly selectMany: Statement<[string], { key_id: string; key: Buffer | null }>;
+  private readonly markDestroyed: Statement;
+  private readonly selectPending: Statement<[{ prefix: string }], { key_id: string; erased_by: string }>;
+  private readonly markFinished: Statement;
+  private readonly obtainGroup: (group: PendingObtain[]) => (Buffer | null)[];
+
+  constructor(private readonly db: SqliteDatabase) {
+    db.exec(`
+      CREATE TABLE IF NOT EXISTS data_keys (
+        key_id    TEXT    PRIMARY KEY,
+        key       BLOB,
+        erased_by TEXT,
+        erased_at INTEGER,
+        pending   INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE INDEX IF NOT EXISTS data_keys_pending ON data_keys (key_id) WHERE pending = 1;
+    `);
+    this.insert = db.prepare('INSERT INTO data_keys (key_id, key) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING');
+    this.selectOne = db.prepare('SELECT key FROM data_keys WHERE key_id = ?');
+    this.selectMany = db.prepare('SELECT key_id, key FROM data_keys WHERE key_id IN (SELECT value FROM json_each(?))');
+    this.markDestroyed = db.prepare(
+      `INSERT INTO data_keys (key_id, key, erased_by, erased_at, pending) VALUES (@keyId, NULL, @erasedBy, @now, 1)
+       ON CONFLICT (key_id) DO UPDATE SET key = NULL, erased_by = @erasedBy, erased_at = @now, pending = 1
+       WHERE data_keys.erased_at IS NULL`,
+    );
+    this.selectPending = db.prepare(
+      "SELECT key_id, erased_by FROM data_keys WHERE pending = 1 AND substr(key_id, 1, length(@prefix)) = @prefix",
+    );
+    this.markFinished = db.prepare('UPDATE data_keys SET pending = 0 WHERE key_id = ?');
+    const group = db.transaction((obtains: PendingObtain[]) =>
+      obtains.map(({ keyId }) => {
+        this.insert.run(keyId, randomBytes(32));
+        return this.selectOne.get(keyId)!.key;
+      }),
+    );
+    this.obtainGroup = (obtains) => group.immediate(obtains);
+  }
+
+  async obtain(keyId: string): Promise<Buffer | null> {
+    const row = this.selectOne.get(keyId);
+    if (row) return row.key;
+    return new Promise((resolve, reject) => {
+      this.pending.push({ keyId, resolve, reject });
+      if (this.pending.length === 1) setImmediate(() => this.obtainPending());
+    });
+  }
+
+  async getMany(keyIds: string[]): Promise<Map<string, Buffer | null>> {
+    const found = new Map<string, Buffer | null>();
+    if (keyIds.length === 0) return found;
+    for (const row of this.selectMany.all(JSON.stringify(keyIds))) found.set(row.key_id, row.key);
+    return found;
+  }
+
+  async destroy(keyId: string, erasedBy: string): Promise<void> {
+    this.markDestroyed.run({ keyId, erasedBy, now: Date.now() });
+    checkpointAndTruncate(this.db);
+  }
+
+  async pendingErasures(prefix: string): Promise<PendingErasure[]> {
+    return this.selectPending.all({ prefix }).map((r) => ({ keyId: r.key_id, erasedBy: r.erased_by }));
+  }
+
+  async finishErasure(keyId: string): Promise<void> {
+    this.markFinished.run(keyId);
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+
+  private obtainPending(): void {
+    const group = this.pending;
+    this.pending = [];
+    let keys: (Buffer | null)[];
+    try {
+      keys = this.obtainGroup(group);
+    } catch (error) {
+      for (const o of group) o.reject(error);
+      return;
+    }
+    group.forEach((o, i) => o.resolve(keys[i]));
+  }
+}

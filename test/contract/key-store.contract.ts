@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto';
+import type { KeyStore } from '../../src/erasure/key-store.port';
+
+/** What every KeyStore adapter must do. Key ids are unique per run. */
+export function keyStoreContract(adapter: string, open: () => Promise<{ store: KeyStore; dispose(): Promise<void> }>) {
+  describe(`KeyStore contract: ${adapter}`, () => {
+    let store: KeyStore;
+    let dispose: () => Promise<void>;
+    const id = (prefix = 'customer') => `${prefix}-${randomUUID()}`;
+
+    beforeAll(async () => ({ store, dispose } = await open()));
+    afterAll(() => dispose?.());
+
+    it('makes a 32-byte key on first use and answers the same one afterwards', async () => {
+      const keyId = id();
+      const key = await store.obtain(keyId);
+      expect(key).toBeInstanceOf(Buffer);
+      expect(key!.length).toBe(32);
+      expect(await store.obtain(keyId)).toEqual(key);
+      expect(await store.getMany([keyId])).toEqual(new Map([[keyId, key]]));
+    });
+
+    it('gives every record a key of its own, also when many are made at once', async () => {
+      const keyIds = Array.from({ length: 20 }, () => id());
+      const keys = await Promise.all([...keyIds, ...keyIds].map((k) => store.obtain(k)));
+      expect(keys.slice(0, 20)).toEqual(keys.slice(20)); // asked twice at once: one key each
+      expect(new Set(keys.map((k) => k!.toString('hex'))).size).toBe(20);
+    });
+
+    it('leaves out of getMany the ids that never had a key', async () => {
+      const [made, never] = [id(), id()];
+      const key = await store.obtain(made);
+      expect(await store.getMany([made, never])).toEqual(new Map([[made, key]]));
+      expect(await store.getMany([])).toEqual(new Map());
+    });
+
+    it('destroys a key for good: null to every read, never made again, idempotent', async () => {
+      const keyId = id();
+      await store.obtain(keyId);
+      await store.destroy(keyId, 'acc-1');
+      await store.destroy(keyId, 'acc-1');
+      expect(await store.obtain(keyId)).toBeNull();
+      expect(await store.getMany([keyId])).toEqual(new Map([[keyId, null]]));
+    });
+
+    it('destroys the key of an id that never had one, so none is made for it later', async () => {
+      const keyId = id();
+      await store.destroy(keyId, 'acc-1');
+      expect(await store.obtain(keyId)).toBeNull();
+    });
+
+    it('keeps an erasure pending, by prefix, until it is finished', async () => {
+      const [customer, profile] = [id('customer'), id('profile')];
+      await store.destroy(customer, 'acc-1');
+      await store.destroy(profile, 'acc-2');
+      const pending = await store.pendingErasures('customer-');
+      expect(pending).toContainEqual({ keyId: customer, erasedBy: 'acc-1' });
+      expect(pending.map((p) => p.keyId)).not.toContain(profile);
+      await store.finishErasure(customer);
+      expect((await store.pendingErasures('customer-')).map((p) => p.keyId)).not.toContain(customer);
+      expect(await store.pendingErasures('profile-')).toContainEqual({ keyId: profile, erasedBy: 'acc-2' });
+      await store.finishErasure(profile);
+      // Finished stays destroyed, and a second destroy does not make it pending again.
+      await store.destroy(customer, 'acc-1');
+      expect(await store.obtain(customer)).toBeNull();
+      expect((await store.pendingErasures('customer-')).map((p) => p.keyId)).not.toContain(customer);
+    });
+  });
+}

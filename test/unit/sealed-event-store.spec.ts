@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import { DataKeys, open, seal } from '../../src/erasure/data-keys';
+import { SealedEventStore } from '../../src/erasure/sealed-event-store';
+import { SqliteKeyStore } from '../../src/erasure/sqlite-key-store';
+import { NewEvent, START } from '../../src/event-store/event-store.port';
+import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
+import { RECORD_KINDS } from '../../src/read-models';
+import { openTempSqlite } from '../support/temp-sqlite';
+
+const metadata = { accountId: 'acc-1', correlationId: 'r', causationId: 'c', schemaVersion: 2 };
+const event = (type: string, data: Record<string, unknown>): NewEvent => ({ id: randomUUID(), type, data, metadata });
+
+describe('seal and open', () => {
+  const key = Buffer.alloc(32, 7);
+
+  it('opens what it sealed, and nothing sealed under another key, for another event, or altered', () => {
+    const sealed = seal(key, '["Ada"]', 'event-1');
+    expect(open(key, sealed, 'event-1')).toBe('["Ada"]');
+    expect(() => open(Buffer.alloc(32, 8), sealed, 'event-1')).toThrow();
+    expect(() => open(key, sealed, 'event-2')).toThrow();
+    const bytes = Buffer.from(sealed, 'base64');
+    bytes[14] ^= 1;
+    expect(() => open(key, bytes.toString('base64'), 'event-1')).toThrow();
+  });
+
+  it('seals the same value differently each time (a fresh IV)', () => {
+    expect(seal(key, 'x', 'e')).not.toBe(seal(key, 'x', 'e'));
+  });
+});
+
+describe('SealedEventStore', () => {
+  let events: ReturnType<typeof openTempSqlite>;
+  let keysDb: ReturnType<typeof openTempSqlite>;
+  let inner: SqliteEventStore;
+  let keyStore: SqliteKeyStore;
+  let store: SealedEventStore;
+  beforeEach(() => {
+    events = openTempSqlite();
+    keysDb = openTempSqlite();
+    inner = new SqliteEventStore(events.db);
+    keyStore = new SqliteKeyStore(keysDb.db);
+    store = new SealedEventStore(inner, new DataKeys(keyStore), RECORD_KINDS);
+  });
+  afterEach(async () => {
+    await store.close();
+    events.dispose();
+    keysDb.dispose();
+  });
+
+  it('keeps record values sealed in the store, names and metadata plain, and opens them on every read', async () => {
+    const stream = `customer-${randomUUID()}`;
+    await store.appendToStream(stream, [event('CustomerCreated', { name: 'Ada', email: 'ada@x.io' })], 'no_stream');
+    const [raw] = await inner.readStream(stream);
+    expect(raw.data).toEqual({ fields: ['name', 'email'], sealed: expect.any(String) });
+    expect(JSON.stringify(raw.data)).not.toContain('Ada');
+    expect(raw.metadata).toEqual(metadata);
+    expect((await store.readStream(stream))[0].data).toEqual({ name: 'Ada', email: 'ada@x.io' });
+    const [batch] = await first(store.subscribeToAll(START, { signal: AbortSignal.timeout(5000) }));
+    expect(batch.events[0].data).toEqual({ name: 'Ada', email: 'ada@x.io' });
+  });
+
+  it('leaves other streams and events without data as they are', async () => {
+    await store.appendToStream('profile_slug-shop', [event('SlugReserved', { slug: 'shop', profileId: 'p' })], 'no_stream');
+    expect((await inner.readStream('profile_slug-shop'))[0].data).toEqual({ slug: 'shop', profileId: 'p' });
+    const stream = `customer-${randomUUID()}`;
+    await store.appendToStream(stream, [event('CustomerCreated', { email: 'a@x.io' }), event('CustomerDeleted', {})], 'no_stream');
+    expect((await inner.readStream(stream))[1].data).toEqual({});
+  });
+
+  it('opens the events of a record whose key is destroyed with every value "", names kept, and refuses new ones', async () => {
+    const stream = `customer-${randomUUID()}`;
+    await store.appendToStream(stream, [event('CustomerCreated', { name: 'Ada', email: 'ada@x.io' })], 'no_stream');
+    await store.readStream(stream); // the key is cached now
+    await store.keys.destroy(stream, 'acc-1');
+    expect((await store.readStream(stream))[0].data).toEqual({ name: '', email: '' });
+    await expect(store.appendToStream(stream, [event('CustomerUpdated', { name: 'Eve' })], 0)).rejects.toThrow(`${stream} has been erased`);
+  });
+
+  it('forgets a cached key when it reads the record’s erasure event (another process destroyed it)', async () => {
+    const stream = `customer-${randomUUID()}`;
+    await store.appendToStream(stream, [event('CustomerCreated', { name: 'Ada' })], 'no_stream');
+    await store.readStream(stream);
+    await keyStore.destroy(stream, 'acc-1'); // past this process's cache, as another instance would
+    expect((await store.readStream(stream))[0].data).toEqual({ name: 'Ada' }); // still cached here
+    await store.appendToStream(stream, [event('CustomerErased', {})], 0);
+    expect((await store.readStream(stream))[0].data).toEqual({ name: '' });
+  });
+
+  it('fetches the keys of a batch in one read of the key store', async () => {
+    const streams = Array.from({ length: 30 }, () => `profile-${randomUUID()}`);
+    for (const s of streams) await store.appendToStream(s, [event('ProfileCreated', { name: s })], 'no_stream');
+    const fresh = new SealedEventStore(inner, new DataKeys(keyStore), RECORD_KINDS);
+    const getMany = jest.spyOn(keyStore, 'getMany');
+    const [batch] = await first(fresh.subscribeToAll(START, { signal: AbortSignal.timeout(5000), maxBatchSize: 100 }));
+    expect(batch.events.map((e) => e.data.name)).toEqual(streams);
+    expect(getMany).toHaveBeenCalledTimes(1);
+  });
+});
+
+async function first<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+  for await (const item of iterable) return [item];
+  return [];
+}
