@@ -127,7 +127,7 @@ async function main(argv: string[]): Promise<number> {
       `No store at ${config.sqliteFile}. Run the command in the service's directory, or set DATA_DIR to its data directory (the service makes the store on its first start).`,
     );
   }
-  const eventStore = await openEventStore(config);
+  const eventStore = await openEventStore(config, { log: (message) => process.stderr.write(`${message}\n`) });
   const readStore = await openReadStore(config);
   const abort = new AbortController();
   let interrupted = false;

@@ -1,4 +1,3 @@
-import { Logger } from '@nestjs/common';
 import type { StoredEvent } from '../event-store/event-store.port';
 import type { SqliteEventStore } from '../event-store/sqlite-event-store';
 import type { RecordKind } from '../records/record';
@@ -43,7 +42,6 @@ export async function sealPlaintextEvents(store: SqliteEventStore, keys: DataKey
     after = Number(page[page.length - 1].position.commit);
   }
   store.markSealed();
-  if (sealed > 0) new Logger('SealPlaintextEvents').log(`Sealed ${sealed} events written before encryption`);
   return sealed;
 
   async function sealedData(event: StoredEvent): Promise<Record<string, unknown>> {

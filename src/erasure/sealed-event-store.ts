@@ -59,7 +59,8 @@ export class SealedEventStore implements EventStore {
       const fields = Object.keys(event.data);
       if (fields.length === 0) return event;
       const data: SealedData = { fields, sealed: seal(key, JSON.stringify(fields.map((f) => event.data[f])), event.id) };
-      return { ...event, data: data as unknown as Record<string, unknown> };
+      // The version says how to read the data, so it is this store's to set, whatever the caller said.
+      return { ...event, data: data as unknown as Record<string, unknown>, metadata: { ...event.metadata, schemaVersion: SEALED_SCHEMA_VERSION } };
     });
     return this.inner.appendToStream(streamId, sealed, expected);
   }

@@ -1,4 +1,4 @@
-import { DynamicModule, Global, Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
+import { DynamicModule, Global, Inject, Injectable, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config/config';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { EventStoreDbEventStore } from '../event-store/eventstoredb-event-store';
@@ -40,16 +40,20 @@ export const DATA_KEYS = Symbol('DataKeys');
 /**
  * The event store the configuration selects (EventStoreDB, else SQLite), its records' values
  * sealed with their data keys: the service and the CLI open it the same way. Closing it closes the
- * key store too.
+ * key store too. `log` hears of a one-time sealing of older events (the CLI keeps stdout for data).
  */
-export async function openEventStore(config: StoreSettings, keys?: DataKeys): Promise<EventStore> {
+export async function openEventStore(
+  config: StoreSettings,
+  { keys, log = (message) => new Logger('Storage').log(message) }: { keys?: DataKeys; log?: (message: string) => void } = {},
+): Promise<EventStore> {
   keys ??= new DataKeys(await openKeyStore(config));
   if (config.eventStoreConnectionString) {
     const store = await EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs ?? 5000);
     return new SealedEventStore(store, keys, RECORD_KINDS);
   }
   const store = new SqliteEventStore(openSqliteDatabase(config.sqliteFile, { durable: true }));
-  await sealPlaintextEvents(store, keys, RECORD_KINDS);
+  const sealed = await sealPlaintextEvents(store, keys, RECORD_KINDS);
+  if (sealed > 0) log(`Sealed ${sealed} events written before encryption with their records' keys`);
   return new SealedEventStore(store, keys, RECORD_KINDS);
 }
 
@@ -85,7 +89,7 @@ export class StorageModule {
         { provide: DATA_KEYS, useFactory: async () => new DataKeys(await openKeyStore(config)) },
         {
           provide: EVENT_STORE,
-          useFactory: async (metrics: Metrics, keys: DataKeys) => new InstrumentedEventStore(await openEventStore(config, keys), metrics),
+          useFactory: async (metrics: Metrics, keys: DataKeys) => new InstrumentedEventStore(await openEventStore(config, { keys }), metrics),
           inject: [Metrics, DATA_KEYS],
         },
         {

@@ -301,7 +301,7 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
         await expect(store.getMany(erasing.name, [person.id, other.id])).resolves.toEqual(new Map([[person.id, tombstone], [other.id, other]]));
         await expect(store.getMany(erasing.name, [person.id], building)).resolves.toEqual(new Map([[person.id, tombstone]]));
         await expect(store.get(erasing.name, 'acc-1', person.id)).resolves.toBeNull();
-        for (const filters of [{ email: 'ada@x.io' }, { tel: '0912' }, { company: 'engines' }]) {
+        for (const filters of [{ email: 'ada@x.io' }, { tel: '0912' }, { company: 'engines' }] as Record<string, string>[]) {
           const found = await store.find(erasing.name, { accountId: 'acc-1', filters, order: 'newest', offset: 0, limit: 10 });
           expect(found.documents.map((d) => d.id)).not.toContain(person.id);
         }

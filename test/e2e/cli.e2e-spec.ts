@@ -99,7 +99,8 @@ describeOnSqlite('projections status and rebuild', () => {
   it('shows each read model behind the head before any projector ran', async () => {
     const { code, stdout, stderr } = await runCli(['projections', 'status'], dir);
     expect(code).toBe(0);
-    expect(stderr).toBe(`Store: the SQLite file ${sqliteFile(dir)}\n`);
+    // The seeds are written as a version before encryption wrote them: the first open seals them.
+    expect(stderr).toBe(`Store: the SQLite file ${sqliteFile(dir)}\nSealed ${seeded.events} events written before encryption with their records' keys\n`);
     const head = String(seeded.events);
     const lag = seeded.events.toLocaleString('en-US');
     expect(stdout).toBe(
@@ -294,7 +295,7 @@ describeOnSqlite('events tail', () => {
         expect.objectContaining({ position: '2', streamId: 'customer-followed', revision: 0, type: 'CustomerCreated', data: { name: 'Ada' } }),
         expect.objectContaining({ position: '4', streamId: 'customer-followed', revision: 1, type: 'CustomerDeleted', data: {} }),
       ]);
-      expect(lines[0].metadata).toEqual({ accountId: 'account-a', correlationId: 'c', causationId: 'c', schemaVersion: 1 });
+      expect(lines[0].metadata).toEqual({ accountId: 'account-a', correlationId: 'c', causationId: 'c', schemaVersion: 2 });
     } finally {
       await events.close();
     }

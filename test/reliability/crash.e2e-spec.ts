@@ -13,6 +13,7 @@ import type { EventRow } from '../../src/event-store/sqlite-event-store';
 import { PROFILE } from '../../src/profiles/profile.decider';
 import { evolveRecord, RecordKind, RecordState } from '../../src/records/record';
 import { Database } from '../../src/storage/sqlite-database';
+import { openEventStore } from '../../src/storage/storage.module';
 import { startChildService } from '../support/child-service';
 import { liveTable } from '../support/live-table';
 import { jsonRequest, rawRequest } from '../support/raw-http';
@@ -96,6 +97,7 @@ describeOnSqlite('a kill -9 while writing', () => {
     const syncId = JSON.parse(sync.text).data.Customer.id as string;
 
     const db = new Database(join(dataDir, 'service.sqlite'), { readonly: true });
+    const sealed = await openEventStore({ sqliteFile: join(dataDir, 'service.sqlite') });
     try {
       const rows = db.prepare('SELECT * FROM events ORDER BY global_position').all() as EventRow[];
       const events = rows.map(toStoredEvent);
@@ -125,7 +127,8 @@ describeOnSqlite('a kill -9 while writing', () => {
           if (!streamId.startsWith(`${kind.streamPrefix}-`)) continue;
           expect(stream.map((e) => e.revision)).toEqual(stream.map((_, i) => i));
           let state: RecordState | null = null;
-          for (const event of stream) state = evolveRecord(kind, state, event);
+          // Folded as the service reads them: values opened with the record's key.
+          for (const event of await sealed.readStream(streamId)) state = evolveRecord(kind, state, event);
           folded.set(state!.id, state!);
         }
         // No row without its events, and every stream has its row, as folded.
@@ -155,6 +158,7 @@ describeOnSqlite('a kill -9 while writing', () => {
       }
     } finally {
       db.close();
+      await sealed.close();
       second.process.kill('SIGTERM');
       await second.exited;
     }
