@@ -31,7 +31,7 @@ const corsOptions = (origins: string[]) => ({
  */
 export async function createApp(config: AppConfig): Promise<NestExpressApplication> {
   const logger = createLogger(config.logLevel);
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), new JsonExpressAdapter(config, logger), {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), new JsonExpressAdapter({ ...config, maxConnections: workerShare(config.maxConnections, config) }, logger), {
     bodyParser: false,
     abortOnError: false,
     logger: new NestPinoLogger(logger),
@@ -54,14 +54,19 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
 }
 
 /**
- * Counted in this process. With WORKERS=N each worker allows its share, 1/N of each configured
- * limit (rounded up): the primary deals connections to the workers in turn, so the machine allows
- * about the configured figure. Separate instances each count their own (docs/operators.md).
+ * A limit kept in this process (connections, rate limits): with WORKERS=N each worker allows its
+ * share, 1/N of the configured figure (rounded up). The primary deals connections to the workers in
+ * turn, so the machine allows about that figure. Separate instances each count their own
+ * (docs/operators.md).
  */
+function workerShare(limit: number, config: AppConfig): number {
+  return Math.ceil(limit / config.workers);
+}
+
 function rateLimits(config: AppConfig): RateLimits | undefined {
   if (config.rateLimitRequests === 0) return undefined;
   const windowMs = config.rateLimitWindowSeconds * 1000;
-  const share = (limit: number) => Math.ceil(limit / config.workers);
+  const share = (limit: number) => workerShare(limit, config);
   return {
     perToken: new FixedWindowLimiter(share(config.rateLimitRequests), windowMs),
     failedAuthPerAddress: config.rateLimitAuthFailures > 0 ? new FixedWindowLimiter(share(config.rateLimitAuthFailures), windowMs) : undefined,

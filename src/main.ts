@@ -5,6 +5,7 @@ import type { Server, ServerResponse } from 'node:http';
 import { createServer } from 'node:net';
 import { createApp } from './app';
 import { AppConfig, ConfigError, loadConfig, resolveAccessTokens } from './config/config';
+import { createLogger, NestPinoLogger } from './logging/logging';
 import { StoreUnavailableError } from './storage/store-unavailable.error';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -60,12 +61,19 @@ interface Listening {
   listening: string;
 }
 
-/** Said once, on the first start. The token itself is never printed: stdout is the log, and logs travel further than the data directory. */
-function announceCreatedToken(logger: Logger, dataDir: string, url: string): void {
-  logger.log(
-    `No ACCESS_TOKENS configured: made an access token for account "default" and kept it in ${dataDir}/access-token ` +
-      `(readable by this user only; the part before ":default" is the token). Try it: curl -H "Authorization: Bearer $(cut -d: -f1 ${dataDir}/access-token)" ${url}/v1/profiles`,
-  );
+/**
+ * Without ACCESS_TOKENS, where the token is kept, and on the first start that it was just made. The
+ * token itself is never printed: stdout is the log, and logs travel further than the data directory.
+ */
+function announceToken(logger: Logger, created: string | undefined, dataDir: string, url: string): void {
+  if (created) {
+    logger.log(
+      `No ACCESS_TOKENS configured: made an access token for account "default" and kept it in ${dataDir}/access-token ` +
+        `(readable by this user only; the part before ":default" is the token). Try it: curl -H "Authorization: Bearer $(cut -d: -f1 ${dataDir}/access-token)" ${url}/v1/profiles`,
+    );
+  } else if (!process.env.ACCESS_TOKENS) {
+    logger.log(`Using the access token kept in ${dataDir}/access-token`);
+  }
 }
 
 async function main(): Promise<void> {
@@ -105,8 +113,8 @@ async function main(): Promise<void> {
   // LOG_LEVEL=warn hides info lines; where the service listens is still worth one line there.
   logger[settings.logLevel === 'warn' ? 'warn' : 'log'](`Listening on ${url} (data in ${settings.dataDir})`);
   if (cluster.isWorker) process.send!({ listening: url } satisfies Listening);
-  if (created) announceCreatedToken(logger, settings.dataDir, url);
-  else if (!process.env.ACCESS_TOKENS) logger.log(`Using the access token kept in ${settings.dataDir}/access-token`);
+  // With WORKERS, the primary says which token is used, once.
+  if (cluster.isPrimary) announceToken(logger, created, settings.dataDir, url);
 }
 
 /**
@@ -116,6 +124,8 @@ async function main(): Promise<void> {
  * A worker that fails before it listens (a store unreachable, say) stops the whole service.
  */
 async function runPrimary(settings: Settings): Promise<void> {
+  // The primary makes no app, which is what sets the workers' logger: its lines are JSON at LOG_LEVEL too.
+  Logger.overrideLogger(new NestPinoLogger(createLogger(settings.logLevel)));
   await ensurePortFree(settings.port, settings.host);
   const { created } = resolveAccessTokens(process.env, settings.dataDir);
   const logger = new Logger('Primary');
@@ -138,7 +148,7 @@ async function runPrimary(settings: Settings): Promise<void> {
     if (typeof message?.listening !== 'string') return;
     const first = listening.size === 0;
     listening.add(worker.id);
-    if (first && created) announceCreatedToken(logger, settings.dataDir, message.listening);
+    if (first) announceToken(logger, created, settings.dataDir, message.listening);
     if (listening.size === settings.workers) logger.log(`${settings.workers} workers serve ${message.listening}`);
   });
   cluster.on('exit', (worker, code, signal) => {

@@ -35,7 +35,15 @@ export function createHttpServer(handler: (req: IncomingMessage, res: ServerResp
     },
     handler,
   );
-  server.maxConnections = limits.maxConnections;
+  // The cap is kept here, not in server.maxConnections: in a cluster worker (WORKERS) Node hands a
+  // connection past maxConnections back to the primary, which deals it to the next worker, round
+  // and round while every worker is full, instead of closing it.
+  let open = 0;
+  server.prependListener('connection', (socket: Socket) => {
+    if (open >= limits.maxConnections) return void socket.destroy();
+    open++;
+    socket.once('close', () => open--);
+  });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket & { _httpMessage?: ServerResponse }) => {
     if (error.code === 'ECONNRESET') return void socket.destroy();
     const { code, message } = PARSER_ERRORS[error.code ?? ''] ?? MALFORMED;

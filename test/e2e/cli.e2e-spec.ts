@@ -4,7 +4,6 @@ import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { seedEvents, SeededRecords } from '../../bench/seed-events';
 import type { NewEvent } from '../../src/event-store/event-store.port';
-import { ProjectionsService } from '../../src/projections/projections.service';
 import { READ_MODELS } from '../../src/read-models';
 import type { ReadStore } from '../../src/read-store/read-store.port';
 import { Database } from '../../src/storage/sqlite-database';
@@ -265,8 +264,8 @@ describeOnSqlite('a poison event', () => {
     jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
     const service = await startTestApp({ dataDir: dir });
     try {
-      const customers = service.app.get(ProjectionsService).projectors[1];
-      while (customers.state !== 'failed') await new Promise((r) => setTimeout(r, 20));
+      const customersState = async () => (await service.http.get('/health/ready')).body.projections[1].state;
+      while ((await customersState()) !== 'failed') await new Promise((r) => setTimeout(r, 20));
     } finally {
       await service.close({ keepData: true });
       jest.restoreAllMocks();

@@ -1,4 +1,3 @@
-import { EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
 import { CUSTOMERS, expectError, expectExactError, expectStatus, PROFILES, resourceClient } from '../support/http-assertions';
 import { freshApp, TOKENS, withToken } from '../support/test-app';
 
@@ -15,7 +14,7 @@ describe.each([PROFILES, CUSTOMERS])('ETag and If-Match on $path', (spec) => {
     const req = app().http.delete(item(id, token));
     return ifMatch === undefined ? req : req.set('If-Match', ifMatch);
   };
-  const eventsOf = async (id: string) => (await app().app.get<EventStore>(EVENT_STORE).readStream(`${spec.noun}-${id}`)).length;
+  const eventsOf = async (id: string) => (await app().events.readStream(`${spec.noun}-${id}`)).length;
   const create = async () => {
     const res = await expectStatus(A.post(spec.minimal()), 201);
     return { id: res.body.data[spec.key].id as string, etag: res.headers.etag };

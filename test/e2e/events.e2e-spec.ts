@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
+import type { EventStore } from '../../src/event-store/event-store.port';
 import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { uid } from '../support/http-assertions';
 import { LIVE_STORES } from '../support/stores';
@@ -11,7 +11,7 @@ describe('events appended by the API', () => {
   let store: EventStore;
   beforeAll(async () => {
     t = await startTestApp();
-    store = t.app.get<EventStore>(EVENT_STORE);
+    store = t.events;
   });
   afterAll(() => t.close());
 

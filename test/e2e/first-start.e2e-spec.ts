@@ -20,12 +20,14 @@ describe('first start without ACCESS_TOKENS', () => {
 
       const second = await startChildService(dataDir, { ACCESS_TOKENS: '' });
       try {
-        expect(second.output()).not.toContain(token);
         await request(second.url).get(`/v1/profiles?access_token=${token}`).expect(200);
       } finally {
         second.process.kill('SIGTERM');
         await second.exited;
       }
+      expect(second.output()).not.toContain(token);
+      // Once, however many workers serve.
+      expect(second.output().match(/Using the access token kept in .*access-token/g)).toHaveLength(1);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }

@@ -3,11 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
 import { ProjectionsService } from '../../src/projections/projections.service';
 import { JSON_CT, startTestApp, TestApp, withToken } from '../support/test-app';
-import { describeOnSqlite } from '../support/stores';
+import { describeOnSqlite, describeUnlessWorkers } from '../support/stores';
 
 const meta = { accountId: 'account-a', correlationId: 'c', causationId: 'c', schemaVersion: 1 };
 
-describeOnSqlite('health', () => {
+describeOnSqlite('health', () => describeUnlessWorkers('of the one process', 'it stops a projector and closes a store inside the app, and expects the one process to fold; with WORKERS, each worker\'s /health/ready is checked in several-instances.e2e-spec.ts', () => {
   let t: TestApp;
   afterEach(async () => {
     await t.close();
@@ -74,4 +74,4 @@ describeOnSqlite('health', () => {
     expect(ready.body.problems).toContain('event store unreachable');
     expect(JSON.stringify(ready.body)).not.toMatch(/database|sqlite|connection/i);
   });
-});
+}));

@@ -1,11 +1,10 @@
 import request from 'supertest';
-import { EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
 import { startChildService } from '../support/child-service';
 import { CUSTOMERS, expectError, expectStatus, PROFILES, resourceClient, totalOf, uid, uniqueEmail } from '../support/http-assertions';
 import { freshApp, makeDataDir, TOKENS, withToken } from '../support/test-app';
 
 const app = freshApp();
-const head = () => app().app.get<EventStore>(EVENT_STORE).headPosition();
+const head = () => app().events.headPosition();
 /** What a replay must repeat exactly. */
 const answer = (res: request.Response) => ({ status: res.status, body: res.body, etag: res.headers.etag });
 
@@ -116,7 +115,7 @@ describe('Idempotency-Key across a restart', () => {
     const first = await startChildService(dataDir);
     const created = await post(first.url);
     expect(created.status).toBe(201);
-    first.process.kill('SIGKILL');
+    first.crash();
     await first.exited;
 
     const second = await startChildService(dataDir);

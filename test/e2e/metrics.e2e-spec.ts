@@ -1,7 +1,7 @@
 import { APP_CONFIG, AppConfig } from '../../src/config/config';
 import { EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
 import { uid } from '../support/http-assertions';
-import { LIVE_STORES } from '../support/stores';
+import { describeUnlessWorkers, LIVE_STORES } from '../support/stores';
 import { freshApp, TOKENS, withToken } from '../support/test-app';
 
 /** The value of the sample with exactly these labels (besides service_instance, on every one), or undefined when there is none. */
@@ -16,7 +16,7 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
   return undefined;
 }
 
-describe('GET /metrics', () => {
+describeUnlessWorkers('GET /metrics', "its figures are one process's: with WORKERS each worker counts its own, named by service_instance, which several-instances.e2e-spec.ts checks", () => {
   const app = freshApp();
 
   it('answers Prometheus text without a token, with request, event, store, projection and process figures', async () => {

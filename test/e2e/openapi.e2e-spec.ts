@@ -2,6 +2,7 @@ import Ajv, { ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Response } from 'supertest';
 import { expectError } from '../support/http-assertions';
+import { TEST_WORKERS } from '../support/stores';
 import { JSON_CT, startTestApp, TestApp, TOKENS, withToken } from '../support/test-app';
 
 type Method = 'get' | 'post' | 'put' | 'delete';
@@ -169,8 +170,10 @@ describe('the OpenAPI document', () => {
   it('describes the 429 answer', async () => {
     const limited = await startTestApp({ env: { RATE_LIMIT_REQUESTS: '1' } });
     try {
-      await limited.http.get(withToken('customers')).expect(200);
-      conforms(await limited.http.get(withToken('customers')), 'get', '/v1/customers');
+      // One request each: the second is refused (with TEST_WORKERS, each worker allows its own one).
+      const answers = [];
+      for (let n = 0; n <= (TEST_WORKERS || 1); n++) answers.push(await limited.http.get(withToken('customers')));
+      for (const res of answers) conforms(res, 'get', '/v1/customers');
       expect(seen.has('get /v1/customers 429')).toBe(true);
     } finally {
       await limited.close();

@@ -1,7 +1,10 @@
 import { expectError } from '../support/http-assertions';
+import { describeUnlessWorkers } from '../support/stores';
 import { JSON_CT, startTestApp, TestApp, TOKENS, withToken } from '../support/test-app';
 
-describe('rate limits per access token', () => {
+const PER_PROCESS = 'they count requests in one process: with WORKERS each worker allows its share, which several-instances.e2e-spec.ts checks';
+
+describeUnlessWorkers('rate limits per access token', PER_PROCESS, () => {
   let app: TestApp;
   beforeAll(async () => (app = await startTestApp({ env: { RATE_LIMIT_REQUESTS: '3', RATE_LIMIT_WINDOW_SECONDS: '60' } })));
   afterAll(() => app.close());
@@ -30,7 +33,7 @@ describe('rate limits per access token', () => {
   });
 });
 
-describe('a rate-limited token', () => {
+describeUnlessWorkers('a rate-limited token', PER_PROCESS, () => {
   it('is served again once Retry-After has passed', async () => {
     const app = await startTestApp({ env: { RATE_LIMIT_REQUESTS: '1', RATE_LIMIT_WINDOW_SECONDS: '1' } });
     try {

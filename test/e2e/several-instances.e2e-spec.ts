@@ -13,7 +13,7 @@ import { runCli, spawnCli } from '../support/cli';
 import { jsonRequest, RawResponse, rawRequest } from '../support/raw-http';
 import { expectReadModelsEqualARebuild } from '../support/rebuild-check';
 import { uid } from '../support/http-assertions';
-import { LIVE_STORES, liveStoreEnv } from '../support/stores';
+import { describeUnlessWorkers, LIVE_STORES, liveStoreEnv } from '../support/stores';
 import { makeDataDir, TOKENS } from '../support/test-app';
 
 const TIMEOUT_MS = 180_000;
@@ -68,7 +68,7 @@ const generations = async (dir: string): Promise<number[]> =>
     (p: { generation: number }) => p.generation,
   );
 
-describe('several instances on one store configuration', () => {
+describeUnlessWorkers('several instances on one store configuration', 'it starts instances of its own, the same in either mode', () => {
   const dirs: string[] = [];
   const dataDir = () => {
     const dir = makeDataDir();

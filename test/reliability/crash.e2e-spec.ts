@@ -77,7 +77,7 @@ describeOnSqlite('a kill -9 while writing', () => {
     const killAfter = randomInt(20, 120);
     while (answered < killAfter) await new Promise((r) => setTimeout(r, 5));
     await new Promise((r) => setTimeout(r, randomInt(0, 50)));
-    first.process.kill('SIGKILL');
+    first.crash();
     stopped = true;
     expect(await first.exited).toBeNull();
     await running;

@@ -1,26 +1,39 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
-import { liveStoreEnv } from './stores';
+import { liveStoreEnv, TEST_WORKERS } from './stores';
 import { ACCOUNTS } from './test-app';
 
 const MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
 const WAIT_MS = 30_000;
 
-/** Children still running when a test file ends are killed, so a failed test cannot hang Jest. */
+/**
+ * Children still running when a test file ends are stopped, so a failed test cannot hang Jest: with
+ * SIGTERM first, as this hook may run before the afterAll that stops them itself (startTestApp's,
+ * which then finds them stopped cleanly), then SIGKILL for one that does not exit.
+ */
 const running = new Set<ChildProcess>();
-afterAll(() => {
-  for (const child of running) child.kill('SIGKILL');
-});
+afterAll(async () => {
+  await Promise.all(
+    [...running].map((child) => {
+      const exited = new Promise((resolve) => child.once('close', resolve));
+      child.kill('SIGTERM');
+      const kill = setTimeout(() => child.kill('SIGKILL'), WAIT_MS);
+      return exited.finally(() => clearTimeout(kill));
+    }),
+  );
+}, WAIT_MS + 5_000);
 
 export interface ChildService {
   url: string;
   process: ChildProcess;
+  /** kill -9 of the service: its process and, with WORKERS, every worker at the same instant. */
+  crash(): void;
   /** Everything the process printed so far. */
   output(): string;
   /** Resolves with the first match of the pattern in the output, waiting for it to be printed. */
   waitForOutput(pattern: RegExp): Promise<RegExpMatchArray>;
-  /** The exit code, once the process has exited and its output is all read. */
+  /** The exit code, once the process (and every worker, which shares its output pipes) has exited and its output is all read. */
   exited: Promise<number | null>;
 }
 
@@ -42,8 +55,9 @@ const accepts = (port: number) =>
   });
 
 /**
- * The built service (dist/, made by `npm test`'s build step) as a real child process. It is ready
- * once it prints its address; with a fixed PORT in `env`, once that port accepts connections.
+ * The built service (dist/, made by `npm test`'s build step) as a real child process, with
+ * WORKERS=TEST_WORKERS unless `env` says WORKERS. It is ready once every worker prints its address;
+ * with a fixed PORT in `env`, once that port accepts connections.
  */
 export async function startChildService(dataDir: string, env: NodeJS.ProcessEnv = {}): Promise<ChildService> {
   const { child, output, waitForOutput, exited, exitCode } = spawnService(dataDir, env);
@@ -58,8 +72,10 @@ export async function startChildService(dataDir: string, env: NodeJS.ProcessEnv 
       url = `http://127.0.0.1:${env.PORT}`;
     } else {
       url = (await waitForOutput(/Listening on (http:\/\/\S+)/))[1].replace('localhost', '127.0.0.1');
+      const workers = Number(env.WORKERS ?? TEST_WORKERS) || 1;
+      if (workers > 1) await waitForOutput(new RegExp(`(Listening on[^]*){${workers}}`));
     }
-    return { url, process: child, output, waitForOutput, exited };
+    return { url, process: child, crash: () => process.kill(-child.pid!, 'SIGKILL'), output, waitForOutput, exited };
   } catch (error) {
     child.kill('SIGKILL');
     throw error;
@@ -83,9 +99,12 @@ function spawnService(dataDir: string, env: NodeJS.ProcessEnv) {
       HOST: '127.0.0.1',
       ACCESS_TOKENS: [...ACCOUNTS].map(([t, a]) => `${t}:${a}`).join(','),
       ...liveStoreEnv(),
+      ...(TEST_WORKERS ? { WORKERS: String(TEST_WORKERS) } : {}),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // A process group of its own, so that crash() reaches the workers too.
+    detached: true,
   });
   running.add(child);
   let output = '';

@@ -14,6 +14,14 @@ export const LIVE_STORES = process.env.TEST_STORES === 'live';
 export const RUN_ID = LIVE_STORES ? randomUUID().slice(0, 8) : '';
 export const RUN_SUFFIX = RUN_ID && `-${RUN_ID}`;
 
+/**
+ * `TEST_WORKERS=N` (the second half of `npm test` sets 2): startTestApp runs the built service
+ * (dist/main.js) as real processes with WORKERS=N on the data directory instead of in this
+ * process, and the HTTP suites talk to it over its socket; startChildService starts WORKERS=N too
+ * unless told WORKERS. Unset, startTestApp runs the app in-process and a child service is one process.
+ */
+export const TEST_WORKERS = Number(process.env.TEST_WORKERS || 0);
+
 /** The settings that put the service on the live stores; {} on SQLite. */
 export function liveStoreEnv(): NodeJS.ProcessEnv {
   if (!LIVE_STORES) return {};
@@ -33,4 +41,14 @@ export function describeOnSqlite(name: string, body: () => void): void {
   if (!LIVE_STORES) return describe(name, body);
   console.log(`Skipping "${name}" with TEST_STORES=live: it is about the embedded SQLite store.`);
   describe.skip(name, body);
+}
+
+/**
+ * `describe` for a suite that cannot run against TEST_WORKERS' processes (it needs the app in this
+ * process, or starts processes of its own that the mode would change): skipped then, saying why.
+ */
+export function describeUnlessWorkers(name: string, why: string, body: () => void): void {
+  if (!TEST_WORKERS) return describe(name, body);
+  console.log(`Skipping "${name}" with TEST_WORKERS=${TEST_WORKERS}: ${why}.`);
+  describe.skip(`${name} (skipped with TEST_WORKERS: ${why})`, body);
 }

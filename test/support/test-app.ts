@@ -7,7 +7,10 @@ import request from 'supertest';
 import TestAgent from 'supertest/lib/agent';
 import { createApp } from '../../src/app';
 import { loadConfig } from '../../src/config/config';
-import { liveStoreEnv, RUN_SUFFIX } from './stores';
+import { EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
+import { openEventStore } from '../../src/storage/storage.module';
+import { startChildService } from './child-service';
+import { liveStoreEnv, RUN_SUFFIX, TEST_WORKERS } from './stores';
 
 /** Two accounts with one token each, and a second token for account A. */
 export const TOKENS = { a: 'token-a', a2: 'token-a-second', b: 'token-b' } as const;
@@ -20,7 +23,10 @@ export const ACCOUNTS = new Map([
 ]);
 
 export interface TestApp {
+  /** The Nest app, in-process only: with TEST_WORKERS it throws (suites needing it use describeUnlessWorkers). */
   app: NestExpressApplication;
+  /** The event store the service writes to: the app's own in-process, else one opened beside the service, as the CLI does. */
+  events: EventStore;
   /** supertest against the real listening socket. */
   http: TestAgent;
   baseUrl: string;
@@ -41,20 +47,55 @@ export async function startTestApp(
   options: { dataDir?: string; env?: NodeJS.ProcessEnv; accounts?: Map<string, string> } = {},
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? makeDataDir();
+  const accounts = options.accounts ?? ACCOUNTS;
+  if (TEST_WORKERS) return startWorkers(dataDir, accounts, options.env);
   const env = { DATA_DIR: dataDir, LOG_LEVEL: 'error', ...liveStoreEnv(), ...options.env };
-  const config = { ...loadConfig(env), accessTokens: options.accounts ?? ACCOUNTS };
+  const config = { ...loadConfig(env), accessTokens: accounts };
   const app = await createApp(config);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   const baseUrl = `http://127.0.0.1:${port}`;
   return {
     app,
+    events: app.get<EventStore>(EVENT_STORE),
     http: request(baseUrl),
     baseUrl,
     dataDir,
     async close({ keepData = false } = {}) {
       await app.close();
       if (!keepData) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * startTestApp with TEST_WORKERS=N: `node dist/main.js` with WORKERS=N, ready once every worker
+ * listens. Closing it stops it with SIGTERM and fails when it did not exit 0 or a worker died
+ * on the way (the primary would have replaced it silently).
+ */
+async function startWorkers(dataDir: string, accounts: Map<string, string>, env: NodeJS.ProcessEnv = {}): Promise<TestApp> {
+  const service = await startChildService(dataDir, {
+    // warn: each worker still says where it listens, and nothing per request fills the output.
+    LOG_LEVEL: 'warn',
+    ...env,
+    ACCESS_TOKENS: [...accounts].map(([token, account]) => `${token}:${account}`).join(','),
+  });
+  const events = await openEventStore(loadConfig({ DATA_DIR: dataDir, ...liveStoreEnv(), ...env }));
+  return {
+    get app(): never {
+      throw new Error(`TEST_WORKERS=${TEST_WORKERS}: the app runs in other processes; this suite needs describeUnlessWorkers`);
+    },
+    events,
+    http: request(service.url),
+    baseUrl: service.url,
+    dataDir,
+    async close({ keepData = false } = {}) {
+      await events.close();
+      service.process.kill('SIGTERM');
+      const code = await service.exited;
+      if (!keepData) rmSync(dataDir, { recursive: true, force: true });
+      const died = service.output().match(/Worker \d+ died.*/g);
+      if (code !== 0 || died) throw new Error(`the service ${died ? `lost a worker (${died.join('; ')})` : `exited ${code}`}:\n${service.output()}`);
     },
   };
 }
