@@ -12,7 +12,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LoadResult, LoadSpec } from './load-worker';
+import { generatorName, LoadResult, LoadSpec } from './load-worker';
 import { rebuildAll } from './rebuild';
 import { seedCustomers } from './seed';
 
@@ -61,7 +61,7 @@ export async function main(args: string[]): Promise<void> {
     only: args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined,
   };
   console.log(
-    `Load: ${options.connections} connections, ${options.durationSeconds} s per row, autocannon in a forked process; service WORKERS=${options.workers}.`,
+    `Load: ${options.connections} connections, ${options.durationSeconds} s per row, generator ${generatorName()} in a process of its own; service WORKERS=${options.workers}.`,
   );
 
   const small = await smallDataRun(options);
