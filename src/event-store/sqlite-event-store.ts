@@ -1,4 +1,6 @@
 import type { Statement } from 'better-sqlite3';
+import { closeSync, fdatasync, openSync } from 'node:fs';
+import { promisify } from 'node:util';
 import type { SqliteDatabase } from '../storage/sqlite-database';
 import {
   AppendResult,
@@ -53,18 +55,33 @@ interface PendingAppend {
  * (stream_id, stream_revision) index guarantees one event per revision even across processes, and
  * appends run in an IMMEDIATE transaction so the revision check and the insert cannot interleave.
  *
- * Group commit: the appends asked for within one turn of the event loop share one durable
- * transaction, so one fsync serves them all. Each runs in its own savepoint, checked against its own
- * expected revision (and seeing the appends before it in the group), and each caller hears of its
- * own append only once the whole group is on disk.
+ * Group commit: the appends asked for within one turn of the event loop share one transaction.
+ * Each runs in its own savepoint, checked against its own expected revision (and seeing the appends
+ * before it in the group), and each caller hears of its own append only once the whole group is on
+ * disk.
+ *
+ * On a durable connection (synchronous=FULL), SQLite would fsync the WAL inside each commit, on the
+ * event loop: every request waits out the disk. Instead this store commits with synchronous=NORMAL
+ * and syncs the WAL file itself, off the loop (fdatasync in libuv's thread pool); groups committed
+ * while a sync runs share the next one. An append is answered, and an event handed to a subscriber
+ * (so to the read models), only once the WAL holding it is synced: a 2xx, or a read showing a write,
+ * survives a crash or power loss as before. One sync of the file covers every process's commits in
+ * it, so events other processes appended are synced here too before they are folded. Checkpoints
+ * sync the WAL before copying it into the database, as SQLite does at NORMAL.
  */
 export class SqliteEventStore implements EventStore {
   private readonly wakeUps = new Set<() => void>();
   private readonly appendGroup: (group: PendingAppend[]) => ({ result: AppendResult } | { error: unknown })[];
   private pending: PendingAppend[] = [];
   private readonly selectStream: Statement<[string, number], EventTuple>;
-  private readonly selectAfter: Statement<[number, number], EventTuple>;
+  private readonly selectAfter: Statement<[number, number, number], EventTuple>;
   private readonly selectHead: Statement<[], { pos: number | null }>;
+  /** The WAL file, kept open to sync it; undefined on a connection that is not durable. */
+  private readonly wal?: number;
+  /** Every event up to this position is on disk (all of them on a connection that is not durable). */
+  private durable = 0;
+  /** The sync under way, and the position it makes durable. */
+  private syncing?: { upTo: number; done: Promise<void> };
 
   /**
    * @param pollIntervalMs how often a subscriber looks for events appended by other processes (other
@@ -102,7 +119,9 @@ export class SqliteEventStore implements EventStore {
       )
       .raw();
     this.selectAfter = db
-      .prepare<[number, number], EventTuple>(`SELECT ${EVENT_COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?`)
+      .prepare<[number, number, number], EventTuple>(
+        `SELECT ${EVENT_COLUMNS} FROM events WHERE global_position > ? AND global_position <= ? ORDER BY global_position LIMIT ?`,
+      )
       .raw();
     this.selectHead = db.prepare('SELECT max(global_position) AS pos FROM events');
 
@@ -146,6 +165,15 @@ export class SqliteEventStore implements EventStore {
       }),
     );
     this.appendGroup = (group) => groupTx.immediate(group);
+
+    if (db.pragma('synchronous', { simple: true }) === SYNCHRONOUS_FULL) {
+      db.pragma('synchronous = NORMAL');
+      // Kept open for the store's life: SQLite keeps the WAL while a connection is open. The mode is
+      // the database file's, in case this open makes the file.
+      this.wal = openSync(`${db.name}-wal`, 'a', 0o600);
+    } else {
+      this.durable = Number.MAX_SAFE_INTEGER;
+    }
   }
 
   async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
@@ -156,15 +184,17 @@ export class SqliteEventStore implements EventStore {
     });
   }
 
-  /** Commits every append asked for since the last group, then answers each. */
-  private commitPending(): void {
+  /** Commits every append asked for since the last group, then answers each once it is on disk. */
+  private async commitPending(): Promise<void> {
     const group = this.pending;
     this.pending = [];
     let outcomes: ReturnType<typeof this.appendGroup>;
     try {
       outcomes = this.appendGroup(group);
+      await this.durableUpTo(this.selectHead.get()?.pos ?? 0);
     } catch (error) {
-      // The transaction itself failed (busy, disk, closed): nothing of the group was stored.
+      // The transaction failed (busy, disk, closed): nothing of the group was stored. Or its sync
+      // failed: what was stored may not survive a crash, so no append of the group is confirmed.
       for (const append of group) append.reject(error);
       return;
     }
@@ -174,6 +204,26 @@ export class SqliteEventStore implements EventStore {
       else append.reject(outcome.error);
     });
     this.wakeSubscribers();
+  }
+
+  /**
+   * Resolves once every event up to `position` is on disk: at the end of the sync under way if it
+   * covers them, else of one started after it (which covers whatever was committed meanwhile).
+   */
+  private async durableUpTo(position: number): Promise<void> {
+    while (this.durable < position) {
+      if (!this.syncing) {
+        // Read before the sync starts: what is committed by then is what the sync makes durable.
+        const upTo = this.selectHead.get()?.pos ?? 0;
+        const done = syncData(this.wal!).then(
+          () => {
+            this.durable = Math.max(this.durable, upTo);
+          },
+        ).finally(() => (this.syncing = undefined));
+        this.syncing = { upTo, done };
+      }
+      await this.syncing.done;
+    }
   }
 
   async readStream(streamId: string, fromRevision = 0): Promise<StoredEvent[]> {
@@ -194,9 +244,13 @@ export class SqliteEventStore implements EventStore {
     const batchSize = options.maxBatchSize ?? DEFAULT_BATCH;
     let after = Number(from.commit);
     while (!options.signal.aborted) {
-      const rows = this.selectAfter.all(after, batchSize);
+      const rows = this.selectAfter.all(after, this.durable, batchSize);
       if (rows.length === 0) {
-        await this.nextAppend(options.signal);
+        // Events committed but not yet synced (another process's, or a group of this one's whose
+        // sync is under way) are handed on once a sync here has made them durable.
+        const head = this.selectHead.get()?.pos ?? 0;
+        if (head > this.durable) await this.durableUpTo(head);
+        else await this.nextAppend(options.signal);
         continue;
       }
       after = rows[rows.length - 1][0];
@@ -209,7 +263,9 @@ export class SqliteEventStore implements EventStore {
   /** Closes the connection this store was given. */
   async close(): Promise<void> {
     this.wakeSubscribers();
+    await this.syncing?.done.catch(() => undefined);
     this.db.close();
+    if (this.wal !== undefined) closeSync(this.wal);
   }
 
   private wakeSubscribers(): void {
@@ -231,6 +287,11 @@ export class SqliteEventStore implements EventStore {
     });
   }
 }
+
+/** `PRAGMA synchronous` as a number: 2 is FULL. */
+const SYNCHRONOUS_FULL = 2;
+
+const syncData = promisify(fdatasync);
 
 function toPosition(globalPosition: number): Position {
   const p = BigInt(globalPosition);
