@@ -1,6 +1,5 @@
 import type { Statement } from 'better-sqlite3';
 import { closeSync, fdatasync, openSync } from 'node:fs';
-import { promisify } from 'node:util';
 import type { SqliteDatabase } from '../storage/sqlite-database';
 import {
   AppendResult,
@@ -74,14 +73,14 @@ export class SqliteEventStore implements EventStore {
   private readonly appendGroup: (group: PendingAppend[]) => ({ result: AppendResult } | { error: unknown })[];
   private pending: PendingAppend[] = [];
   private readonly selectStream: Statement<[string, number], EventTuple>;
-  private readonly selectAfter: Statement<[number, number, number], EventTuple>;
+  private readonly selectAfter: Statement<[number, number], EventTuple>;
   private readonly selectHead: Statement<[], { pos: number | null }>;
   /** The WAL file, kept open to sync it; undefined on a connection that is not durable. */
   private readonly wal?: number;
   /** Every event up to this position is on disk (all of them on a connection that is not durable). */
   private durable = 0;
-  /** The sync under way, and the position it makes durable. */
-  private syncing?: { upTo: number; done: Promise<void> };
+  /** The sync under way. */
+  private syncing?: Promise<void>;
 
   /**
    * @param pollIntervalMs how often a subscriber looks for events appended by other processes (other
@@ -119,9 +118,7 @@ export class SqliteEventStore implements EventStore {
       )
       .raw();
     this.selectAfter = db
-      .prepare<[number, number, number], EventTuple>(
-        `SELECT ${EVENT_COLUMNS} FROM events WHERE global_position > ? AND global_position <= ? ORDER BY global_position LIMIT ?`,
-      )
+      .prepare<[number, number], EventTuple>(`SELECT ${EVENT_COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?`)
       .raw();
     this.selectHead = db.prepare('SELECT max(global_position) AS pos FROM events');
 
@@ -191,7 +188,7 @@ export class SqliteEventStore implements EventStore {
     let outcomes: ReturnType<typeof this.appendGroup>;
     try {
       outcomes = this.appendGroup(group);
-      await this.durableUpTo(this.selectHead.get()?.pos ?? 0);
+      await this.durableUpTo(Math.max(0, ...outcomes.map((o) => ('result' in o ? Number(o.result.position.commit) : 0))));
     } catch (error) {
       // The transaction failed (busy, disk, closed): nothing of the group was stored. Or its sync
       // failed: what was stored may not survive a crash, so no append of the group is confirmed.
@@ -207,22 +204,19 @@ export class SqliteEventStore implements EventStore {
   }
 
   /**
-   * Resolves once every event up to `position` is on disk: at the end of the sync under way if it
-   * covers them, else of one started after it (which covers whatever was committed meanwhile).
+   * Resolves once every event up to `position` is on disk: at the end of the sync under way if that
+   * covers it, else of the one started after it (which covers whatever was committed meanwhile).
    */
   private async durableUpTo(position: number): Promise<void> {
     while (this.durable < position) {
       if (!this.syncing) {
         // Read before the sync starts: what is committed by then is what the sync makes durable.
         const upTo = this.selectHead.get()?.pos ?? 0;
-        const done = syncData(this.wal!).then(
-          () => {
-            this.durable = Math.max(this.durable, upTo);
-          },
-        ).finally(() => (this.syncing = undefined));
-        this.syncing = { upTo, done };
+        this.syncing = syncData(this.wal!)
+          .then(() => void (this.durable = Math.max(this.durable, upTo)))
+          .finally(() => (this.syncing = undefined));
       }
-      await this.syncing.done;
+      await this.syncing;
     }
   }
 
@@ -244,16 +238,15 @@ export class SqliteEventStore implements EventStore {
     const batchSize = options.maxBatchSize ?? DEFAULT_BATCH;
     let after = Number(from.commit);
     while (!options.signal.aborted) {
-      const rows = this.selectAfter.all(after, this.durable, batchSize);
+      const rows = this.selectAfter.all(after, batchSize);
       if (rows.length === 0) {
-        // Events committed but not yet synced (another process's, or a group of this one's whose
-        // sync is under way) are handed on once a sync here has made them durable.
-        const head = this.selectHead.get()?.pos ?? 0;
-        if (head > this.durable) await this.durableUpTo(head);
-        else await this.nextAppend(options.signal);
+        await this.nextAppend(options.signal);
         continue;
       }
       after = rows[rows.length - 1][0];
+      // Events committed but not yet synced (another process's, or a group of this one's whose sync
+      // is under way) are handed on once a sync here has made them durable.
+      await this.durableUpTo(after);
       const prefix = options.streamPrefix ?? '';
       const events = rows.filter((r) => r[2].startsWith(prefix)).map(toStoredEvent);
       yield { events, position: toPosition(after) };
@@ -263,7 +256,7 @@ export class SqliteEventStore implements EventStore {
   /** Closes the connection this store was given. */
   async close(): Promise<void> {
     this.wakeSubscribers();
-    await this.syncing?.done.catch(() => undefined);
+    await this.syncing?.catch(() => undefined);
     this.db.close();
     if (this.wal !== undefined) closeSync(this.wal);
   }
@@ -291,7 +284,8 @@ export class SqliteEventStore implements EventStore {
 /** `PRAGMA synchronous` as a number: 2 is FULL. */
 const SYNCHRONOUS_FULL = 2;
 
-const syncData = promisify(fdatasync);
+/** fdatasync in libuv's thread pool: the event loop serves on while the disk works. */
+const syncData = (fd: number) => new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
 
 function toPosition(globalPosition: number): Position {
   const p = BigInt(globalPosition);
