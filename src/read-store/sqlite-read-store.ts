@@ -16,6 +16,10 @@ import {
   RebuildBehindError,
 } from './read-store.port';
 
+/** The columns a document is read from, id first: not the filter columns, which only queries use (fewer columns, cheaper rows). */
+const DOCUMENT_COLUMNS = ['id', 'account_id', 'revision', 'seq', 'deleted', 'created', 'fields'];
+const DOCUMENT = DOCUMENT_COLUMNS.join(', ');
+
 interface DocumentRow {
   id: string;
   account_id: string;
@@ -235,7 +239,7 @@ export class SqliteReadStore implements ReadStore {
       }
       const clause = where.join(' AND ');
       statements = {
-        page: this.db.prepare(`SELECT * FROM ${table.name} WHERE ${clause} ORDER BY seq ${order === 'newest' ? 'DESC' : 'ASC'} LIMIT ? OFFSET ?`),
+        page: this.db.prepare(`SELECT ${DOCUMENT} FROM ${table.name} WHERE ${clause} ORDER BY seq ${order === 'newest' ? 'DESC' : 'ASC'} LIMIT ? OFFSET ?`),
         count: this.db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, (SELECT count(*) FROM ${table.name} WHERE ${clause}) AS total`),
       };
       table.finds.set(key, statements);
@@ -476,7 +480,7 @@ export class SqliteReadStore implements ReadStore {
           .map((col) => `${col} = ?`)
           .join(', ')} WHERE rowid = ? AND revision < ?`,
       ),
-      selectByRowids: this.db.prepare(`SELECT * FROM ${name} WHERE rowid IN (SELECT value FROM json_each(?))`),
+      selectByRowids: this.db.prepare(`SELECT ${DOCUMENT} FROM ${name} WHERE rowid IN (SELECT value FROM json_each(?))`),
     };
   }
 
@@ -501,12 +505,12 @@ export class SqliteReadStore implements ReadStore {
            WHERE excluded.revision > ${name}.revision`,
         )),
       selectOne: this.db.prepare(
-        `SELECT g.generation AS live_generation, d.* FROM read_model_generations g
+        `SELECT g.generation AS live_generation, ${DOCUMENT_COLUMNS.map((c) => `d.${c}`).join(', ')} FROM read_model_generations g
          LEFT JOIN ${name} d ON d.id = @id AND d.account_id = @accountId AND d.deleted = 0
          WHERE g.collection = @collection AND g.state = 'live'`,
       ),
-      selectOldest: this.db.prepare<[string], DocumentRow>(`SELECT * FROM ${name} WHERE account_id = ? AND deleted = 0 ORDER BY seq LIMIT 1`),
-      selectMany: this.db.prepare<[string], DocumentRow>(`SELECT * FROM ${name} WHERE id IN (SELECT value FROM json_each(?))`),
+      selectOldest: this.db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE account_id = ? AND deleted = 0 ORDER BY seq LIMIT 1`),
+      selectMany: this.db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE id IN (SELECT value FROM json_each(?))`),
       finds: new Map(),
     };
     // Statements of generations this process no longer reads go with the new one's arrival.
@@ -523,7 +527,7 @@ const idIndex = (table: string) => `CREATE UNIQUE INDEX IF NOT EXISTS ${table}_b
 
 /** A document table's columns, id first. */
 function allColumns(schema: CollectionSchema): string[] {
-  return ['id', 'account_id', 'revision', 'seq', 'deleted', 'created', 'fields', ...Object.keys(schema.filters).map(filterColumn)];
+  return [...DOCUMENT_COLUMNS, ...Object.keys(schema.filters).map(filterColumn)];
 }
 
 function positionOf(row: GenerationRow): Position | null {
