@@ -1,4 +1,4 @@
-// `npm run bench [-- http] [--scale] [--duration S] [--connections N] [--only <part of a row's name>] [--workers N,M]`
+// `npm run bench [-- http] [--scale] [--duration S] [--connections N] [--only <part of a row's name>] [--workers N,M] [--autocannon]`
 // Starts the built service (dist/main.js) as users run it (logs at info into a file, metrics, rate
 // limits on with a limit above the load) on a fresh data directory, once per WORKERS setting (1 and
 // 2 unless told), loads each route over loopback (load-worker.ts: wrk, or autocannon without it)
@@ -32,6 +32,8 @@ interface Options {
   connections: number;
   /** The service's WORKERS settings, each run beside the others. */
   workers: number[];
+  /** autocannon as the load generator even where wrk is installed. */
+  autocannon: boolean;
 }
 
 interface Row {
@@ -67,10 +69,11 @@ export async function main(args: string[]): Promise<void> {
     durationSeconds: numberArg(args, '--duration', 10),
     connections: numberArg(args, '--connections', 32),
     workers: numberListArg(args, '--workers', [1, 2]),
+    autocannon: args.includes('--autocannon'),
     only: args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined,
   };
   console.log(
-    `Load: ${options.connections} connections, ${options.durationSeconds} s per row, generator ${generatorName()} in a process of its own; service at WORKERS=${options.workers.join(' and ')}.`,
+    `Load: ${options.connections} connections, ${options.durationSeconds} s per row, generator ${generatorName(options.autocannon)} in a process of its own; service at WORKERS=${options.workers.join(' and ')}.`,
   );
 
   const small = await smallDataRun(options);
@@ -178,7 +181,14 @@ const LIMIT = 'limit: raw node:http';
  */
 async function runRows(services: Service[], yardsticks: Yardsticks, rows: Row[], options: Options): Promise<Map<string, RowResult>> {
   const run = async (target: Service, name: string, spec: ReturnType<Row['spec']>) => {
-    const result = await load({ ...spec, url: target.url, token: TOKEN, connections: options.connections, durationSeconds: options.durationSeconds });
+    const result = await load({
+      ...spec,
+      url: target.url,
+      token: TOKEN,
+      connections: options.connections,
+      durationSeconds: options.durationSeconds,
+      autocannon: options.autocannon,
+    });
     if (result.failures > 0) throw new Error(`${name}: ${result.failures} of ${result.requests} requests failed\n${target.output().slice(-2000)}`);
     return result;
   };

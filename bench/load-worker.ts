@@ -32,6 +32,8 @@ export interface LoadSpec {
   rename?: boolean;
   connections: number;
   durationSeconds: number;
+  /** autocannon even where wrk is installed (to compare with runs made before the bench used wrk). */
+  autocannon?: boolean;
 }
 
 export interface LoadResult {
@@ -50,8 +52,9 @@ export function wrkVersion(): string | undefined {
   return `${probe.stdout}${probe.stderr}`.match(/^wrk (\S+)/m)?.[1] ?? 'unknown version';
 }
 
-/** The generator this machine runs: wrk if installed, else autocannon. */
-export function generatorName(): string {
+/** The generator a run uses: wrk if installed, else autocannon. */
+export function generatorName(autocannon = false): string {
+  if (autocannon) return 'autocannon (as asked)';
   const wrk = wrkVersion();
   return wrk ? `wrk ${wrk}, one thread` : 'autocannon (wrk is not installed)';
 }
@@ -148,7 +151,7 @@ function runWrk(spec: LoadSpec): Promise<LoadResult> {
 // Run as a forked worker; bench/http.ts imports it only for its types and generatorName().
 if (require.main === module) {
   process.once('message', (spec: LoadSpec) => {
-    (wrkVersion() ? runWrk(spec) : runAutocannon(spec)).then(
+    (!spec.autocannon && wrkVersion() ? runWrk(spec) : runAutocannon(spec)).then(
       (result) => process.send!(result, () => process.exit(0)),
       (error) => {
         console.error(error);
