@@ -7,7 +7,7 @@
 // Raw node:http, the limit, runs beside it.
 // With --scale it then seeds 1,000,000 customers over 100 accounts through the event store, folds
 // them with the operators' rebuild, and measures the read and list rows again at that size.
-import { ChildProcess, fork, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
@@ -168,6 +168,29 @@ async function scaleRun(options: Options, small: Map<string, RowResult>): Promis
 /** A row's figures, and its ratio to the floor runs right before and right after it. */
 interface RowResult extends LoadResult {
   ratio: number;
+  /** CPU time the process (with its workers) used over the row, where /proc tells it. */
+  cpuSeconds?: number;
+}
+
+/**
+ * CPU seconds (user and system) a process and its children have used so far, from /proc (Linux);
+ * undefined elsewhere. Beside req/s it tells whether a row was short of CPU (the machine's other
+ * work took it) or of something else, and what a request costs whatever the machine's load.
+ */
+function cpuSeconds(pid: number): number | undefined {
+  const pids = [pid];
+  try {
+    pids.push(...execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number));
+  } catch {
+    // pgrep exits 1 when the process has no children.
+  }
+  try {
+    // utime and stime, in clock ticks of 1/100 s.
+    const ticks = (p: number) => readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ').slice(11, 13).map(Number);
+    return pids.reduce((sum, p) => sum + ticks(p)[0] + ticks(p)[1], 0) / 100;
+  } catch {
+    return undefined;
+  }
 }
 
 const FLOOR = 'floor: bare NestJS + Express';
@@ -180,7 +203,8 @@ const LIMIT = 'limit: raw node:http';
  * mean; the limit runs at the start and at the end, and is set against the floor the same way.
  */
 async function runRows(services: Service[], yardsticks: Yardsticks, rows: Row[], options: Options): Promise<Map<string, RowResult>> {
-  const run = async (target: Service, name: string, spec: ReturnType<Row['spec']>) => {
+  const run = async (target: Service, name: string, spec: ReturnType<Row['spec']>): Promise<LoadResult & { cpuSeconds?: number }> => {
+    const cpuBefore = cpuSeconds(target.child.pid!);
     const result = await load({
       ...spec,
       url: target.url,
@@ -190,7 +214,8 @@ async function runRows(services: Service[], yardsticks: Yardsticks, rows: Row[],
       autocannon: options.autocannon,
     });
     if (result.failures > 0) throw new Error(`${name}: ${result.failures} of ${result.requests} requests failed\n${target.output().slice(-2000)}`);
-    return result;
+    const cpuAfter = cpuSeconds(target.child.pid!);
+    return { ...result, cpuSeconds: cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore };
   };
   const constant: ReturnType<Row['spec']> = { method: 'GET', paths: ['/v1/customers'] };
   const floors = [await run(yardsticks.floor, FLOOR, constant)];
@@ -198,15 +223,22 @@ async function runRows(services: Service[], yardsticks: Yardsticks, rows: Row[],
   const results = new Map<string, RowResult>();
   const aroundLast = () => (floors[floors.length - 2].requestsPerSecond + floors[floors.length - 1].requestsPerSecond) / 2;
   for (const row of rows) {
-    const measured: [number, LoadResult][] = [];
+    const measured: [number, LoadResult & { cpuSeconds?: number }][] = [];
     for (const [i, service] of services.entries()) measured.push([service.workers!, await run(service, row.name, row.spec(i))]);
     floors.push(await run(yardsticks.floor, FLOOR, constant));
     for (const [workers, result] of measured) results.set(rowKey(row.name, workers), { ...result, ratio: result.requestsPerSecond / aroundLast() });
   }
   limits.push(await run(yardsticks.limit, LIMIT, constant));
   floors.push(await run(yardsticks.floor, FLOOR, constant));
-  const mean = (of: LoadResult[], f: (r: LoadResult) => number) => of.reduce((sum, r) => sum + f(r), 0) / of.length;
-  const summary = (of: LoadResult[]) => ({ ...of[0], requestsPerSecond: mean(of, (r) => r.requestsPerSecond), p50: mean(of, (r) => r.p50), p99: mean(of, (r) => r.p99) });
+  const mean = <R extends LoadResult>(of: R[], f: (r: R) => number) => of.reduce((sum, r) => sum + f(r), 0) / of.length;
+  const summary = (of: (LoadResult & { cpuSeconds?: number })[]) => ({
+    ...of[0],
+    requestsPerSecond: mean(of, (r) => r.requestsPerSecond),
+    p50: mean(of, (r) => r.p50),
+    p99: mean(of, (r) => r.p99),
+    requests: mean(of, (r) => r.requests),
+    cpuSeconds: of.some((r) => r.cpuSeconds === undefined) ? undefined : mean(of, (r) => r.cpuSeconds!),
+  });
   const floor = summary(floors);
   results.set(FLOOR, { ...floor, ratio: 1 });
   results.set(LIMIT, { ...summary(limits), ratio: summary(limits).requestsPerSecond / floor.requestsPerSecond });
@@ -220,10 +252,12 @@ function printTable(title: string, rows: Row[], results: Map<string, RowResult>,
   const [first, second] = options.workers;
   const scaling = second !== undefined;
   console.log(`\n${title}\n`);
-  console.log(`| Route | WORKERS | req/s | p50 ms | p99 ms | × floor around it | target |${scaling ? ` × WORKERS=${first} | target |` : ''}`);
-  console.log(`|---|---:|---:|---:|---:|---:|---|${scaling ? '---:|---|' : ''}`);
-  const line = (name: string, workers: string, r: RowResult, target: string, versus = '') =>
-    console.log(`| ${name} | ${workers} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${r.ratio.toFixed(2)} | ${target} |${versus}`);
+  console.log(`| Route | WORKERS | req/s | p50 ms | p99 ms | cores used | CPU µs per request | × floor around it | target |${scaling ? ` × WORKERS=${first} | target |` : ''}`);
+  console.log(`|---|---:|---:|---:|---:|---:|---:|---:|---|${scaling ? '---:|---|' : ''}`);
+  const line = (name: string, workers: string, r: RowResult, target: string, versus = '') => {
+    const cpu = r.cpuSeconds === undefined ? ' | ' : `${(r.cpuSeconds / options.durationSeconds).toFixed(2)} | ${((r.cpuSeconds * 1e6) / r.requests).toFixed(0)}`;
+    console.log(`| ${name} | ${workers} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${cpu} | ${r.ratio.toFixed(2)} | ${target} |${versus}`);
+  };
   for (const name of [LIMIT, FLOOR]) line(name, '', results.get(name)!, '', scaling ? ' | |' : '');
   for (const row of rows) {
     for (const workers of options.workers) {
