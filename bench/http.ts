@@ -1,18 +1,19 @@
-// `npm run bench [-- http] [--scale] [--duration S] [--connections N] [--only <part of a row's name>] [--workers N]`
+// `npm run bench [-- http] [--scale] [--duration S] [--connections N] [--only <part of a row's name>] [--workers N,M] [--autocannon]`
 // Starts the built service (dist/main.js) as users run it (logs at info into a file, metrics, rate
-// limits on with a limit above the load) on a fresh data directory, loads each route over loopback
-// with autocannon in a forked process, and prints req/s and p50/p99 latency per route next to the
-// floor: a bare NestJS + Express app in its own process answering a constant body of the same size
-// (bench/floor.ts). Raw node:http, the limit, runs beside it.
+// limits on with a limit above the load) on a fresh data directory, once per WORKERS setting (1 and
+// 2 unless told), loads each route over loopback (load-worker.ts: wrk, or autocannon without it)
+// and prints req/s and p50/p99 latency per route and setting next to the floor: a bare NestJS +
+// Express app in its own process answering a constant body of the same size (bench/floor.ts).
+// Raw node:http, the limit, runs beside it.
 // With --scale it then seeds 1,000,000 customers over 100 accounts through the event store, folds
 // them with the operators' rebuild, and measures the read and list rows again at that size.
-import { ChildProcess, fork, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LoadResult, LoadSpec } from './load-worker';
+import { generatorName, LoadResult, LoadSpec } from './load-worker';
 import { rebuildAll } from './rebuild';
 import { seedCustomers } from './seed';
 
@@ -29,14 +30,19 @@ interface Options {
   only?: string;
   durationSeconds: number;
   connections: number;
-  /** The service's WORKERS. */
-  workers: number;
+  /** The service's WORKERS settings, each run beside the others. */
+  workers: number[];
+  /** autocannon as the load generator even where wrk is installed. */
+  autocannon: boolean;
 }
 
 interface Row {
   name: string;
   target?: number;
-  spec: Omit<LoadSpec, 'url' | 'token' | 'connections' | 'durationSeconds'>;
+  /** Reads and lists: a second worker should serve more of them (target: 1.5 times at WORKERS=2). */
+  scales?: boolean;
+  /** The load on the i-th service (each has its own record ids). */
+  spec: (i: number) => Omit<LoadSpec, 'url' | 'token' | 'connections' | 'durationSeconds'>;
 }
 
 /** A process answering HTTP: the service, or one of the yardsticks. */
@@ -44,7 +50,12 @@ interface Service {
   url: string;
   child: ChildProcess;
   output(): string;
+  /** The service's WORKERS. */
+  workers?: number;
 }
+
+/** A row's result, by route and WORKERS setting. */
+const rowKey = (name: string, workers: number) => `${name} @${workers}`;
 
 /** The yardsticks each row is set against, each in its own process. */
 interface Yardsticks {
@@ -57,46 +68,62 @@ export async function main(args: string[]): Promise<void> {
     scale: args.includes('--scale'),
     durationSeconds: numberArg(args, '--duration', 10),
     connections: numberArg(args, '--connections', 32),
-    workers: numberArg(args, '--workers', 1),
+    workers: numberListArg(args, '--workers', [1, 2]),
+    autocannon: args.includes('--autocannon'),
     only: args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined,
   };
   console.log(
-    `Load: ${options.connections} connections, ${options.durationSeconds} s per row, autocannon in a forked process; service WORKERS=${options.workers}.`,
+    `Load: ${options.connections} connections, ${options.durationSeconds} s per row, generator ${generatorName(options.autocannon)} in a process of its own; service at WORKERS=${options.workers.join(' and ')}.`,
   );
 
   const small = await smallDataRun(options);
   if (options.scale) await scaleRun(options, small);
 }
 
-/** The rows on a fresh data directory: create/read/list/update per resource, each between two floor runs. */
+/**
+ * The rows on fresh data directories, one service per WORKERS setting: create/read/list/update per
+ * resource, the settings one after the other between two floor runs.
+ */
 async function smallDataRun(options: Options): Promise<Map<string, RowResult>> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'pcs-bench-'));
-  const service = await startService(dataDir, options.workers);
+  const services: (Service & { dataDir: string })[] = [];
   let yardsticks: Yardsticks | undefined;
   try {
-    const ids = {
-      customers: await createMany(service, 'customers', (i) => ({ name: `customer ${i}`, email: LISTED_EMAIL, company: 'Bench Co' })),
-      profiles: await createMany(service, 'profiles', (i) => ({ name: `profile ${i}`, email: LISTED_EMAIL, site: 'https://bench.example.com' })),
-    };
-    yardsticks = await startYardsticks((await call(service, 'GET', `/v1/customers/${ids.customers[0]}`)).text.length);
+    // The same records (ids aside) in each service: the rows take their paths from the first.
+    const ids: Record<'customers' | 'profiles', string[]>[] = [];
+    for (const workers of options.workers) {
+      const service = await startService(mkdtempSync(join(tmpdir(), 'pcs-bench-')), workers);
+      services.push(service);
+      ids.push({
+        customers: await createMany(service, 'customers', (i) => ({ name: `customer ${i}`, email: LISTED_EMAIL, company: 'Bench Co' })),
+        profiles: await createMany(service, 'profiles', (i) => ({ name: `profile ${i}`, email: LISTED_EMAIL, site: 'https://bench.example.com' })),
+      });
+    }
+    yardsticks = await startYardsticks((await call(services[0], 'GET', `/v1/customers/${ids[0].customers[0]}`)).text.length);
     const rows: Row[] = [];
     for (const resource of ['customers', 'profiles'] as const) {
       const body: Record<string, string> = resource === 'customers' ? { email: 'new@example.com', company: 'Bench Co' } : { email: 'new@example.com' };
-      const items = ids[resource].map((id) => `/v1/${resource}/${id}`);
+      const items = (i: number) => ids[i][resource].map((id) => `/v1/${resource}/${id}`);
       rows.push(
-        { name: `${resource}: create`, target: 0.4, spec: { method: 'POST', paths: [`/v1/${resource}`], body, rename: true } },
-        { name: `${resource}: read`, target: 0.7, spec: { method: 'GET', paths: items } },
-        { name: `${resource}: list, email filter, limit 10`, target: 0.5, spec: { method: 'GET', paths: [`/v1/${resource}?email=${LISTED_EMAIL}&limit=10`] } },
-        { name: `${resource}: update`, target: 0.4, spec: { method: 'PUT', paths: items, body: {}, rename: true } },
+        { name: `${resource}: create`, target: 0.4, spec: () => ({ method: 'POST', paths: [`/v1/${resource}`], body, rename: true }) },
+        { name: `${resource}: read`, target: 0.7, scales: true, spec: (i) => ({ method: 'GET', paths: items(i) }) },
+        {
+          name: `${resource}: list, email filter, limit 10`,
+          target: 0.5,
+          scales: true,
+          spec: () => ({ method: 'GET', paths: [`/v1/${resource}?email=${LISTED_EMAIL}&limit=10`] }),
+        },
+        { name: `${resource}: update`, target: 0.4, spec: (i) => ({ method: 'PUT', paths: items(i), body: {}, rename: true }) },
       );
     }
-    const results = await runRows(service, yardsticks, rows.filter((r) => !options.only || r.name.includes(options.only)), options);
-    printTable(`Small data (${SEEDED} customers and ${SEEDED} profiles, plus what the create rows add)`, rows, results);
+    const results = await runRows(services, yardsticks, rows.filter((r) => !options.only || r.name.includes(options.only)), options);
+    printTable(`Small data (${SEEDED} customers and ${SEEDED} profiles, plus what the create rows add)`, rows, results, options);
     return results;
   } finally {
-    await stopService(service);
+    for (const service of services) {
+      await stopService(service);
+      rmSync(service.dataDir, { recursive: true, force: true });
+    }
     if (yardsticks) await Promise.all([stopService(yardsticks.floor), stopService(yardsticks.limit)]);
-    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
@@ -109,21 +136,24 @@ async function scaleRun(options: Options, small: Map<string, RowResult>): Promis
 
     const rebuilt = await rebuildAll(join(dataDir, 'service.sqlite'));
     console.log(`Projection rebuild (\`projections rebuild all\`): ${rebuilt.seconds.toFixed(1)} s, ${Math.round(rebuilt.events / rebuilt.seconds).toLocaleString('en')} events/s.`);
-    const service = await startService(dataDir, options.workers);
+    // At the first WORKERS setting only: the question here is the size of the data.
+    const scaled = { ...options, workers: options.workers.slice(0, 1) };
+    const service = await startService(dataDir, scaled.workers[0]);
     let yardsticks: Yardsticks | undefined;
     try {
       const items = seeded.sampleIds.map((id) => `/v1/customers/${id}`);
       yardsticks = await startYardsticks((await call(service, 'GET', items[0])).text.length);
       const rows: Row[] = [
-        { name: 'customers: read', target: 0.7, spec: { method: 'GET', paths: items } },
-        { name: 'customers: list, email filter, limit 10', target: 0.5, spec: { method: 'GET', paths: [`/v1/customers?email=${LISTED_EMAIL}&limit=10`] } },
+        { name: 'customers: read', target: 0.7, spec: () => ({ method: 'GET', paths: items }) },
+        { name: 'customers: list, email filter, limit 10', target: 0.5, spec: () => ({ method: 'GET', paths: [`/v1/customers?email=${LISTED_EMAIL}&limit=10`] }) },
       ];
-      const results = await runRows(service, yardsticks, rows, options);
-      printTable(`1,000,000 customers over 100 accounts (${seeded.perAccount.toLocaleString('en')} in the benchmarked account)`, rows, results);
+      const results = await runRows([service], yardsticks, rows, scaled);
+      printTable(`1,000,000 customers over 100 accounts (${seeded.perAccount.toLocaleString('en')} in the benchmarked account)`, rows, results, scaled);
       console.log('\nAt scale against small data (target: at least 0.8):');
       // Each side as a share of its own floors, so the machine's drift between the two runs cancels out.
-      for (const row of rows.filter((r) => small.has(r.name))) {
-        const ratio = results.get(row.name)!.ratio / small.get(row.name)!.ratio;
+      const key = (name: string) => rowKey(name, scaled.workers[0]);
+      for (const row of rows.filter((r) => small.has(key(r.name)))) {
+        const ratio = results.get(key(row.name))!.ratio / small.get(key(row.name))!.ratio;
         console.log(`  ${row.name.padEnd(42)} ${ratio.toFixed(2)} ${ratio >= 0.8 ? 'ok' : 'BELOW TARGET'}`);
       }
     } finally {
@@ -138,36 +168,77 @@ async function scaleRun(options: Options, small: Map<string, RowResult>): Promis
 /** A row's figures, and its ratio to the floor runs right before and right after it. */
 interface RowResult extends LoadResult {
   ratio: number;
+  /** CPU time the process (with its workers) used over the row, where /proc tells it. */
+  cpuSeconds?: number;
+}
+
+/**
+ * CPU seconds (user and system) a process and its children have used so far, from /proc (Linux);
+ * undefined elsewhere. Beside req/s it tells whether a row was short of CPU (the machine's other
+ * work took it) or of something else, and what a request costs whatever the machine's load.
+ */
+function cpuSeconds(pid: number): number | undefined {
+  const pids = [pid];
+  try {
+    pids.push(...execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number));
+  } catch {
+    // pgrep exits 1 when the process has no children.
+  }
+  try {
+    // utime and stime, in clock ticks of 1/100 s.
+    const ticks = (p: number) => readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ').slice(11, 13).map(Number);
+    return pids.reduce((sum, p) => sum + ticks(p)[0] + ticks(p)[1], 0) / 100;
+  } catch {
+    return undefined;
+  }
 }
 
 const FLOOR = 'floor: bare NestJS + Express';
 const LIMIT = 'limit: raw node:http';
 
 /**
- * Each row in its own forked autocannon, between two runs of the floor: on a shared machine the load
- * drifts, so each row is set against the floor of its own moment. The floor row is their mean; the
- * limit runs at the start and at the end, and is set against the floor the same way.
+ * Each row in its own load process, at each WORKERS setting one after the other, between two runs
+ * of the floor: on a shared machine the load drifts, so each row is set against the floor of its own
+ * moment, and the settings against each other at nearly the same moment. The floor row is their
+ * mean; the limit runs at the start and at the end, and is set against the floor the same way.
  */
-async function runRows(service: Service, yardsticks: Yardsticks, rows: Row[], options: Options): Promise<Map<string, RowResult>> {
-  const run = async (target: Service, name: string, spec: Row['spec']) => {
-    const result = await load({ ...spec, url: target.url, token: TOKEN, connections: options.connections, durationSeconds: options.durationSeconds });
+async function runRows(services: Service[], yardsticks: Yardsticks, rows: Row[], options: Options): Promise<Map<string, RowResult>> {
+  const run = async (target: Service, name: string, spec: ReturnType<Row['spec']>): Promise<LoadResult & { cpuSeconds?: number }> => {
+    const cpuBefore = cpuSeconds(target.child.pid!);
+    const result = await load({
+      ...spec,
+      url: target.url,
+      token: TOKEN,
+      connections: options.connections,
+      durationSeconds: options.durationSeconds,
+      autocannon: options.autocannon,
+    });
     if (result.failures > 0) throw new Error(`${name}: ${result.failures} of ${result.requests} requests failed\n${target.output().slice(-2000)}`);
-    return result;
+    const cpuAfter = cpuSeconds(target.child.pid!);
+    return { ...result, cpuSeconds: cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore };
   };
-  const constant: Row['spec'] = { method: 'GET', paths: ['/v1/customers'] };
+  const constant: ReturnType<Row['spec']> = { method: 'GET', paths: ['/v1/customers'] };
   const floors = [await run(yardsticks.floor, FLOOR, constant)];
   const limits = [await run(yardsticks.limit, LIMIT, constant)];
   const results = new Map<string, RowResult>();
   const aroundLast = () => (floors[floors.length - 2].requestsPerSecond + floors[floors.length - 1].requestsPerSecond) / 2;
   for (const row of rows) {
-    const result = await run(service, row.name, row.spec);
+    const measured: [number, LoadResult & { cpuSeconds?: number }][] = [];
+    for (const [i, service] of services.entries()) measured.push([service.workers!, await run(service, row.name, row.spec(i))]);
     floors.push(await run(yardsticks.floor, FLOOR, constant));
-    results.set(row.name, { ...result, ratio: result.requestsPerSecond / aroundLast() });
+    for (const [workers, result] of measured) results.set(rowKey(row.name, workers), { ...result, ratio: result.requestsPerSecond / aroundLast() });
   }
   limits.push(await run(yardsticks.limit, LIMIT, constant));
   floors.push(await run(yardsticks.floor, FLOOR, constant));
-  const mean = (of: LoadResult[], f: (r: LoadResult) => number) => of.reduce((sum, r) => sum + f(r), 0) / of.length;
-  const summary = (of: LoadResult[]) => ({ ...of[0], requestsPerSecond: mean(of, (r) => r.requestsPerSecond), p50: mean(of, (r) => r.p50), p99: mean(of, (r) => r.p99) });
+  const mean = <R extends LoadResult>(of: R[], f: (r: R) => number) => of.reduce((sum, r) => sum + f(r), 0) / of.length;
+  const summary = (of: (LoadResult & { cpuSeconds?: number })[]) => ({
+    ...of[0],
+    requestsPerSecond: mean(of, (r) => r.requestsPerSecond),
+    p50: mean(of, (r) => r.p50),
+    p99: mean(of, (r) => r.p99),
+    requests: mean(of, (r) => r.requests),
+    cpuSeconds: of.some((r) => r.cpuSeconds === undefined) ? undefined : mean(of, (r) => r.cpuSeconds!),
+  });
   const floor = summary(floors);
   results.set(FLOOR, { ...floor, ratio: 1 });
   results.set(LIMIT, { ...summary(limits), ratio: summary(limits).requestsPerSecond / floor.requestsPerSecond });
@@ -176,16 +247,31 @@ async function runRows(service: Service, yardsticks: Yardsticks, rows: Row[], op
   return results;
 }
 
-function printTable(title: string, rows: Row[], results: Map<string, RowResult>): void {
+/** One table row per route and WORKERS setting; with two settings, the second's throughput as a multiple of the first's. */
+function printTable(title: string, rows: Row[], results: Map<string, RowResult>, options: Options): void {
+  const [first, second] = options.workers;
+  const scaling = second !== undefined;
   console.log(`\n${title}\n`);
-  console.log('| Route | req/s | p50 ms | p99 ms | × floor around it | target |');
-  console.log('|---|---:|---:|---:|---:|---|');
-  for (const name of [LIMIT, FLOOR, ...rows.map((r) => r.name)].filter((n) => results.has(n))) {
-    const row = rows.find((r) => r.name === name) ?? { target: undefined };
-    const r = results.get(name)!;
-    const { ratio } = r;
-    const target = row.target === undefined ? '' : `≥ ${row.target} ${ratio >= row.target ? 'ok' : 'BELOW'}`;
-    console.log(`| ${name} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${ratio.toFixed(2)} | ${target} |`);
+  console.log(`| Route | WORKERS | req/s | p50 ms | p99 ms | cores used | CPU µs per request | × floor around it | target |${scaling ? ` × WORKERS=${first} | target |` : ''}`);
+  console.log(`|---|---:|---:|---:|---:|---:|---:|---:|---|${scaling ? '---:|---|' : ''}`);
+  const line = (name: string, workers: string, r: RowResult, target: string, versus = '') => {
+    const cpu = r.cpuSeconds === undefined ? ' | ' : `${(r.cpuSeconds / options.durationSeconds).toFixed(2)} | ${((r.cpuSeconds * 1e6) / r.requests).toFixed(0)}`;
+    console.log(`| ${name} | ${workers} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${cpu} | ${r.ratio.toFixed(2)} | ${target} |${versus}`);
+  };
+  for (const name of [LIMIT, FLOOR]) line(name, '', results.get(name)!, '', scaling ? ' | |' : '');
+  for (const row of rows) {
+    for (const workers of options.workers) {
+      const r = results.get(rowKey(row.name, workers));
+      if (!r) continue;
+      const target = row.target === undefined ? '' : `≥ ${row.target} ${r.ratio >= row.target ? 'ok' : 'BELOW'}`;
+      let versus = '';
+      if (scaling) {
+        const times = r.requestsPerSecond / results.get(rowKey(row.name, first))!.requestsPerSecond;
+        const goal = row.scales && workers === 2 && first === 1 ? `≥ 1.5 ${times >= 1.5 ? 'ok' : 'BELOW'}` : '';
+        versus = workers === first ? ' | |' : ` ${times.toFixed(2)} | ${goal} |`;
+      }
+      line(row.name, String(workers), r, target, versus);
+    }
   }
 }
 
@@ -199,7 +285,7 @@ function load(spec: LoadSpec): Promise<LoadResult> {
 }
 
 /** The service as users run it: logs at info into a file, metrics (always on), rate limits on, above the load. */
-async function startService(dataDir: string, workers: number): Promise<Service> {
+async function startService(dataDir: string, workers: number): Promise<Service & { dataDir: string }> {
   const log = join(dataDir, 'service.log');
   const fd = openSync(log, 'a');
   const child = spawn(process.execPath, [...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), join(ROOT, 'dist', 'main.js')], {
@@ -226,7 +312,7 @@ async function startService(dataDir: string, workers: number): Promise<Service> 
     return text.slice(-65_536);
   };
   // With several workers, once every one of them listens.
-  return { url: await listening(child, output, workers > 1 ? /\d+ workers serve (http:\/\/\S+)/ : undefined), child, output };
+  return { url: await listening(child, output, workers > 1 ? /\d+ workers serve (http:\/\/\S+)/ : undefined), child, output, workers, dataDir };
 }
 
 /** The floor and the limit (bench/floor.ts), answering a constant body of `bytes` bytes. */
@@ -293,6 +379,15 @@ function call(service: Service, method: string, path: string, body?: unknown): P
     req.on('error', reject);
     req.end(payload);
   });
+}
+
+/** `--workers 1,2`: positive integers separated by commas. */
+function numberListArg(args: string[], name: string, fallback: number[]): number[] {
+  const i = args.indexOf(name);
+  if (i < 0) return fallback;
+  const values = String(args[i + 1]).split(',').map(Number);
+  if (!values.every((v) => Number.isInteger(v) && v > 0)) throw new Error(`${name} takes positive integers separated by commas`);
+  return values;
 }
 
 function numberArg(args: string[], name: string, fallback: number): number {

@@ -15,15 +15,17 @@ export class AppModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: AppModule,
+      // Routes are matched in the order their modules come: the /v1 routes first, since every
+      // route an /v1 request walks past costs a match.
       imports: [
         CqrsModule.forRoot(),
+        CustomersModule,
+        ProfilesModule,
+        AuditModule,
         MetricsModule,
         StorageModule.forRoot(config),
         ProjectionsModule.forRoot(READ_MODELS),
         HealthModule,
-        ProfilesModule,
-        CustomersModule,
-        AuditModule,
       ],
     };
   }

@@ -31,7 +31,8 @@ const corsOptions = (origins: string[]) => ({
  */
 export async function createApp(config: AppConfig): Promise<NestExpressApplication> {
   const logger = createLogger(config.logLevel);
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), new JsonExpressAdapter({ ...config, maxConnections: workerShare(config.maxConnections, config) }, logger), {
+  const adapter = new JsonExpressAdapter({ ...config, maxConnections: workerShare(config.maxConnections, config) }, logger);
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), adapter, {
     bodyParser: false,
     abortOnError: false,
     logger: new NestPinoLogger(logger),
@@ -48,7 +49,7 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   );
   app.useGlobalFilters(new ApiExceptionFilter());
   app.useGlobalPipes(new BodyValidationPipe());
-  setUpDocs(app);
+  adapter.addAfterRoutes(() => setUpDocs(app));
   await app.init();
   return app;
 }

@@ -1,4 +1,5 @@
 import type { Statement } from 'better-sqlite3';
+import { closeSync, fdatasync, openSync } from 'node:fs';
 import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
 import { checkpointAndTruncate, SqliteDatabase } from '../storage/sqlite-database';
 import {
@@ -55,10 +56,19 @@ interface PendingAppend {
  * (stream_id, stream_revision) index guarantees one event per revision even across processes, and
  * appends run in an IMMEDIATE transaction so the revision check and the insert cannot interleave.
  *
- * Group commit: the appends asked for within one turn of the event loop share one durable
- * transaction, so one fsync serves them all. Each runs in its own savepoint, checked against its own
- * expected revision (and seeing the appends before it in the group), and each caller hears of its
- * own append only once the whole group is on disk.
+ * Group commit: the appends asked for within one turn of the event loop share one transaction.
+ * Each runs in its own savepoint, checked against its own expected revision (and seeing the appends
+ * before it in the group), and each caller hears of its own append only once the whole group is on
+ * disk.
+ *
+ * On a durable connection (synchronous=FULL), SQLite would fsync the WAL inside each commit, on the
+ * event loop: every request waits out the disk. Instead this store commits with synchronous=NORMAL
+ * and syncs the WAL file itself, off the loop (fdatasync in libuv's thread pool); groups committed
+ * while a sync runs share the next one. An append is answered, and an event handed to a subscriber
+ * (so to the read models), only once the WAL holding it is synced: a 2xx, or a read showing a write,
+ * survives a crash or power loss as before. One sync of the file covers every process's commits in
+ * it, so events other processes appended are synced here too before they are folded. Checkpoints
+ * sync the WAL before copying it into the database, as SQLite does at NORMAL.
  */
 export class SqliteEventStore implements EventStore {
   private readonly wakeUps = new Set<() => void>();
@@ -69,6 +79,12 @@ export class SqliteEventStore implements EventStore {
   private readonly selectHead: Statement<[], { pos: number | null }>;
   private readonly selectPlaintext: Statement<[number, number], EventTuple>;
   private readonly replaceOne: Statement<[string, string, number]>;
+  /** The WAL file, kept open to sync it; undefined on a connection that is not durable. */
+  private readonly wal?: number;
+  /** Every event up to this position is on disk (all of them on a connection that is not durable). */
+  private durable = 0;
+  /** The sync under way. */
+  private syncing?: Promise<void>;
 
   /**
    * @param pollIntervalMs how often a subscriber looks for events appended by other processes (other
@@ -159,6 +175,15 @@ export class SqliteEventStore implements EventStore {
       }),
     );
     this.appendGroup = (group) => groupTx.immediate(group);
+
+    if (db.pragma('synchronous', { simple: true }) === SYNCHRONOUS_FULL) {
+      db.pragma('synchronous = NORMAL');
+      // Kept open for the store's life: SQLite keeps the WAL while a connection is open. The mode is
+      // the database file's, in case this open makes the file.
+      this.wal = openSync(`${db.name}-wal`, 'a', 0o600);
+    } else {
+      this.durable = Number.MAX_SAFE_INTEGER;
+    }
   }
 
   async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
@@ -169,15 +194,17 @@ export class SqliteEventStore implements EventStore {
     });
   }
 
-  /** Commits every append asked for since the last group, then answers each. */
-  private commitPending(): void {
+  /** Commits every append asked for since the last group, then answers each once it is on disk. */
+  private async commitPending(): Promise<void> {
     const group = this.pending;
     this.pending = [];
     let outcomes: ReturnType<typeof this.appendGroup>;
     try {
       outcomes = this.appendGroup(group);
+      await this.durableUpTo(Math.max(0, ...outcomes.map((o) => ('result' in o ? Number(o.result.position.commit) : 0))));
     } catch (error) {
-      // The transaction itself failed (busy, disk, closed): nothing of the group was stored.
+      // The transaction failed (busy, disk, closed): nothing of the group was stored. Or its sync
+      // failed: what was stored may not survive a crash, so no append of the group is confirmed.
       for (const append of group) append.reject(error);
       return;
     }
@@ -187,6 +214,23 @@ export class SqliteEventStore implements EventStore {
       else append.reject(outcome.error);
     });
     this.wakeSubscribers();
+  }
+
+  /**
+   * Resolves once every event up to `position` is on disk: at the end of the sync under way if that
+   * covers it, else of the one started after it (which covers whatever was committed meanwhile).
+   */
+  private async durableUpTo(position: number): Promise<void> {
+    while (this.durable < position) {
+      if (!this.syncing) {
+        // Read before the sync starts: what is committed by then is what the sync makes durable.
+        const upTo = this.selectHead.get()?.pos ?? 0;
+        this.syncing = syncData(this.wal!)
+          .then(() => void (this.durable = Math.max(this.durable, upTo)))
+          .finally(() => (this.syncing = undefined));
+      }
+      await this.syncing;
+    }
   }
 
   async readStream(streamId: string, fromRevision = 0): Promise<StoredEvent[]> {
@@ -213,6 +257,9 @@ export class SqliteEventStore implements EventStore {
         continue;
       }
       after = rows[rows.length - 1][0];
+      // Events committed but not yet synced (another process's, or a group of this one's whose sync
+      // is under way) are handed on once a sync here has made them durable.
+      await this.durableUpTo(after);
       const prefix = options.streamPrefix ?? '';
       const events = rows.filter((r) => r[2].startsWith(prefix)).map(toStoredEvent);
       yield { events, position: toPosition(after) };
@@ -248,7 +295,9 @@ export class SqliteEventStore implements EventStore {
   /** Closes the connection this store was given. */
   async close(): Promise<void> {
     this.wakeSubscribers();
+    await this.syncing?.catch(() => undefined);
     this.db.close();
+    if (this.wal !== undefined) closeSync(this.wal);
   }
 
   private wakeSubscribers(): void {
@@ -270,6 +319,12 @@ export class SqliteEventStore implements EventStore {
     });
   }
 }
+
+/** `PRAGMA synchronous` as a number: 2 is FULL. */
+const SYNCHRONOUS_FULL = 2;
+
+/** fdatasync in libuv's thread pool: the event loop serves on while the disk works. */
+const syncData = (fd: number) => new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
 
 function toPosition(globalPosition: number): Position {
   const p = BigInt(globalPosition);

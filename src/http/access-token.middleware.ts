@@ -7,21 +7,31 @@ import type { ServiceRequest } from './request-context';
 /** A token's SHA-256: what is compared, and what the rate limiter keys on, never the token itself. */
 export const digest = (token: string) => createHash('sha256').update(token, 'utf8').digest();
 
+/** A configured token: its digest, that digest as the rate limiter's key, and its account. */
+interface TokenEntry {
+  digest: Buffer;
+  key: string;
+  accountId: string;
+}
+
 /** Maps access tokens to accounts without a timing side channel. */
 export class AccessTokens {
-  private readonly entries: { digest: Buffer; accountId: string }[];
+  private readonly entries: TokenEntry[];
 
   constructor(tokens: Map<string, string>) {
-    this.entries = [...tokens].map(([token, accountId]) => ({ digest: digest(token), accountId }));
+    this.entries = [...tokens].map(([token, accountId]) => {
+      const hash = digest(token);
+      return { digest: hash, key: hash.toString('base64'), accountId };
+    });
   }
 
   /** Compares against every token in constant time, so timing tells nothing of which is close. */
-  accountFor(sent: Buffer): string | null {
-    let account: string | null = null;
+  entryFor(sent: Buffer): TokenEntry | null {
+    let found: TokenEntry | null = null;
     for (const entry of this.entries) {
-      if (timingSafeEqual(entry.digest, sent)) account = entry.accountId;
+      if (timingSafeEqual(entry.digest, sent)) found = entry;
     }
-    return account;
+    return found;
   }
 }
 
@@ -57,8 +67,8 @@ export function accessTokenMiddleware(tokens: AccessTokens, limits?: RateLimits)
     }
     const token = tokenOf(req);
     const sent = typeof token === 'string' && token !== '' ? digest(token) : undefined;
-    const accountId = sent ? tokens.accountFor(sent) : null;
-    if (!sent || !accountId) {
+    const entry = sent ? tokens.entryFor(sent) : null;
+    if (!entry) {
       failures?.hit(address);
       const problem =
         token === '' && req.query.access_token === undefined
@@ -70,12 +80,12 @@ export function accessTokenMiddleware(tokens: AccessTokens, limits?: RateLimits)
       return next(new ApiError('UNAUTHORIZED', problem));
     }
     if (limits) {
-      const wait = limits.perToken.hit(sent.toString('base64'));
+      const wait = limits.perToken.hit(entry.key);
       if (wait) {
         return next(rateLimited(wait, `Too many requests with this access token: at most ${limits.perToken.limit} per ${limits.perToken.windowMs / 1000} s.`));
       }
     }
-    req.accountId = accountId;
+    req.accountId = entry.accountId;
     next();
   };
 }

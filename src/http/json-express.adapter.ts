@@ -17,6 +17,22 @@ export class JsonExpressAdapter extends ExpressAdapter {
     this.httpServer = createHttpServer(this.getInstance(), this.limits, this.log);
   }
 
+  /** Routes to add once the service's own are (see `addAfterRoutes`). */
+  private readonly lateRoutes: (() => void)[] = [];
+
+  /**
+   * Adds routes after every controller's, just before Nest's not-found handler: a request walks
+   * past each route before its own, so rarely used ones (the docs) are best kept last.
+   */
+  addAfterRoutes(add: () => void): void {
+    this.lateRoutes.push(add);
+  }
+
+  override setNotFoundHandler(...args: Parameters<ExpressAdapter['setNotFoundHandler']>) {
+    for (const add of this.lateRoutes.splice(0)) add();
+    return super.setNotFoundHandler(...args);
+  }
+
   override reply(response: Response, body: unknown, statusCode?: number): void {
     sendJson(response, statusCode ?? response.statusCode, body ?? null);
   }

@@ -80,16 +80,28 @@ export class Metrics {
 
   /** Times a store call into `histogram`, labelled with its outcome. */
   async time<T>(histogram: Histogram<'operation' | 'outcome'>, operation: string, call: () => Promise<T>): Promise<T> {
-    const end = histogram.startTimer({ operation });
+    const started = performance.now();
+    let outcome = 'error';
     try {
       const result = await call();
-      end({ outcome: 'ok' });
+      outcome = 'ok';
       return result;
-    } catch (error) {
-      end({ outcome: 'error' });
-      throw error;
+    } finally {
+      this.series(histogram, operation, outcome).observe((performance.now() - started) / 1000);
     }
   }
+
+  /** A histogram's series for these labels, kept: prom-client would hash the labels on every call. */
+  private series(histogram: Histogram<'operation' | 'outcome'>, operation: string, outcome: string): { observe(v: number): void } {
+    let byLabels = this.storeSeries.get(histogram);
+    if (!byLabels) this.storeSeries.set(histogram, (byLabels = new Map()));
+    const key = `${operation} ${outcome}`;
+    let series = byLabels.get(key);
+    if (!series) byLabels.set(key, (series = histogram.labels({ operation, outcome })));
+    return series;
+  }
+
+  private readonly storeSeries = new Map<Histogram<'operation' | 'outcome'>, Map<string, { observe(v: number): void }>>();
 
   /**
    * Counts and times a request once its answer is done. The route is the template Express matched

@@ -16,6 +16,10 @@ import {
   RebuildBehindError,
 } from './read-store.port';
 
+/** The columns a document is read from, id first: not the filter columns, which only queries use (fewer columns, cheaper rows). */
+const DOCUMENT_COLUMNS = ['id', 'account_id', 'revision', 'seq', 'deleted', 'created', 'fields'];
+const DOCUMENT = DOCUMENT_COLUMNS.join(', ');
+
 interface DocumentRow {
   id: string;
   account_id: string;
@@ -39,15 +43,20 @@ interface GenerationRow {
 /** The prepared statements of one generation's table. */
 interface Table {
   name: string;
+  generation: number;
   /** Inserts, or overwrites with a newer revision, by id: needs the id index, so prepared on first use. */
   upsert(): Statement;
-  selectOne: Statement<[string, string], DocumentRow>;
+  /** The document (its columns null when there is none) and the generation live now: see readLive. */
+  selectOne: Statement<{ id: string; accountId: string; collection: string }, LiveRow<Partial<DocumentRow>>>;
   selectOldest: Statement<[string], DocumentRow>;
   /** Takes the ids as one JSON array, so one statement serves any number of them. */
   selectMany: Statement<[string], DocumentRow>;
   /** Prepared find statements by filter combination, built on first use. */
   finds: Map<string, { page: Statement; count: Statement }>;
 }
+
+/** A row read together with the generation live when it was read. */
+type LiveRow<T> = T & { live_generation: number | null };
 
 interface Collection {
   schema: CollectionSchema;
@@ -93,6 +102,8 @@ export class SqliteReadStore implements ReadStore {
   private readonly collections = new Map<string, Collection>();
   /** By table name. */
   private readonly builds = new Map<string, Build>();
+  /** The generation of each collection live at its last read: where the next read looks first. */
+  private readonly lastLive = new Map<string, number>();
   private readonly selectGenerations: Statement<[string], GenerationRow>;
   private readonly selectGeneration: Statement<[string, number], GenerationRow>;
   private readonly selectLive: Statement<[string], number>;
@@ -188,8 +199,11 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async get(collection: string, accountId: string, id: string): Promise<ReadDocument | null> {
-    const row = this.table(collection, this.liveGeneration(collection)).selectOne.get(id, accountId);
-    return row ? toDocument(row) : null;
+    const { row } = this.readLive(collection, (table) => {
+      const found = table.selectOne.get({ id, accountId, collection });
+      return { live: found?.live_generation ?? null, row: found };
+    });
+    return row?.id ? toDocument(row as DocumentRow) : null;
   }
 
   async oldest(collection: string, accountId: string): Promise<ReadDocument | null> {
@@ -199,9 +213,22 @@ export class SqliteReadStore implements ReadStore {
 
   async find(collection: string, query: FindQuery): Promise<FindResult> {
     const { schema } = this.collection(collection);
-    const table = this.table(collection, this.liveGeneration(collection));
     const fields = Object.keys(query.filters).sort();
     const key = `${fields.join(',')}|${query.order}`;
+    const params = [query.accountId, ...fields.map((f) => filterKey(schema.filters[f], query.filters[f]))];
+    const { documents, total } = this.readLive(collection, (table) => {
+      const statements = this.findStatements(table, collection, fields, key, query.order);
+      const { live_generation: live, total } = statements.count.get(collection, ...params) as LiveRow<{ total: number }>;
+      if (live !== table.generation) return { live, documents: [], total };
+      const rows = statements.page.all(...params, query.limit, query.offset) as DocumentRow[];
+      return { live, documents: rows.map(toDocument), total };
+    });
+    return { documents, total };
+  }
+
+  /** The page and count statements of a filter combination on one table, prepared on first use. */
+  private findStatements(table: Table, collection: string, fields: string[], key: string, order: FindQuery['order']) {
+    const { schema } = this.collection(collection);
     let statements = table.finds.get(key);
     if (!statements) {
       const where = ['account_id = ?', 'deleted = 0'];
@@ -212,17 +239,39 @@ export class SqliteReadStore implements ReadStore {
       }
       const clause = where.join(' AND ');
       statements = {
-        page: this.db.prepare(
-          `SELECT * FROM ${table.name} WHERE ${clause} ORDER BY seq ${query.order === 'newest' ? 'DESC' : 'ASC'} LIMIT ? OFFSET ?`,
-        ),
-        count: this.db.prepare(`SELECT count(*) AS total FROM ${table.name} WHERE ${clause}`).pluck(),
+        page: this.db.prepare(`SELECT ${DOCUMENT} FROM ${table.name} WHERE ${clause} ORDER BY seq ${order === 'newest' ? 'DESC' : 'ASC'} LIMIT ? OFFSET ?`),
+        count: this.db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, (SELECT count(*) FROM ${table.name} WHERE ${clause}) AS total`),
       };
       table.finds.set(key, statements);
     }
-    const params = [query.accountId, ...fields.map((f) => filterKey(schema.filters[f], query.filters[f]))];
-    const rows = statements.page.all(...params, query.limit, query.offset) as DocumentRow[];
-    const total = statements.count.get(...params) as number;
-    return { documents: rows.map(toDocument), total };
+    return statements;
+  }
+
+  /**
+   * Runs `read` on the live generation's table. Each read's statement also returns the generation
+   * live at that moment, so the usual read is one statement, not a lookup of the live generation and
+   * then the read; when a promotion (by this process or another) has made another generation live
+   * since the last read, the read runs again there.
+   */
+  private readLive<R extends { live: number | null }>(collection: string, read: (table: Table) => R): R {
+    let generation = this.lastLive.get(collection) ?? this.liveGeneration(collection);
+    for (let attempt = 1; ; attempt++) {
+      let result: R;
+      try {
+        result = read(this.table(collection, generation));
+      } catch (error) {
+        // The generation last read was retired and dropped since: look the live one up.
+        if (attempt > 1 || !/no such table/.test((error as Error).message)) throw error;
+        generation = this.liveGeneration(collection);
+        continue;
+      }
+      if (result.live === null) throw new Error(`Unknown collection ${collection}: call ensureCollection first`);
+      if (result.live === generation || attempt === 3) {
+        this.lastLive.set(collection, generation);
+        return result;
+      }
+      generation = result.live;
+    }
   }
 
   async commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
@@ -447,7 +496,7 @@ export class SqliteReadStore implements ReadStore {
           .map((col) => `${col} = ?`)
           .join(', ')} WHERE rowid = ? AND revision < ?`,
       ),
-      selectByRowids: this.db.prepare(`SELECT * FROM ${name} WHERE rowid IN (SELECT value FROM json_each(?))`),
+      selectByRowids: this.db.prepare(`SELECT ${DOCUMENT} FROM ${name} WHERE rowid IN (SELECT value FROM json_each(?))`),
     };
   }
 
@@ -461,6 +510,7 @@ export class SqliteReadStore implements ReadStore {
     let upsert: Statement | undefined;
     table = {
       name,
+      generation,
       upsert: () =>
         (upsert ??= this.db.prepare(
           `INSERT INTO ${name} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
@@ -470,9 +520,13 @@ export class SqliteReadStore implements ReadStore {
              .join(', ')}
            WHERE excluded.revision > ${name}.revision`,
         )),
-      selectOne: this.db.prepare<[string, string], DocumentRow>(`SELECT * FROM ${name} WHERE id = ? AND account_id = ? AND deleted = 0`),
-      selectOldest: this.db.prepare<[string], DocumentRow>(`SELECT * FROM ${name} WHERE account_id = ? AND deleted = 0 ORDER BY seq LIMIT 1`),
-      selectMany: this.db.prepare<[string], DocumentRow>(`SELECT * FROM ${name} WHERE id IN (SELECT value FROM json_each(?))`),
+      selectOne: this.db.prepare(
+        `SELECT g.generation AS live_generation, ${DOCUMENT_COLUMNS.map((c) => `d.${c}`).join(', ')} FROM read_model_generations g
+         LEFT JOIN ${name} d ON d.id = @id AND d.account_id = @accountId AND d.deleted = 0
+         WHERE g.collection = @collection AND g.state = 'live'`,
+      ),
+      selectOldest: this.db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE account_id = ? AND deleted = 0 ORDER BY seq LIMIT 1`),
+      selectMany: this.db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE id IN (SELECT value FROM json_each(?))`),
       finds: new Map(),
     };
     // Statements of generations this process no longer reads go with the new one's arrival.
@@ -482,11 +536,14 @@ export class SqliteReadStore implements ReadStore {
   }
 }
 
+/** The live generation of the collection given as the statement's first parameter. */
+const LIVE_GENERATION = "SELECT generation FROM read_model_generations WHERE collection = ? AND state = 'live'";
+
 const idIndex = (table: string) => `CREATE UNIQUE INDEX IF NOT EXISTS ${table}_by_id ON ${table} (id);`;
 
 /** A document table's columns, id first. */
 function allColumns(schema: CollectionSchema): string[] {
-  return ['id', 'account_id', 'revision', 'seq', 'deleted', 'created', 'fields', ...Object.keys(schema.filters).map(filterColumn)];
+  return [...DOCUMENT_COLUMNS, ...Object.keys(schema.filters).map(filterColumn)];
 }
 
 function positionOf(row: GenerationRow): Position | null {

@@ -27,9 +27,11 @@ export function openSqliteDatabase(file: string, { durable }: { durable: boolean
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   closeSync(openSync(file, 'a', 0o600));
   const db = new Database(file);
+  // First: switching a new file to WAL takes a lock that another process opening it (a second
+  // worker) may hold for a moment, and without a timeout that is an immediate SQLITE_BUSY.
+  db.pragma('busy_timeout = 5000');
   db.pragma('journal_mode = WAL');
   db.pragma(durable ? 'synchronous = FULL' : 'synchronous = NORMAL');
-  db.pragma('busy_timeout = 5000');
   // Deleted and overwritten content is zeroed, not just unlinked: an erased record's values leave
   // no copy in a free page or a free part of a page (see checkpointAndTruncate for the log).
   db.pragma('secure_delete = ON');

@@ -80,4 +80,38 @@ describe('SqliteReadStore rebuilds', () => {
     await expect(other.commit(schema.name, [doc()], at(1n, generation))).rejects.toThrow(`Generation ${generation} of people is being built by another process`);
     await builder.commit(schema.name, [doc()], at(1n, generation));
   });
+
+  it('reads from the generation another store promoted, and after it dropped the one read before', async () => {
+    const reader = new SqliteReadStore(sqlite.db);
+    const builder = new SqliteReadStore(sqlite.db);
+    await reader.ensureCollection(schema);
+    await builder.ensureCollection(schema);
+    const before = doc({ fields: { email: 'old@x.io' } });
+    await reader.commit(schema.name, [before], at(1n, 1));
+    const query = { accountId: 'acc', filters: {}, limit: 10, offset: 0, order: 'oldest' as const };
+    expect(await reader.get(schema.name, 'acc', before.id)).toEqual(before); // generation 1, remembered as live
+    expect(await reader.find(schema.name, query)).toEqual({ documents: [before], total: 1 });
+
+    const rebuilt = { ...before, revision: 1, fields: { email: 'new@x.io' } };
+    const generation = await builder.startRebuild(schema.name);
+    await builder.commit(schema.name, [rebuilt], at(2n, generation));
+    await builder.promote(schema.name, generation);
+    expect(await reader.get(schema.name, 'acc', before.id)).toEqual(rebuilt);
+    expect(await reader.find(schema.name, query)).toEqual({ documents: [rebuilt], total: 1 });
+
+    // A reader that last read generation 1 before it was dropped finds the live one.
+    const late = new SqliteReadStore(sqlite.db);
+    await late.ensureCollection(schema);
+    const third = await builder.startRebuild(schema.name);
+    await builder.commit(schema.name, [rebuilt], at(3n, third));
+    await builder.promote(schema.name, third);
+    expect(await reader.find(schema.name, query)).toEqual({ documents: [rebuilt], total: 1 }); // reads generation 3
+    const fourth = await builder.startRebuild(schema.name);
+    await builder.commit(schema.name, [rebuilt], at(4n, fourth));
+    await builder.promote(schema.name, fourth);
+    await builder.dropRetired(schema.name, -1_000); // drops generation 3, the one `reader` read last
+    expect(await reader.get(schema.name, 'acc', before.id)).toEqual(rebuilt);
+    expect(await reader.find(schema.name, query)).toEqual({ documents: [rebuilt], total: 1 });
+    expect(await late.get(schema.name, 'acc', randomUUID())).toBeNull();
+  });
 });
