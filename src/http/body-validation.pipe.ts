@@ -1,6 +1,7 @@
 import { ArgumentMetadata, Injectable, PipeTransform } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
+import { getMetadataStorage, validateSync } from 'class-validator';
 import { FieldFault, validationFailed } from '../errors';
-import { bodyFields } from './field-rules';
 
 const OUTPUT_ONLY = new Set(['id', 'logo', 'signature', 'default', 'created']);
 
@@ -12,9 +13,9 @@ export interface BodyClass {
 
 /**
  * Validates a request body against its class: it must be a JSON object, every field must be one the
- * operation takes (never silently dropped), and every value must pass its rules (field-rules.ts).
- * All faults are reported together. Unknown names are refused and never copied, so names like
- * `__proto__` never reach the body handed on.
+ * operation takes (never silently dropped), and every value must pass its rule. All faults are
+ * reported together. Unknown names are refused before class-transformer sees the object, so names
+ * like `__proto__` never reach an instance.
  */
 @Injectable()
 export class BodyValidationPipe implements PipeTransform {
@@ -24,26 +25,35 @@ export class BodyValidationPipe implements PipeTransform {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       throw validationFailed([{ field: '(body)', message: 'the request body must be a JSON object' }]);
     }
-    const fields = bodyFields(cls);
+    const accepted = acceptedFields(cls);
     const faults: FieldFault[] = [];
     const known: Record<string, unknown> = {};
-    for (const [name, v] of Object.entries(value)) {
-      const field = fields.get(name);
-      if (!field) {
-        faults.push({ field: name, message: refusal(cls, name) });
-        continue;
-      }
+    for (const [field, v] of Object.entries(value)) {
       // Every field takes a scalar. A nested value is swapped for an empty one that fails the
-      // field's rules the same way, so no rule ever walks a hostile depth.
-      const scalar = typeof v === 'object' && v !== null ? {} : v;
-      known[name] = field.normalize ? field.normalize(scalar) : scalar;
+      // field's rule the same way, so class-transformer never recurses into a hostile depth.
+      if (accepted.has(field)) known[field] = typeof v === 'object' && v !== null ? {} : v;
+      else faults.push({ field, message: refusal(cls, field) });
     }
-    for (const [name, field] of fields) {
-      for (const rule of field.rules) if (!rule.test(known[name], known)) faults.push({ field: name, message: rule.message(name, known[name]) });
+    const instance = plainToInstance(cls, known);
+    // Every rule is synchronous (field-rules.ts): validateSync spares a promise per rule.
+    for (const error of validateSync(instance)) {
+      for (const message of Object.values(error.constraints ?? {})) faults.push({ field: error.property, message });
     }
     if (faults.length) throw validationFailed(faults);
-    return Object.assign(new cls(), known);
+    return instance;
   }
+}
+
+const acceptedCache = new Map<Function, Set<string>>();
+
+function acceptedFields(cls: Function): Set<string> {
+  let fields = acceptedCache.get(cls);
+  if (!fields) {
+    const rules = getMetadataStorage().getTargetValidationMetadatas(cls, '', true, false);
+    fields = new Set(rules.map((r) => r.propertyName));
+    acceptedCache.set(cls, fields);
+  }
+  return fields;
 }
 
 function refusal(cls: BodyClass, field: string): string {

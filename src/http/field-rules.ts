@@ -1,42 +1,14 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
-import { isEmail } from 'class-validator';
+import { Transform } from 'class-transformer';
+import { isEmail, registerDecorator } from 'class-validator';
 
 /**
- * The request field rules of CONTRACT.md as decorators on the body classes, each also describing
- * its field in the OpenAPI document, so what is checked and what is documented cannot drift apart.
+ * The request field rules of CONTRACT.md as class-validator decorators, each also describing its
+ * field in the OpenAPI document, so what is checked and what is documented cannot drift apart.
  * Each accepts a missing field, null and '' (the last two clear an optional field), so a rule
- * speaks only of real values. body-validation.pipe.ts applies them.
- *
- * The rules are kept here, by class and field, and run as plain functions: run by class-validator
- * (and the values first copied by class-transformer), checking a body cost several times as much,
- * on every write.
+ * speaks only of real values.
  */
-
-/** A field's rule: whether a value passes (seeing the whole body), and what to say when it does not. */
-export interface FieldRule {
-  test(value: unknown, body: Record<string, unknown>): boolean;
-  message(field: string, value: unknown): string;
-}
-
-/** A field of a body class: its rules in the order declared, and how its value is normalised before them. */
-export interface BodyField {
-  rules: FieldRule[];
-  normalize?: (value: unknown) => unknown;
-}
-
-const BODY_FIELDS = new Map<Function, Map<string, BodyField>>();
-
-/** The fields a body class declares, in declaration order: the only fields it takes. */
-export const bodyFields = (cls: Function): Map<string, BodyField> => BODY_FIELDS.get(cls) ?? new Map();
-
-function bodyField(target: object, property: string | symbol): BodyField {
-  let fields = BODY_FIELDS.get(target.constructor);
-  if (!fields) BODY_FIELDS.set(target.constructor, (fields = new Map()));
-  let field = fields.get(String(property));
-  if (!field) fields.set(String(property), (field = { rules: [] }));
-  return field;
-}
 
 /** The values that clear a field, in OpenAPI 3.0 terms. */
 const CLEARED = { type: 'string', nullable: true, enum: ['', null], description: 'no value: clears the field' };
@@ -51,25 +23,38 @@ export const asciiDigits = (value: string): string =>
 const isBlank = (v: unknown) => v === undefined || v === null || v === '';
 const isText = (v: unknown): v is string => typeof v === 'string' && v.isWellFormed();
 
-function rule(test: FieldRule['test'], message: FieldRule['message'], doc?: ApiPropertyOptions) {
+function rule(
+  name: string,
+  test: (value: unknown, object: Record<string, unknown>) => boolean,
+  message: (field: string, value: unknown) => string,
+  doc?: ApiPropertyOptions,
+) {
   return (target: object, property: string | symbol) => {
-    if (doc) ApiPropertyOptional(doc)(target, String(property));
-    bodyField(target, property).rules.push({ test, message });
+    const propertyName = String(property);
+    if (doc) ApiPropertyOptional(doc)(target, propertyName);
+    registerDecorator({
+      name,
+      target: target.constructor,
+      propertyName,
+      validator: {
+        validate: (value, args) => test(value, args?.object as Record<string, unknown>),
+        defaultMessage: (args) => message(args?.property ?? propertyName, args?.value),
+      },
+    });
   };
 }
 
 /** A string of at most `max` characters (Unicode code points). */
 export const Text = (max: number) =>
   rule(
+    'text',
     (v) => v === undefined || v === null || (isText(v) && [...v].length <= max),
     (f) => `${f} must be a string of at most ${max} characters`,
     { type: 'string', maxLength: max, nullable: true },
   );
 
 /** Digit strings reach the rule, and the domain, in ASCII: clients may type Persian or Arabic-Indic digits. */
-const AsciiDigits = () => (target: object, property: string | symbol) => {
-  bodyField(target, property).normalize = (value) => (typeof value === 'string' ? asciiDigits(value) : value);
-};
+const AsciiDigits = () => Transform(({ value }) => (typeof value === 'string' ? asciiDigits(value) : value));
 
 const DIGITS_NOTE = 'Persian (۰-۹) and Arabic-Indic (٠-٩) digits are taken too, and answered as ASCII';
 
@@ -78,6 +63,7 @@ export const Digits = () =>
   applyDecorators(
     AsciiDigits(),
     rule(
+      'digits',
       (v) => isBlank(v) || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) || (typeof v === 'string' && /^[0-9]{1,20}$/.test(v)),
       (f) => `${f} must be a non-negative integer (at most 2^53-1) or a string of 1 to 20 digits`,
       {
@@ -95,6 +81,7 @@ export const Mobile = () =>
   applyDecorators(
     AsciiDigits(),
     rule(
+      'mobile',
       (v) => isBlank(v) || (typeof v === 'string' && /^[0-9]{11}$/.test(v)) || (typeof v === 'number' && Number.isInteger(v) && v >= 1e10 && v < 1e11),
       (f, v) =>
         // An integer cannot carry the leading zero of a number like 09121234567: say so rather than only count.
@@ -113,6 +100,7 @@ export const Mobile = () =>
 
 export const Email = () =>
   rule(
+    'email',
     (v) => isBlank(v) || (isText(v) && v.length <= 254 && isEmail(v)),
     (f) => `${f} must be a valid e-mail address of at most 254 characters`,
     { oneOf: [{ type: 'string', format: 'email', maxLength: 254 }, CLEARED] },
@@ -121,6 +109,7 @@ export const Email = () =>
 /** A store code: 1 to 64 English letters and digits. */
 export const Slug = () =>
   rule(
+    'slug',
     (v) => isBlank(v) || (typeof v === 'string' && /^[A-Za-z0-9]{1,64}$/.test(v)),
     (f) => `${f} must be 1 to 64 English letters and digits`,
     {
@@ -132,6 +121,7 @@ export const Slug = () =>
 /** At least one of the fields must have a value (put it on each of them, so each is named). */
 export const OneOfRequired = (fields: string[]) =>
   rule(
+    'oneOfRequired',
     (_v, object) => fields.some((f) => !isBlank(object[f])),
     () => `at least one of ${fields.join(' and ')} must be filled in`,
   );
