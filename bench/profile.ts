@@ -32,7 +32,6 @@ const STAGES: [RegExp, string][] = [
   [own('http/edge', 'http/request-context', 'http/undecodable-path'), 'request id, security headers, request-line checks'],
   [pkg('raw-body', 'body-parser', 'iconv-lite', 'bytes', 'type-is', 'content-type', 'media-typer', 'unpipe', 'http-errors'), 'body reading and JSON'],
   [own('http/json-body'), 'body reading and JSON'],
-  // class-transformer: no longer used, kept so profiles taken before read the same way.
   [pkg('class-validator', 'class-transformer', 'reflect-metadata', 'validator', 'libphonenumber-js'), 'validation'],
   [own('http/body-validation', 'http/field-rules', 'http/list-query', 'http/record-id', 'http/etag'), 'validation'],
   [pkg('router', 'express', 'parseurl', 'path-to-regexp', 'finalhandler', 'qs', 'encodeurl', 'send', 'depd', 'on-finished', 'vary', 'cookie', 'accepts', 'negotiator', 'proxy-addr', 'fresh', 'range-parser', 'etag'), 'Express (router, request, response)'],
