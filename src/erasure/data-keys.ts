@@ -60,17 +60,21 @@ export class DataKeys {
     return this.keep(keyId, key);
   }
 
-  /** The keys of these records that still exist; a destroyed or missing one is absent. */
-  async forReading(keyIds: Iterable<string>): Promise<Map<string, Buffer>> {
+  /**
+   * The keys of these records that still exist; a destroyed or missing one is absent. Keys fetched
+   * are kept unless `keep` is false: a subscription's batches (a rebuild reads every record once)
+   * would only push out the keys that requests use.
+   */
+  async forReading(keyIds: Iterable<string>, { keep = true } = {}): Promise<Map<string, Buffer>> {
     const found = new Map<string, Buffer>();
     const missing: string[] = [];
     for (const keyId of keyIds) {
       const cached = this.cache.get(keyId);
-      if (cached) found.set(keyId, this.keep(keyId, cached));
+      if (cached) found.set(keyId, cached);
       else missing.push(keyId);
     }
     for (const [keyId, key] of await this.store.getMany(missing)) {
-      if (key) found.set(keyId, this.keep(keyId, key));
+      if (key) found.set(keyId, keep ? this.keep(keyId, key) : key);
     }
     return found;
   }

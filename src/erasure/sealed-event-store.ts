@@ -68,7 +68,7 @@ export class SealedEventStore implements EventStore {
   async readStream(streamId: string, fromRevision?: number): Promise<StoredEvent[]> {
     const events = await this.inner.readStream(streamId, fromRevision);
     if (!this.isRecord(streamId)) return events;
-    return this.openAll(events);
+    return this.openAll(events, true);
   }
 
   headPosition(): Promise<Position> {
@@ -81,7 +81,7 @@ export class SealedEventStore implements EventStore {
 
   async *subscribeToAll(from: Position, options: SubscribeOptions): AsyncIterable<EventBatch> {
     for await (const batch of this.inner.subscribeToAll(from, options)) {
-      yield { events: await this.openAll(batch.events), position: batch.position };
+      yield { events: await this.openAll(batch.events, false), position: batch.position };
     }
   }
 
@@ -94,15 +94,15 @@ export class SealedEventStore implements EventStore {
     return this.prefixes.some((p) => streamId.startsWith(p));
   }
 
-  /** Opens the sealed events of record streams, fetching the keys they need in one go. */
-  private async openAll(events: StoredEvent[]): Promise<StoredEvent[]> {
+  /** Opens the sealed events of record streams, fetching the keys they need in one go (and keeping them, or not). */
+  private async openAll(events: StoredEvent[], keep: boolean): Promise<StoredEvent[]> {
     const keyIds = new Set<string>();
     for (const event of events) {
       if (this.erasureTypes.has(event.type)) this.keys.forget(event.streamId);
       else if (isSealed(event) && this.isRecord(event.streamId)) keyIds.add(event.streamId);
     }
     if (keyIds.size === 0) return events;
-    const keys = await this.keys.forReading(keyIds);
+    const keys = await this.keys.forReading(keyIds, { keep });
     return events.map((event) => (keyIds.has(event.streamId) && isSealed(event) ? openEvent(event, keys.get(event.streamId)) : event));
   }
 }
