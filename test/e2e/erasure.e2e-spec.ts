@@ -252,7 +252,13 @@ describeOnSqlite('events written before encryption (schema version 1, plaintext)
       expect(rows.map((r) => JSON.parse(r.metadata).schemaVersion)).toEqual([2, 2, 2]);
       for (const value of values) expect(rows.some((r) => r.data.includes(value) || r.data.includes(fingerprint))).toBe(false);
 
-      const read = await t.http.get(withToken(`customers/${id}`)).expect(200);
+      // The read models fold the old events after the start: wait for them (a write would wait itself).
+      let read = await t.http.get(withToken(`customers/${id}`));
+      for (const until = Date.now() + 30_000; read.status === 404 && Date.now() < until; ) {
+        await new Promise((r) => setTimeout(r, 50));
+        read = await t.http.get(withToken(`customers/${id}`));
+      }
+      expect(read.status).toBe(200);
       expect(read.body.data[0].Customer).toMatchObject(fields);
       const replay = await t.http.post(withToken('customers')).set('Idempotency-Key', key).send(fields).expect(201);
       expect(replay.body).toEqual(body);
