@@ -1,8 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Binary, Collection, MongoClient } from 'mongodb';
-import { ConfigError } from '../config/config';
-import { isDuplicateKey, mongoClientOptions, translateMongoError } from '../read-store/mongodb-mapping';
-import { StoreUnavailableError } from '../storage/store-unavailable.error';
+import { connectMongoClient, isDuplicateKey, translateMongoError } from '../read-store/mongodb-mapping';
 import type { KeyStore, PendingErasure } from './key-store.port';
 
 interface MongoDataKey {
@@ -31,21 +29,14 @@ export class MongoDbKeyStore implements KeyStore {
   ) {}
 
   static async connect(uri: string, database: string, timeoutMs: number): Promise<MongoDbKeyStore> {
-    let client: MongoClient;
+    const client = await connectMongoClient(uri, timeoutMs);
     try {
-      client = new MongoClient(uri, mongoClientOptions(timeoutMs));
-    } catch (error) {
-      throw new ConfigError(`MONGODB_URI cannot be parsed: ${(error as Error).message}`);
-    }
-    try {
-      await client.connect();
       const keys = client.db(database).collection<MongoDataKey>(DATA_KEYS_COLLECTION);
       await keys.createIndex({ pending: 1 }, { name: 'pending', sparse: true });
       return new MongoDbKeyStore(client, keys);
     } catch (error) {
       await client.close().catch(() => undefined);
-      const translated = translateMongoError(error);
-      throw translated instanceof StoreUnavailableError ? translated : new StoreUnavailableError('MongoDB', (error as Error).message);
+      throw translateMongoError(error);
     }
   }
 

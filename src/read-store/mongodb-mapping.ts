@@ -2,6 +2,7 @@ import {
   Filter,
   IndexDescription,
   MongoBulkWriteError,
+  MongoClient,
   MongoClientOptions,
   MongoError,
   MongoNetworkError,
@@ -11,6 +12,7 @@ import {
   MongoServerSelectionError,
   MongoTopologyClosedError,
 } from 'mongodb';
+import { ConfigError } from '../config/config';
 import type { Position } from '../event-store/event-store.port';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import type { CollectionSchema, FindQuery, MatchKind, ReadDocument } from './read-store.port';
@@ -232,6 +234,28 @@ function isUnavailable(error: unknown): boolean {
 }
 
 /** The port's error for a driver error: no server to talk to, or one that cannot answer now, becomes StoreUnavailableError. */
+/**
+ * A client connected within `timeoutMs` (which also bounds every later operation), so a wrong or
+ * unreachable server stops the start with a clear error: ConfigError for a URI that cannot be
+ * parsed, StoreUnavailableError for a server not reached.
+ */
+export async function connectMongoClient(uri: string, timeoutMs: number): Promise<MongoClient> {
+  let client: MongoClient;
+  try {
+    client = new MongoClient(uri, mongoClientOptions(timeoutMs));
+  } catch (error) {
+    throw new ConfigError(`MONGODB_URI cannot be parsed: ${(error as Error).message}`);
+  }
+  try {
+    await client.connect();
+    return client;
+  } catch (error) {
+    await client.close().catch(() => undefined);
+    const translated = translateMongoError(error);
+    throw translated instanceof StoreUnavailableError ? translated : new StoreUnavailableError('MongoDB', (error as Error).message);
+  }
+}
+
 export function translateMongoError(error: unknown): unknown {
   return isUnavailable(error) ? new StoreUnavailableError('MongoDB', (error as Error).message) : error;
 }

@@ -1,9 +1,8 @@
 import { AnyBulkWriteOperation, Collection, Db, MongoClient } from 'mongodb';
 import { comparePositions, START } from '../event-store/event-store.port';
-import { ConfigError } from '../config/config';
-import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import {
   checkFieldNames,
+  connectMongoClient,
   duplicateKeyFailures,
   findFilter,
   fromMongoCheckpoint,
@@ -13,7 +12,6 @@ import {
   indexesFor,
   isDuplicateKey,
   LEASES_COLLECTION,
-  mongoClientOptions,
   MongoGeneration,
   MongoLease,
   MongoReadDocument,
@@ -67,24 +65,9 @@ export class MongoDbReadStore implements ReadStore {
     this.leases = db.collection<MongoLease>(LEASES_COLLECTION);
   }
 
-  /**
-   * Connects within `timeoutMs` (which also bounds every later operation), so a wrong or
-   * unreachable server stops the start with a clear error.
-   */
+  /** Connects within `timeoutMs` (see connectMongoClient). */
   static async connect(uri: string, database: string, timeoutMs: number): Promise<MongoDbReadStore> {
-    let client: MongoClient;
-    try {
-      client = new MongoClient(uri, mongoClientOptions(timeoutMs));
-    } catch (error) {
-      throw new ConfigError(`MONGODB_URI cannot be parsed: ${(error as Error).message}`);
-    }
-    try {
-      await client.connect();
-    } catch (error) {
-      await client.close().catch(() => undefined);
-      const translated = translateMongoError(error);
-      throw translated instanceof StoreUnavailableError ? translated : new StoreUnavailableError('MongoDB', (error as Error).message);
-    }
+    const client = await connectMongoClient(uri, timeoutMs);
     return new MongoDbReadStore(client, client.db(database));
   }
 
