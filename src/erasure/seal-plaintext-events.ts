@@ -11,8 +11,8 @@ const PAGE = 5000;
  * embedded store, the service's own file, they are sealed in place once, at the first start of a
  * version that seals: the record events' values with their record's key (as SealedEventStore would
  * have), an Idempotency-Key's stored answer with its record's key, and its fingerprint (a plain
- * sha256 of the request) turned into an HMAC under that key. Secure deletion zeroes the old bytes
- * and the log is truncated at the end, so erasing such a record later leaves nothing, as for any
+ * sha256 of the request) turned into an HMAC under that key. Secure deletion zeroes the old bytes,
+ * and an erasure truncates the log, so erasing such a record later leaves nothing, as for any
  * other. Other events (slugs, deletions) only move to the new version. EventStoreDB's events cannot
  * be rewritten: there, plaintext events stay as they are (see docs/operators.md).
  */

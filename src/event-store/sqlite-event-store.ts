@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import { closeSync, fdatasync, openSync } from 'node:fs';
 import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
-import { checkpointAndTruncate, SqliteDatabase } from '../storage/sqlite-database';
+import type { SqliteDatabase } from '../storage/sqlite-database';
 import {
   AppendResult,
   EventBatch,
@@ -286,10 +286,14 @@ export class SqliteEventStore implements EventStore {
     })();
   }
 
-  /** Every event is sealed now: later starts skip the search. The log is truncated, so no old frame stays. */
+  /**
+   * Every event is sealed now: later starts skip the search. The log may still hold frames of the
+   * rows as they were; every erasure truncates it before it answers, so none outlives the next one.
+   * (Not truncated here: with WORKERS, the workers start together, and one's truncation would wait
+   * on the others' reads.)
+   */
   markSealed(): void {
     this.db.pragma(`user_version = ${SEALED_SINCE}`);
-    checkpointAndTruncate(this.db);
   }
 
   /** Closes the connection this store was given. */
