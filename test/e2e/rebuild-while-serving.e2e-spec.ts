@@ -81,5 +81,5 @@ describeOnSqlite('projections rebuild beside a running service', () => {
       service.process.kill('SIGTERM');
       await service.exited;
     }
-  });
+  }, 180_000); // the first start also seals the 40,000 seeded events (written as before encryption), on a shared machine
 });
