@@ -245,6 +245,9 @@ const BODY = (resource: Resource, operation: 'create' | 'update') => {
   return ApiBody({ type, examples: { [operation]: { summary: `${operation} a ${resource.toLowerCase()}`, value } } });
 };
 
+/** What a delete and an erasure answer inside the wrapper: the record's id alone. */
+const ID_ONLY = { type: 'object', additionalProperties: false, required: ['id'], properties: { id: { type: 'string' } } };
+
 /** One operation on /v1/profiles or /v1/customers, with every answer it can give. */
 export function ApiRecordOperation(resource: Resource, operation: 'create' | 'list' | 'read' | 'history' | 'update' | 'delete' | 'erase') {
   const name = resource.toLowerCase();
@@ -339,7 +342,7 @@ export function ApiRecordOperation(resource: Resource, operation: 'create' | 'li
           200,
           `the ${name} is deleted`,
           200,
-          wrapper(resource, { type: 'object', additionalProperties: false, required: ['id'], properties: { id: { type: 'string' } } }),
+          wrapper(resource, ID_ONLY),
           { [resource]: { id: EXAMPLE.IDS[resource] } },
           { message: `${resource} deleted successfully.` },
         ),
@@ -356,7 +359,7 @@ export function ApiRecordOperation(resource: Resource, operation: 'create' | 'li
           200,
           `the ${name} is erased`,
           200,
-          wrapper(resource, { type: 'object', additionalProperties: false, required: ['id'], properties: { id: { type: 'string' } } }),
+          wrapper(resource, ID_ONLY),
           { [resource]: { id: EXAMPLE.IDS[resource] } },
           { message: `${resource} erased.` },
         ),
