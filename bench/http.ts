@@ -312,7 +312,7 @@ async function startService(dataDir: string, workers: number): Promise<Service &
     return text.slice(-65_536);
   };
   // With several workers, once every one of them listens.
-  return { url: await listening(child, output, workers > 1 ? /\d+ workers serve (http:\/\/\S+)/ : undefined), child, output, workers, dataDir };
+  return { url: await listening(child, output, workers > 1 ? /\d+ workers serve (http:\/\/[^\s"]+)/ : undefined), child, output, workers, dataDir };
 }
 
 /** The floor and the limit (bench/floor.ts), answering a constant body of `bytes` bytes. */
@@ -327,7 +327,7 @@ async function startYardsticks(bytes: number): Promise<Yardsticks> {
   return { floor: await start('nest'), limit: await start('node') };
 }
 
-function listening(child: ChildProcess, output: () => string, pattern = /Listening on (http:\/\/\S+)/): Promise<string> {
+function listening(child: ChildProcess, output: () => string, pattern = /Listening on (http:\/\/[^\s"]+)/): Promise<string> {
   return new Promise<string>((resolve, reject) => {
     const timer = setInterval(() => {
       const match = output().match(pattern);
