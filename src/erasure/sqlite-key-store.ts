@@ -1,6 +1,6 @@
 import type { Statement } from 'better-sqlite3';
-import { randomBytes } from 'node:crypto';
-import { checkpointAndTruncate, SqliteDatabase } from '../storage/sqlite-database';
+import { checkpointAndTruncate, SqliteDatabase, WalSync } from '../storage/sqlite-database';
+import { randomBytesPooled } from './data-keys';
 import type { KeyStore, PendingErasure } from './key-store.port';
 
 interface PendingObtain {
@@ -16,8 +16,9 @@ interface PendingObtain {
  * destroyed key's bytes are zeroed in the page, and the write-ahead log is then checkpointed and
  * truncated, so no frame keeps the old page.
  *
- * Keys asked for within one turn of the event loop are made in one transaction, so concurrent
- * creates share one fsync, as the event store's appends do.
+ * Keys asked for within one turn of the event loop are made in one transaction, and a key is
+ * handed out once that transaction is synced, off the event loop (WalSync), as the event store's
+ * appends are: concurrent creates share one fsync, and requests are served while it runs.
  */
 export class SqliteKeyStore implements KeyStore {
   private pending: PendingObtain[] = [];
@@ -28,6 +29,9 @@ export class SqliteKeyStore implements KeyStore {
   private readonly selectPending: Statement<[{ prefix: string }], { key_id: string; erased_by: string }>;
   private readonly markFinished: Statement;
   private readonly obtainGroup: (group: PendingObtain[]) => (Buffer | null)[];
+  /** Write transactions committed so far, and the sync that makes them durable (none on a connection that is not durable). */
+  private commits = 0;
+  private readonly walSync?: WalSync;
 
   constructor(private readonly db: SqliteDatabase) {
     db.exec(`
@@ -54,16 +58,21 @@ export class SqliteKeyStore implements KeyStore {
     this.markFinished = db.prepare('UPDATE data_keys SET pending = 0 WHERE key_id = ?');
     const group = db.transaction((obtains: PendingObtain[]) =>
       obtains.map(({ keyId }) => {
-        this.insert.run(keyId, randomBytes(32));
+        this.insert.run(keyId, randomBytesPooled(32));
         return this.selectOne.get(keyId)!.key;
       }),
     );
     this.obtainGroup = (obtains) => group.immediate(obtains);
+    this.walSync = WalSync.forDurable(db, () => this.commits);
   }
 
   async obtain(keyId: string): Promise<Buffer | null> {
     const row = this.selectOne.get(keyId);
-    if (row) return row.key;
+    if (row) {
+      // Made by a group whose sync may still be under way.
+      await this.walSync?.upTo(this.commits);
+      return row.key;
+    }
     return new Promise((resolve, reject) => {
       this.pending.push({ keyId, resolve, reject });
       if (this.pending.length === 1) setImmediate(() => this.obtainPending());
@@ -79,6 +88,7 @@ export class SqliteKeyStore implements KeyStore {
 
   async destroy(keyId: string, erasedBy: string): Promise<void> {
     this.markDestroyed.run({ keyId, erasedBy, now: Date.now() });
+    await this.synced();
     checkpointAndTruncate(this.db);
   }
 
@@ -91,19 +101,26 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   async close(): Promise<void> {
+    await this.walSync?.close();
     this.db.close();
   }
 
-  private obtainPending(): void {
+  private async obtainPending(): Promise<void> {
     const group = this.pending;
     this.pending = [];
     let keys: (Buffer | null)[];
     try {
       keys = this.obtainGroup(group);
+      await this.synced();
     } catch (error) {
       for (const o of group) o.reject(error);
       return;
     }
     group.forEach((o, i) => o.resolve(keys[i]));
+  }
+
+  /** Counts the commit just made and resolves once it is on disk. */
+  private synced(): Promise<void> {
+    return this.walSync?.upTo(++this.commits) ?? Promise.resolve();
   }
 }

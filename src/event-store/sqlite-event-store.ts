@@ -1,7 +1,6 @@
 import type { Statement } from 'better-sqlite3';
-import { closeSync, fdatasync, openSync } from 'node:fs';
 import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
-import type { SqliteDatabase } from '../storage/sqlite-database';
+import { SqliteDatabase, WalSync } from '../storage/sqlite-database';
 import {
   AppendResult,
   EventBatch,
@@ -61,30 +60,28 @@ interface PendingAppend {
  * before it in the group), and each caller hears of its own append only once the whole group is on
  * disk.
  *
- * On a durable connection (synchronous=FULL), SQLite would fsync the WAL inside each commit, on the
- * event loop: every request waits out the disk. Instead this store commits with synchronous=NORMAL
- * and syncs the WAL file itself, off the loop (fdatasync in libuv's thread pool); groups committed
- * while a sync runs share the next one. An append is answered, and an event handed to a subscriber
- * (so to the read models), only once the WAL holding it is synced: a 2xx, or a read showing a write,
- * survives a crash or power loss as before. One sync of the file covers every process's commits in
- * it, so events other processes appended are synced here too before they are folded. Checkpoints
- * sync the WAL before copying it into the database, as SQLite does at NORMAL.
+ * On a durable connection the WAL is synced off the event loop (WalSync); groups committed while a
+ * sync runs share the next one. An append is answered, and an event handed to a subscriber (so to
+ * the read models), only once the WAL holding it is synced: a 2xx, or a read showing a write,
+ * survives a crash or power loss. One sync of the file covers every process's commits in it, so
+ * events other processes appended are synced here too before they are folded.
  */
 export class SqliteEventStore implements EventStore {
   private readonly wakeUps = new Set<() => void>();
   private readonly appendGroup: (group: PendingAppend[]) => ({ result: AppendResult } | { error: unknown })[];
   private pending: PendingAppend[] = [];
   private readonly selectStream: Statement<[string, number], EventTuple>;
-  private readonly selectAfter: Statement<[number, number], EventTuple>;
+  /**
+   * The events after a position, by batch size. The size is written into each statement, not bound:
+   * better-sqlite3 builds SQLite with STAT4, which plans a statement with a bound LIMIT again on every
+   * run, and an idle subscriber runs this one every pollIntervalMs (17 µs a run bound, 4 written in).
+   */
+  private readonly selectAfter = new Map<number, Statement<[number], EventTuple>>();
   private readonly selectHead: Statement<[], { pos: number | null }>;
   private readonly selectPlaintext: Statement<[number, number], EventTuple>;
   private readonly replaceOne: Statement<[string, string, number]>;
-  /** The WAL file, kept open to sync it; undefined on a connection that is not durable. */
-  private readonly wal?: number;
-  /** Every event up to this position is on disk (all of them on a connection that is not durable). */
-  private durable = 0;
-  /** The sync under way. */
-  private syncing?: Promise<void>;
+  /** Syncs the WAL off the event loop; undefined on a connection that is not durable. */
+  private readonly walSync?: WalSync;
 
   /**
    * @param pollIntervalMs how often a subscriber looks for events appended by other processes (other
@@ -120,9 +117,6 @@ export class SqliteEventStore implements EventStore {
       .prepare<[string, number], EventTuple>(
         `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? AND stream_revision >= ? ORDER BY stream_revision`,
       )
-      .raw();
-    this.selectAfter = db
-      .prepare<[number, number], EventTuple>(`SELECT ${EVENT_COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?`)
       .raw();
     this.selectHead = db.prepare('SELECT max(global_position) AS pos FROM events');
     this.selectPlaintext = db
@@ -176,14 +170,8 @@ export class SqliteEventStore implements EventStore {
     );
     this.appendGroup = (group) => groupTx.immediate(group);
 
-    if (db.pragma('synchronous', { simple: true }) === SYNCHRONOUS_FULL) {
-      db.pragma('synchronous = NORMAL');
-      // Kept open for the store's life: SQLite keeps the WAL while a connection is open. The mode is
-      // the database file's, in case this open makes the file.
-      this.wal = openSync(`${db.name}-wal`, 'a', 0o600);
-    } else {
-      this.durable = Number.MAX_SAFE_INTEGER;
-    }
+    // Read when a sync starts: what is committed by then, in any process, is what it makes durable.
+    this.walSync = WalSync.forDurable(db, () => this.selectHead.get()?.pos ?? 0);
   }
 
   async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
@@ -216,21 +204,9 @@ export class SqliteEventStore implements EventStore {
     this.wakeSubscribers();
   }
 
-  /**
-   * Resolves once every event up to `position` is on disk: at the end of the sync under way if that
-   * covers it, else of the one started after it (which covers whatever was committed meanwhile).
-   */
+  /** Resolves once every event up to `position` is on disk (one sync of the file covers every process's commits). */
   private async durableUpTo(position: number): Promise<void> {
-    while (this.durable < position) {
-      if (!this.syncing) {
-        // Read before the sync starts: what is committed by then is what the sync makes durable.
-        const upTo = this.selectHead.get()?.pos ?? 0;
-        this.syncing = syncData(this.wal!)
-          .then(() => void (this.durable = Math.max(this.durable, upTo)))
-          .finally(() => (this.syncing = undefined));
-      }
-      await this.syncing;
-    }
+    await this.walSync?.upTo(position);
   }
 
   async readStream(streamId: string, fromRevision = 0): Promise<StoredEvent[]> {
@@ -248,10 +224,10 @@ export class SqliteEventStore implements EventStore {
   }
 
   async *subscribeToAll(from: Position, options: SubscribeOptions): AsyncIterable<EventBatch> {
-    const batchSize = options.maxBatchSize ?? DEFAULT_BATCH;
+    const selectAfter = this.selectAfterBy(options.maxBatchSize ?? DEFAULT_BATCH);
     let after = Number(from.commit);
     while (!options.signal.aborted) {
-      const rows = this.selectAfter.all(after, batchSize);
+      const rows = selectAfter.all(after);
       if (rows.length === 0) {
         await this.nextAppend(options.signal);
         continue;
@@ -264,6 +240,16 @@ export class SqliteEventStore implements EventStore {
       const events = rows.filter((r) => r[2].startsWith(prefix)).map(toStoredEvent);
       yield { events, position: toPosition(after) };
     }
+  }
+
+  private selectAfterBy(batchSize: number): Statement<[number], EventTuple> {
+    if (!Number.isSafeInteger(batchSize) || batchSize < 1) throw new Error(`A batch size must be a whole number above 0, not ${batchSize}`);
+    let statement = this.selectAfter.get(batchSize);
+    if (!statement) {
+      statement = this.db.prepare<[number], EventTuple>(`SELECT ${EVENT_COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ${batchSize}`).raw();
+      this.selectAfter.set(batchSize, statement);
+    }
+    return statement;
   }
 
   /**
@@ -299,9 +285,8 @@ export class SqliteEventStore implements EventStore {
   /** Closes the connection this store was given. */
   async close(): Promise<void> {
     this.wakeSubscribers();
-    await this.syncing?.catch(() => undefined);
+    await this.walSync?.close();
     this.db.close();
-    if (this.wal !== undefined) closeSync(this.wal);
   }
 
   private wakeSubscribers(): void {
@@ -323,12 +308,6 @@ export class SqliteEventStore implements EventStore {
     });
   }
 }
-
-/** `PRAGMA synchronous` as a number: 2 is FULL. */
-const SYNCHRONOUS_FULL = 2;
-
-/** fdatasync in libuv's thread pool: the event loop serves on while the disk works. */
-const syncData = (fd: number) => new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
 
 function toPosition(globalPosition: number): Position {
   const p = BigInt(globalPosition);

@@ -1,5 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { StoreUnavailableError } from './store-unavailable.error';
 
@@ -47,5 +47,59 @@ export function checkpointAndTruncate(db: SqliteDatabase): void {
   const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number; log: number; checkpointed: number }[];
   if (result.busy !== 0) {
     throw new StoreUnavailableError('SQLite', 'the write-ahead log could not be checkpointed: other connections kept reading');
+  }
+}
+
+/** `PRAGMA synchronous` as a number: 2 is FULL. */
+const SYNCHRONOUS_FULL = 2;
+
+/** fdatasync in libuv's thread pool: the event loop serves on while the disk works. */
+const syncData = (fd: number) => new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
+
+/**
+ * A durable connection's commits made durable off the event loop. At synchronous=FULL, SQLite
+ * fsyncs the WAL inside each commit, on the event loop: every request waits out the disk. Instead
+ * the connection commits at NORMAL, and `upTo(mark)` syncs the WAL file in libuv's thread pool;
+ * callers who ask while a sync runs share the next one. `mark()` says how far the commits made so
+ * far go (the event store's head position, the key store's count of commits): what is committed
+ * when a sync starts is durable when it ends. Checkpoints sync the WAL before copying it into the
+ * database, as SQLite does at NORMAL.
+ *
+ * `forDurable` gives none for a connection that is not durable: there, everything counts as synced.
+ */
+export class WalSync {
+  private durable = 0;
+  private syncing?: Promise<void>;
+
+  private constructor(
+    /** The WAL file, kept open: SQLite keeps it while a connection is open. */
+    private readonly wal: number,
+    private readonly mark: () => number,
+  ) {}
+
+  static forDurable(db: SqliteDatabase, mark: () => number): WalSync | undefined {
+    if (db.pragma('synchronous', { simple: true }) !== SYNCHRONOUS_FULL) return undefined;
+    db.pragma('synchronous = NORMAL');
+    // The mode is the database file's, in case this open makes the file.
+    return new WalSync(openSync(`${db.name}-wal`, 'a', 0o600), mark);
+  }
+
+  /** Resolves once every commit up to `mark` is on disk: at the end of the sync under way if that covers it, else of the next. */
+  async upTo(mark: number): Promise<void> {
+    while (this.durable < mark) {
+      if (!this.syncing) {
+        const upTo = this.mark();
+        this.syncing = syncData(this.wal)
+          .then(() => void (this.durable = Math.max(this.durable, upTo)))
+          .finally(() => (this.syncing = undefined));
+      }
+      await this.syncing;
+    }
+  }
+
+  /** Waits out the sync under way, then closes the file (before or after the connection). */
+  async close(): Promise<void> {
+    await this.syncing?.catch(() => undefined);
+    closeSync(this.wal);
   }
 }
