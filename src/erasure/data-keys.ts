@@ -11,6 +11,7 @@ export class RecordErasedError extends Error {
 
 /** Keys kept in memory at most; rebuilds fetch theirs a batch at a time anyway. */
 const KEYS_KEPT = 10_000;
+export const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
@@ -41,7 +42,7 @@ export function seal(key: Buffer, plaintext: string, context: string): string {
   return Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64');
 }
 
-export function open(key: Buffer, sealed: string, context: string): string {
+export function open(key: Uint8Array, sealed: string, context: string): string {
   const bytes = Buffer.from(sealed, 'base64');
   const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES));
   decipher.setAAD(Buffer.from(context));
@@ -49,6 +50,16 @@ export function open(key: Buffer, sealed: string, context: string): string {
   const plaintext = decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)).toString('utf8');
   decipher.final(); // checks the tag; GCM has nothing left to give
   return plaintext;
+}
+
+/** A sealed value's plaintext; null when there is no key (erased), or the value was altered or sealed with another key. */
+export function openOrNull(key: Uint8Array | undefined, sealed: string, context: string): string | null {
+  if (!key) return null;
+  try {
+    return open(key, sealed, context);
+  } catch {
+    return null;
+  }
 }
 
 /** A keyed digest: compares request bodies without keeping a guessable hash of their personal data. */

@@ -1,6 +1,6 @@
 import { Binary, Collection, MongoClient } from 'mongodb';
 import { connectMongoClient, isDuplicateKey, translateMongoError } from '../read-store/mongodb-mapping';
-import { randomBytesPooled } from './data-keys';
+import { KEY_BYTES, randomBytesPooled } from './data-keys';
 import type { KeyStore, PendingErasure } from './key-store.port';
 
 interface MongoDataKey {
@@ -45,7 +45,7 @@ export class MongoDbKeyStore implements KeyStore {
       const found = await this.keys.findOne({ _id: keyId });
       if (found) return bufferOf(found.key);
       try {
-        await this.keys.insertOne({ _id: keyId, key: new Binary(randomBytesPooled(32)) });
+        await this.keys.insertOne({ _id: keyId, key: new Binary(randomBytesPooled(KEY_BYTES)) });
       } catch (error) {
         if (!isDuplicateKey(error)) throw error; // made by a racing writer: take theirs
       }

@@ -9,7 +9,8 @@ import type {
   SubscribeOptions,
 } from '../event-store/event-store.port';
 import type { RecordKind } from '../records/record';
-import { DataKeys, open, seal } from './data-keys';
+import { DataKeys, openOrNull, seal } from './data-keys';
+import { OpeningThread } from './opening-thread';
 
 /**
  * A record event's data as stored from schema version 2 on: the names of the fields it carries,
@@ -23,6 +24,9 @@ interface SealedData {
 
 /** Events of schema version 2 and later have their record data sealed; version 1 is plaintext. */
 export const SEALED_SCHEMA_VERSION = 2;
+
+/** Batches with at least this many sealed values are opened in the worker thread; smaller ones (a live projector's) at once. */
+const OPEN_IN_THREAD_FROM = 256;
 
 const isSealed = (event: StoredEvent) =>
   event.metadata.schemaVersion >= SEALED_SCHEMA_VERSION && typeof (event.data as Partial<SealedData>).sealed === 'string';
@@ -40,6 +44,7 @@ const isSealed = (event: StoredEvent) =>
 export class SealedEventStore implements EventStore {
   private readonly prefixes: string[];
   private readonly erasureTypes: Set<string>;
+  private readonly thread = OpeningThread.available ? new OpeningThread() : undefined;
 
   constructor(
     private readonly inner: EventStore,
@@ -79,15 +84,43 @@ export class SealedEventStore implements EventStore {
     return this.inner.eventsBetween(from, to);
   }
 
+  /**
+   * The inner subscription's batches, opened, one batch read ahead: the next is read and opened (in
+   * the worker thread, if large) while the caller folds this one.
+   */
   async *subscribeToAll(from: Position, options: SubscribeOptions): AsyncIterable<EventBatch> {
-    for await (const batch of this.inner.subscribeToAll(from, options)) {
-      yield { events: await this.openAll(batch.events, false), position: batch.position };
+    // A signal of its own: when the caller stops, the inner subscription stops too, even while the
+    // batch read ahead waits for events.
+    const stop = new AbortController();
+    const onAbort = () => stop.abort();
+    options.signal.addEventListener('abort', onAbort, { once: true });
+    const batches = this.inner.subscribeToAll(from, { ...options, signal: stop.signal })[Symbol.asyncIterator]();
+    const readAhead = () => {
+      const next = this.nextOpened(batches);
+      next.catch(() => undefined); // a failure is thrown where it is awaited, or dropped with the subscription
+      return next;
+    };
+    try {
+      let next = readAhead();
+      for (let batch = await next; batch; batch = await next) {
+        next = readAhead();
+        yield batch;
+      }
+    } finally {
+      options.signal.removeEventListener('abort', onAbort);
+      stop.abort();
     }
   }
 
   async close(): Promise<void> {
+    await this.thread?.close();
     await this.inner.close();
     await this.keys.store.close();
+  }
+
+  private async nextOpened(batches: AsyncIterator<EventBatch>): Promise<EventBatch | undefined> {
+    const { done, value } = await batches.next();
+    return done ? undefined : { events: await this.openAll(value.events, false), position: value.position };
   }
 
   private isRecord(streamId: string): boolean {
@@ -103,24 +136,27 @@ export class SealedEventStore implements EventStore {
     }
     if (keyIds.size === 0) return events;
     const keys = await this.keys.forReading(keyIds, { keep });
-    return events.map((event) => (keyIds.has(event.streamId) && isSealed(event) ? openEvent(event, keys.get(event.streamId)) : event));
+    const sealed = events.filter((event) => keyIds.has(event.streamId) && isSealed(event));
+    const keyOf = (event: StoredEvent) => keys.get(event.streamId);
+    const valuesOf = (event: StoredEvent) => (event.data as unknown as SealedData).sealed;
+    const opened =
+      this.thread && sealed.length >= OPEN_IN_THREAD_FROM
+        ? await this.thread.open(sealed.map(valuesOf), sealed.map((e) => e.id), sealed.map(keyOf))
+        : sealed.map((event) => openOrNull(keyOf(event), valuesOf(event), event.id));
+    sealed.forEach((event, i) => setValues(event, opened[i]));
+    return events;
   }
 }
 
-/** The event with its values opened; '' for each when the key is gone or the seal does not open. */
-function openEvent(event: StoredEvent, key: Buffer | undefined): StoredEvent {
-  const { fields, sealed } = event.data as unknown as SealedData;
-  let values: unknown[] | undefined;
-  if (key) {
-    try {
-      values = JSON.parse(open(key, sealed, event.id));
-    } catch {
-      values = undefined; // altered, or sealed with another key: unreadable, like an erased one
-    }
-  }
+/**
+ * Gives a sealed event its values from their opened JSON: '' for each where it did not open, so an
+ * erased record's events read like any other's. In place: the event was made for this read alone,
+ * and a rebuild opens millions.
+ */
+function setValues(event: StoredEvent, opened: string | null): void {
+  const { fields } = event.data as unknown as SealedData;
+  const values: unknown[] | null = opened === null ? null : JSON.parse(opened);
   const data: Record<string, unknown> = {};
   fields.forEach((field, i) => (data[field] = values ? values[i] : ''));
-  // In place: the event was made for this read alone, and a rebuild opens millions.
   event.data = data;
-  return event;
 }

@@ -1,6 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import { checkpointAndTruncate, SqliteDatabase, WalSync } from '../storage/sqlite-database';
-import { randomBytesPooled } from './data-keys';
+import { KEY_BYTES, randomBytesPooled } from './data-keys';
 import type { KeyStore, PendingErasure } from './key-store.port';
 
 interface PendingObtain {
@@ -58,7 +58,7 @@ export class SqliteKeyStore implements KeyStore {
     this.markFinished = db.prepare('UPDATE data_keys SET pending = 0 WHERE key_id = ?');
     const group = db.transaction((obtains: PendingObtain[]) =>
       obtains.map(({ keyId }) => {
-        this.insert.run(keyId, randomBytesPooled(32));
+        this.insert.run(keyId, randomBytesPooled(KEY_BYTES));
         return this.selectOne.get(keyId)!.key;
       }),
     );

@@ -35,6 +35,7 @@ export function openSqliteDatabase(file: string, { durable }: { durable: boolean
   // Deleted and overwritten content is zeroed, not just unlinked: an erased record's values leave
   // no copy in a free page or a free part of a page (see checkpointAndTruncate for the log).
   db.pragma('secure_delete = ON');
+  db.pragma('mmap_size = 268435456');
   return db;
 }
 

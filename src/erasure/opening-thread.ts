@@ -1,0 +1,80 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+
+/**
+ * A batch for the thread: sealed values, the id of each one's event, and the keys, each once, in one
+ * buffer (KEY_BYTES apiece) with the index of each value's key in it (-1: the key is gone).
+ */
+export interface OpenRequest {
+  id: number;
+  sealed: string[];
+  contexts: string[];
+  keyTable: Uint8Array;
+  keyOf: Int32Array;
+}
+
+/** Each sealed value opened, in order: its plaintext, or null where it does not open. */
+export interface OpenAnswer {
+  id: number;
+  opened: (string | null)[];
+}
+
+/** The thread's script, as built (dist/erasure/open-worker.js). */
+const SCRIPT = join(__dirname, 'open-worker.js');
+
+/**
+ * A worker thread that opens sealed values, so that a rebuild or a catch-up decrypts one batch
+ * while the main thread folds the one before it: opening (AES-GCM in node:crypto, about 8 µs a
+ * value, most of it the cipher's set-up) costs a fold as much as everything else does.
+ *
+ * Only where the service runs as built: run from its TypeScript sources (the in-process tests) there
+ * is no script for the thread, and `available` is false.
+ */
+export class OpeningThread {
+  static readonly available = existsSync(SCRIPT);
+  private worker?: Worker;
+  private nextId = 0;
+  private readonly waiting = new Map<number, { resolve: (opened: (string | null)[]) => void; reject: (error: unknown) => void }>();
+
+  /** Opens each sealed value with its key (undefined: gone, and it opens as null). */
+  open(sealed: string[], contexts: string[], keys: (Buffer | undefined)[]): Promise<(string | null)[]> {
+    const index = new Map<Buffer, number>();
+    const keyOf = new Int32Array(keys.length);
+    keys.forEach((key, i) => {
+      if (key && !index.has(key)) index.set(key, index.size);
+      keyOf[i] = key ? index.get(key)! : -1;
+    });
+    const keyTable = Buffer.concat([...index.keys()]);
+    const worker = this.started();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      worker.postMessage({ id, sealed, contexts, keyTable, keyOf } satisfies OpenRequest);
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.worker?.terminate();
+  }
+
+  private started(): Worker {
+    if (this.worker) return this.worker;
+    const worker = new Worker(SCRIPT);
+    // Idle, it must not keep a CLI or a test process alive.
+    worker.unref();
+    worker.on('message', ({ id, opened }: OpenAnswer) => {
+      this.waiting.get(id)?.resolve(opened);
+      this.waiting.delete(id);
+    });
+    const fail = (error: unknown) => {
+      for (const { reject } of this.waiting.values()) reject(error);
+      this.waiting.clear();
+      this.worker = undefined;
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`The thread opening sealed values ended (exit code ${code})`)));
+    this.worker = worker;
+    return worker;
+  }
+}
