@@ -49,7 +49,7 @@ export class CreateCustomerHandler implements ICommandHandler<CreateCustomerComm
   constructor(@Inject(CUSTOMER_WRITER) private readonly customers: RecordWriter) {}
 
   async execute({ context, id, fields, commandId }: CreateCustomerCommand): Promise<void> {
-    await this.customers.write(id, context, commandId, (state) => decideCreateCustomer(state, fields));
+    await this.customers.write(id, context, commandId, (state) => decideCreateCustomer(state, fields), { isNew: true });
   }
 }
 
@@ -58,7 +58,7 @@ export class UpdateCustomerHandler implements ICommandHandler<UpdateCustomerComm
   constructor(@Inject(CUSTOMER_WRITER) private readonly customers: RecordWriter) {}
 
   async execute({ context, id, fields, commandId, precondition }: UpdateCustomerCommand): Promise<void> {
-    await this.customers.write(id, context, commandId, (state) => decideUpdateCustomer(state, context.accountId, fields), precondition);
+    await this.customers.write(id, context, commandId, (state) => decideUpdateCustomer(state, context.accountId, fields), { precondition });
   }
 }
 
@@ -67,7 +67,7 @@ export class DeleteCustomerHandler implements ICommandHandler<DeleteCustomerComm
   constructor(@Inject(CUSTOMER_WRITER) private readonly customers: RecordWriter) {}
 
   async execute({ context, id, commandId, precondition }: DeleteCustomerCommand): Promise<void> {
-    await this.customers.write(id, context, commandId, (state) => decideDeleteCustomer(state, context.accountId), precondition);
+    await this.customers.write(id, context, commandId, (state) => decideDeleteCustomer(state, context.accountId), { precondition });
   }
 }
 

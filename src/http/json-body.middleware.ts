@@ -46,9 +46,13 @@ function parseJson(req: Request, _res: Response, next: NextFunction): void {
  * middleware, not three: each Express layer costs a pass of the router on every request.
  */
 export function jsonBody(req: Request, res: Response, next: NextFunction): void {
+  if (!METHODS_WITH_BODY.has(req.method)) {
+    req.body = undefined;
+    return next();
+  }
   const takesNoBody = TAKES_NO_BODY.test(req.path);
   const sent = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-  if (!METHODS_WITH_BODY.has(req.method) || (takesNoBody && !sent)) {
+  if (takesNoBody && !sent) {
     req.body = undefined;
     return next();
   }

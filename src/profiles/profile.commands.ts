@@ -58,7 +58,7 @@ abstract class SlugAwareHandler {
 
   protected async writeWithSlugs(
     id: string,
-    command: { context: RequestContext; commandId: string; precondition?: Precondition },
+    command: { context: RequestContext; commandId: string; precondition?: Precondition; isNew?: boolean },
     decide: Decision,
     newSlug: (current: Fields) => string | undefined,
   ): Promise<void> {
@@ -77,7 +77,7 @@ abstract class SlugAwareHandler {
           }
         }
         return events;
-      }, command.precondition);
+      }, { precondition: command.precondition, isNew: command.isNew });
     } finally {
       for (const slug of touched) await this.slugs.release(slug, id, metadata);
     }
@@ -91,7 +91,8 @@ export class CreateProfileHandler extends SlugAwareHandler implements ICommandHa
   }
 
   async execute(command: CreateProfileCommand): Promise<void> {
-    await this.writeWithSlugs(command.id, command, (state) => decideCreateProfile(state, command.fields), () => command.fields.slug);
+    const { context, commandId, id, fields } = command;
+    await this.writeWithSlugs(id, { context, commandId, isNew: true }, (state) => decideCreateProfile(state, fields), () => fields.slug);
   }
 }
 

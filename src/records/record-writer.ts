@@ -46,6 +46,9 @@ interface Folded {
   position: Position;
 }
 
+/** A record with no events yet. */
+const NO_STREAM = { state: null, revision: 'no_stream', position: undefined } as const;
+
 /**
  * The write path of one record: fold its stream, decide, append at the revision read. When another
  * writer got there first, the whole thing runs again on the new state, so no update is lost. Then it
@@ -68,14 +71,14 @@ export class RecordWriter {
     private readonly keepAtMost = FOLDED_RECORDS_KEPT,
   ) {}
 
-  async load(id: string): Promise<Folded | { state: null; revision: 'no_stream'; position?: undefined }> {
+  async load(id: string): Promise<Folded | typeof NO_STREAM> {
     const kept = this.folded.get(id);
     const events = await this.eventStore.readStream(streamIdOf(this.kind, id), kept ? kept.revision + 1 : 0);
     let state = kept?.state ?? null;
     for (const event of events) state = evolveRecord(this.kind, state, event);
     const last = events[events.length - 1];
     const folded = last ? { state: state!, revision: last.revision, position: last.position } : kept;
-    if (!folded) return { state: null, revision: 'no_stream' };
+    if (!folded) return NO_STREAM;
     this.keep(id, folded);
     return folded;
   }
@@ -83,16 +86,19 @@ export class RecordWriter {
   /**
    * Returns the append, or null when the decision was to change nothing. A precondition is checked
    * on every attempt, so a writer that lost a race to another one answers 412, not a silent retry.
+   * `isNew` (a create, under an id just made): the first attempt takes the stream to be empty without
+   * reading it; an append that finds it otherwise is refused by its expected revision, and the next
+   * attempt reads it.
    */
   async write(
     id: string,
     context: RequestContext,
     causationId: string,
     decide: Decision,
-    precondition?: Precondition,
+    { precondition, isNew = false }: { precondition?: Precondition; isNew?: boolean } = {},
   ): Promise<AppendResult | null> {
     for (let attempt = 1; ; attempt++) {
-      const { state, revision, position } = await this.load(id);
+      const { state, revision, position } = isNew && attempt === 1 ? NO_STREAM : await this.load(id);
       if (precondition) this.checkPrecondition(ownedRecord(this.kind, state, context.accountId), precondition);
       const events = await decide(state);
       if (events.length === 0) {

@@ -21,8 +21,8 @@ describe('RecordWriter', () => {
   afterEach(() => sqlite.dispose());
 
   const writerOf = (keepAtMost?: number) => new RecordWriter(CUSTOMER, events, noReadModels, keepAtMost);
-  const create = (writer: RecordWriter, id: string) =>
-    writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada', email: 'ada@example.com' }));
+  const create = (writer: RecordWriter, id: string, name = 'Ada') =>
+    writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name, email: 'ada@example.com' }), { isNew: true });
   const update = (writer: RecordWriter, id: string, fields: Record<string, string>) =>
     writer.write(id, context, randomUUID(), (state) => decideUpdateCustomer(state, 'acc', fields));
 
@@ -76,5 +76,23 @@ describe('RecordWriter', () => {
     expect(await writer.load(id)).toEqual({ state: null, revision: 'no_stream' });
     await create(writer, id);
     expect((await writer.load(id)).revision).toBe(0);
+  });
+
+  it('creates without reading the stream first', async () => {
+    const reads = jest.spyOn(events, 'readStream');
+    const written = await create(writerOf(), randomUUID());
+    expect(written?.revision).toBe(0);
+    expect(reads).not.toHaveBeenCalled();
+  });
+
+  it('reads the stream and decides again when a create finds its id taken (an idempotent retry)', async () => {
+    const id = randomUUID();
+    await create(writerOf(), id, 'Ada');
+    const reads = jest.spyOn(events, 'readStream');
+
+    // The decision on the record as read: it exists, so the create has nothing left to do.
+    expect(await create(writerOf(), id, 'Grace')).toBeNull();
+    expect(reads.mock.calls).toEqual([[`customer-${id}`, 0]]);
+    expect((await writerOf().load(id)).state?.fields.name).toBe('Ada');
   });
 });
