@@ -7,6 +7,7 @@ import {
   DomainEvent,
   EventMetadata,
   EventStore,
+  NewEvent,
   Position,
   WrongExpectedRevisionError,
 } from '../event-store/event-store.port';
@@ -86,9 +87,12 @@ export class RecordWriter {
   /**
    * Returns the append, or null when the decision was to change nothing. A precondition is checked
    * on every attempt, so a writer that lost a race to another one answers 412, not a silent retry.
-   * `isNew` (a create, under an id just made): the first attempt takes the stream to be empty without
-   * reading it; an append that finds it otherwise is refused by its expected revision, and the next
-   * attempt reads it.
+   *
+   * The first attempt decides on what this writer knows without reading: the fold it kept, or for a
+   * create (`isNew`, an id just made) no stream. The append's expected revision is the check: if
+   * others have written since, it is refused and the next attempt reads the stream. A refusal or a
+   * no-change decision on that first guess may be one of an outdated state, so it is decided again
+   * on the stream as read before it is answered.
    */
   async write(
     id: string,
@@ -98,21 +102,27 @@ export class RecordWriter {
     { precondition, isNew = false }: { precondition?: Precondition; isNew?: boolean } = {},
   ): Promise<AppendResult | null> {
     for (let attempt = 1; ; attempt++) {
-      const { state, revision, position } = isNew && attempt === 1 ? NO_STREAM : await this.load(id);
-      if (precondition) this.checkPrecondition(ownedRecord(this.kind, state, context.accountId), precondition);
-      const events = await decide(state);
+      const guess = attempt === 1 ? (isNew ? NO_STREAM : this.folded.get(id)) : undefined;
+      const { state, revision, position } = guess ?? (await this.load(id));
+      let events: DomainEvent[];
+      try {
+        if (precondition) this.checkPrecondition(ownedRecord(this.kind, state, context.accountId), precondition);
+        events = await decide(state);
+      } catch (error) {
+        if (guess && error instanceof ApiError) continue;
+        throw error;
+      }
       if (events.length === 0) {
+        if (guess) continue;
         // Nothing to append, but the answer is read from the read models: they must show this state.
         if (position) await this.projections.waitFor(streamIdOf(this.kind, id), position);
         return null;
       }
       try {
         const streamId = streamIdOf(this.kind, id);
-        const written = await this.eventStore.appendToStream(
-          streamId,
-          withMetadata(events, eventMetadata(context, causationId)),
-          revision,
-        );
+        const appended = withMetadata(events, eventMetadata(context, causationId));
+        const written = await this.eventStore.appendToStream(streamId, appended, revision);
+        if (state) this.keepAppended(id, state, streamId, appended, written);
         await this.projections.waitFor(streamId, written.position);
         return written;
       } catch (error) {
@@ -124,6 +134,21 @@ export class RecordWriter {
         }
       }
     }
+  }
+
+  /**
+   * Keeps the record as this write left it, so the next write to it needs no read. Not after a
+   * create (no state before it): a new record's fold takes the time the store recorded, known only
+   * by reading it.
+   */
+  private keepAppended(id: string, state: RecordState, streamId: string, appended: NewEvent[], written: AppendResult): void {
+    const first = written.revision - appended.length + 1;
+    const recordedAt = new Date();
+    const folded = appended.reduce(
+      (current, event, i) => evolveRecord(this.kind, current, { ...event, streamId, revision: first + i, position: written.position, recordedAt }),
+      state,
+    );
+    this.keep(id, { state: folded, revision: written.revision, position: written.position });
   }
 
   private checkPrecondition(record: RecordState, precondition: Precondition): void {
