@@ -25,6 +25,9 @@ interface SealedData {
 /** Events of schema version 2 and later have their record data sealed; version 1 is plaintext. */
 export const SEALED_SCHEMA_VERSION = 2;
 
+/** Batches a subscription reads and opens ahead of the one its caller folds. */
+const READ_AHEAD = 2;
+
 /** Batches with at least this many sealed values are opened in the worker thread; smaller ones (a live projector's) at once. */
 const OPEN_IN_THREAD_FROM = 256;
 
@@ -85,25 +88,29 @@ export class SealedEventStore implements EventStore {
   }
 
   /**
-   * The inner subscription's batches, opened, one batch read ahead: the next is read and opened (in
-   * the worker thread, if large) while the caller folds this one.
+   * The inner subscription's batches, opened, READ_AHEAD batches read ahead: while the caller folds
+   * one, the next ones are read and opened (in the worker thread, if large), so the thread always has
+   * a batch to work on.
    */
   async *subscribeToAll(from: Position, options: SubscribeOptions): AsyncIterable<EventBatch> {
     // A signal of its own: when the caller stops, the inner subscription stops too, even while the
-    // batch read ahead waits for events.
+    // batches read ahead wait for events.
     const stop = new AbortController();
     const onAbort = () => stop.abort();
     options.signal.addEventListener('abort', onAbort, { once: true });
     const batches = this.inner.subscribeToAll(from, { ...options, signal: stop.signal })[Symbol.asyncIterator]();
+    const ahead: Promise<EventBatch | undefined>[] = [];
     const readAhead = () => {
-      const next = this.nextOpened(batches);
-      next.catch(() => undefined); // a failure is thrown where it is awaited, or dropped with the subscription
-      return next;
+      while (ahead.length < READ_AHEAD) {
+        const next = this.nextOpened(batches);
+        next.catch(() => undefined); // a failure is thrown where it is awaited, or dropped with the subscription
+        ahead.push(next);
+      }
     };
     try {
-      let next = readAhead();
-      for (let batch = await next; batch; batch = await next) {
-        next = readAhead();
+      readAhead();
+      for (let batch = await ahead.shift(); batch; batch = await ahead.shift()) {
+        readAhead();
         yield batch;
       }
     } finally {
