@@ -24,7 +24,9 @@ export function randomBytesPooled(size: number): Buffer {
     randomFillSync(randomPool);
     randomUsed = 0;
   }
-  const bytes = Buffer.from(randomPool.subarray(randomUsed, randomUsed + size));
+  // A buffer of its own, not a slice of Node's shared pool, where a key's bytes would outlive it.
+  const bytes = Buffer.allocUnsafeSlow(size);
+  randomPool.copy(bytes, 0, randomUsed, randomUsed + size);
   randomPool.fill(0, randomUsed, randomUsed + size); // a key handed out leaves no copy here
   randomUsed += size;
   return bytes;

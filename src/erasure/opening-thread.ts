@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { KEY_BYTES } from './data-keys';
 
 /**
  * A batch for the thread: sealed values, the id of each one's event, and the keys, each once, in one
@@ -34,46 +35,60 @@ const SCRIPT = join(__dirname, 'open-worker.js');
 export class OpeningThread {
   static readonly available = existsSync(SCRIPT);
   private worker?: Worker;
+  private closed = false;
   private nextId = 0;
   private readonly waiting = new Map<number, { resolve: (opened: (string | null)[]) => void; reject: (error: unknown) => void }>();
 
   /** Opens each sealed value with its key (undefined: gone, and it opens as null). */
   open(sealed: string[], contexts: string[], keys: (Buffer | undefined)[]): Promise<(string | null)[]> {
+    if (this.closed) return Promise.reject(new Error('The store is closed'));
     const index = new Map<Buffer, number>();
     const keyOf = new Int32Array(keys.length);
     keys.forEach((key, i) => {
       if (key && !index.has(key)) index.set(key, index.size);
       keyOf[i] = key ? index.get(key)! : -1;
     });
-    const keyTable = Buffer.concat([...index.keys()]);
+    // A buffer of its own: a slice of Node's shared pool would send the thread the whole pool.
+    const keyTable = new Uint8Array(index.size * KEY_BYTES);
+    for (const [key, k] of index) keyTable.set(key, k * KEY_BYTES);
     const worker = this.started();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
+      // Referenced while it has work: a CLI's rebuild waiting only on the thread must not exit.
+      if (this.waiting.size === 0) worker.ref();
       this.waiting.set(id, { resolve, reject });
       worker.postMessage({ id, sealed, contexts, keyTable, keyOf } satisfies OpenRequest);
     });
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await this.worker?.terminate();
   }
 
   private started(): Worker {
     if (this.worker) return this.worker;
     const worker = new Worker(SCRIPT);
-    // Idle, it must not keep a CLI or a test process alive.
-    worker.unref();
+    const settled = () => {
+      if (this.waiting.size === 0) worker.unref(); // idle, it keeps no process alive
+    };
     worker.on('message', ({ id, opened }: OpenAnswer) => {
       this.waiting.get(id)?.resolve(opened);
       this.waiting.delete(id);
+      settled();
     });
+    // Whatever ends this thread fails what it was asked; the next batch starts another.
     const fail = (error: unknown) => {
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      void worker.terminate();
       for (const { reject } of this.waiting.values()) reject(error);
       this.waiting.clear();
-      this.worker = undefined;
     };
     worker.on('error', fail);
+    worker.on('messageerror', fail);
     worker.on('exit', (code) => fail(new Error(`The thread opening sealed values ended (exit code ${code})`)));
+    worker.unref();
     this.worker = worker;
     return worker;
   }

@@ -97,7 +97,8 @@ export class SealedEventStore implements EventStore {
     // batches read ahead wait for events.
     const stop = new AbortController();
     const onAbort = () => stop.abort();
-    options.signal.addEventListener('abort', onAbort, { once: true });
+    if (options.signal.aborted) stop.abort();
+    else options.signal.addEventListener('abort', onAbort, { once: true });
     const batches = this.inner.subscribeToAll(from, { ...options, signal: stop.signal })[Symbol.asyncIterator]();
     const ahead: Promise<EventBatch | undefined>[] = [];
     const readAhead = () => {
@@ -110,12 +111,16 @@ export class SealedEventStore implements EventStore {
     try {
       readAhead();
       for (let batch = await ahead.shift(); batch; batch = await ahead.shift()) {
+        // Stopped: the batches read ahead are dropped, as the inner subscription would not have read them.
+        if (stop.signal.aborted) return;
         readAhead();
         yield batch;
       }
     } finally {
       options.signal.removeEventListener('abort', onAbort);
       stop.abort();
+      // Ends the inner subscription (its own clean-up runs) once the reads under way settle.
+      void batches.return?.(undefined).catch(() => undefined);
     }
   }
 

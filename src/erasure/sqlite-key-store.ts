@@ -69,7 +69,9 @@ export class SqliteKeyStore implements KeyStore {
   async obtain(keyId: string): Promise<Buffer | null> {
     const row = this.selectOne.get(keyId);
     if (row) {
-      // Made by a group whose sync may still be under way.
+      // Made here by a group whose sync may still be under way: wait for it. A key another process
+      // made is synced before that process uses it, and no one learns a record's id before its
+      // create is answered; what a crashed process left unsynced was synced when this store opened.
       await this.walSync?.upTo(this.commits);
       return row.key;
     }

@@ -51,9 +51,10 @@ interface Folded {
 const NO_STREAM = { state: null, revision: 'no_stream', position: undefined } as const;
 
 /**
- * The write path of one record: fold its stream, decide, append at the revision read. When another
- * writer got there first, the whole thing runs again on the new state, so no update is lost. Then it
- * waits for the read models, so the caller's next read sees the write.
+ * The write path of one record: decide on the record as this writer knows it (kept from earlier
+ * writes, or read from its stream), append at that revision. When another writer got there first,
+ * the append is refused and the whole thing runs again on the stream as read, so no update is lost.
+ * Then it waits for the read models, so the caller's next read sees the write.
  *
  * Records folded before are kept, and a load reads only the events after them: a write costs the
  * same for a record with a long history as for a new one. Events are never changed or removed, so a

@@ -1,5 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { StoreUnavailableError } from './store-unavailable.error';
 
@@ -15,11 +15,12 @@ export const Database: typeof BetterSqlite3 =
 export type SqliteDatabase = BetterSqlite3.Database;
 
 /**
- * Opens a connection to the embedded default's single SQLite file. WAL lets readers run beside the
- * writer. The event store's connection is `durable` (synchronous=FULL): every commit reaches the
- * disk before it returns, so a 2xx survives a crash or power loss right after it. The read models'
- * connection is not (synchronous=NORMAL): still atomic and safe from a process crash, and what a
- * power loss could take is refolded from the events, since each batch carries its checkpoint.
+ * Opens a connection to one of the embedded default's SQLite files. WAL lets readers run beside the
+ * writer. A `durable` connection (the event store's, the key store's) is opened at
+ * synchronous=FULL, which its store hands to WalSync: commits at NORMAL, each answered only once the
+ * WAL holding it is synced, so a 2xx survives a crash or power loss right after it. The read models'
+ * connection is not durable (synchronous=NORMAL): still atomic and safe from a process crash, and
+ * what a power loss could take is refolded from the events, since each batch carries its checkpoint.
  */
 export function openSqliteDatabase(file: string, { durable }: { durable: boolean }): SqliteDatabase {
   // Only the service's user may read its data: a new directory is 0700, a new file 0600 (SQLite
@@ -35,7 +36,6 @@ export function openSqliteDatabase(file: string, { durable }: { durable: boolean
   // Deleted and overwritten content is zeroed, not just unlinked: an erased record's values leave
   // no copy in a free page or a free part of a page (see checkpointAndTruncate for the log).
   db.pragma('secure_delete = ON');
-  db.pragma('mmap_size = 268435456');
   return db;
 }
 
@@ -62,8 +62,9 @@ const syncData = (fd: number) => new Promise<void>((resolve, reject) => fdatasyn
  * fsyncs the WAL inside each commit, on the event loop: every request waits out the disk. Instead
  * the connection commits at NORMAL, and `upTo(mark)` syncs the WAL file in libuv's thread pool;
  * callers who ask while a sync runs share the next one. `mark()` says how far the commits made so
- * far go (the event store's head position, the key store's count of commits): what is committed
- * when a sync starts is durable when it ends. Checkpoints sync the WAL before copying it into the
+ * far go, in the store's own measure (the event store's head position, which counts every
+ * process's events; the key store's count of its own commits): what is committed when a sync
+ * starts is durable when it ends. Checkpoints sync the WAL before copying it into the
  * database, as SQLite does at NORMAL.
  *
  * `forDurable` gives none for a connection that is not durable: there, everything counts as synced.
@@ -71,6 +72,7 @@ const syncData = (fd: number) => new Promise<void>((resolve, reject) => fdatasyn
 export class WalSync {
   private durable = 0;
   private syncing?: Promise<void>;
+  private closed = false;
 
   private constructor(
     /** The WAL file, kept open: SQLite keeps it while a connection is open. */
@@ -82,12 +84,17 @@ export class WalSync {
     if (db.pragma('synchronous', { simple: true }) !== SYNCHRONOUS_FULL) return undefined;
     db.pragma('synchronous = NORMAL');
     // The mode is the database file's, in case this open makes the file.
-    return new WalSync(openSync(`${db.name}-wal`, 'a', 0o600), mark);
+    const wal = openSync(`${db.name}-wal`, 'a', 0o600);
+    // What another process committed and had not synced yet (or left unsynced when it crashed) is
+    // synced here once: from now on, whatever this connection reads is on disk.
+    fdatasyncSync(wal);
+    return new WalSync(wal, mark);
   }
 
   /** Resolves once every commit up to `mark` is on disk: at the end of the sync under way if that covers it, else of the next. */
   async upTo(mark: number): Promise<void> {
     while (this.durable < mark) {
+      if (this.closed) throw new Error('The store is closed: what it committed last may not be on disk');
       if (!this.syncing) {
         const upTo = this.mark();
         this.syncing = syncData(this.wal)
@@ -100,6 +107,7 @@ export class WalSync {
 
   /** Waits out the sync under way, then closes the file (before or after the connection). */
   async close(): Promise<void> {
+    this.closed = true;
     await this.syncing?.catch(() => undefined);
     closeSync(this.wal);
   }

@@ -95,6 +95,37 @@ describe('SealedEventStore', () => {
     expect(batch.events.map((e) => e.data.name)).toEqual(streams);
     expect(getMany).toHaveBeenCalledTimes(1);
   });
+
+  it('hands out every batch in order, reading ahead, and none once its caller’s signal aborts', async () => {
+    const streams = Array.from({ length: 10 }, () => `customer-${randomUUID()}`);
+    for (const s of streams) await store.appendToStream(s, [event('CustomerCreated', { name: s })], 'no_stream');
+    const stop = new AbortController();
+    const seen: string[] = [];
+    for await (const batch of store.subscribeToAll(START, { signal: stop.signal, maxBatchSize: 2 })) {
+      seen.push(...batch.events.map((e) => e.data.name as string));
+      // Three batches read: two more are read ahead by now, and must not be handed out.
+      if (seen.length === 6) stop.abort();
+    }
+    expect(seen).toEqual(streams.slice(0, 6));
+  });
+
+  it('ends its inner subscription when the caller stops, even one waiting for events', async () => {
+    const stream = `customer-${randomUUID()}`;
+    await store.appendToStream(stream, [event('CustomerCreated', { name: 'Ada' })], 'no_stream');
+    let innerEnded = false;
+    const subscribe = inner.subscribeToAll.bind(inner);
+    jest.spyOn(inner, 'subscribeToAll').mockImplementation(async function* (from, options) {
+      try {
+        yield* subscribe(from, options);
+      } finally {
+        innerEnded = true;
+      }
+    });
+    // The caller never aborts its signal: it just stops after the first batch.
+    expect(await first(store.subscribeToAll(START, { signal: new AbortController().signal }))).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 100)); // more than the inner's poll interval
+    expect(innerEnded).toBe(true);
+  });
 });
 
 async function first<T>(iterable: AsyncIterable<T>): Promise<T[]> {
