@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { createApp } from './app';
 import { AppConfig, ConfigError, loadConfig, resolveAccessTokens } from './config/config';
 import { createLogger, NestPinoLogger } from './logging/logging';
+import { prepareSqliteFiles } from './storage/storage.module';
 import { StoreUnavailableError } from './storage/store-unavailable.error';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -128,6 +129,7 @@ async function runPrimary(settings: Settings): Promise<void> {
   Logger.overrideLogger(new NestPinoLogger(createLogger(settings.logLevel)));
   await ensurePortFree(settings.port, settings.host);
   const { created } = resolveAccessTokens(process.env, settings.dataDir);
+  prepareSqliteFiles(settings);
   const logger = new Logger('Primary');
   const listening = new Set<number>();
   const alive = new Set<number>();

@@ -1,5 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import { closeSync, fdatasync, fdatasyncSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { StoreUnavailableError } from './store-unavailable.error';
 
@@ -84,11 +84,7 @@ export class WalSync {
     if (db.pragma('synchronous', { simple: true }) !== SYNCHRONOUS_FULL) return undefined;
     db.pragma('synchronous = NORMAL');
     // The mode is the database file's, in case this open makes the file.
-    const wal = openSync(`${db.name}-wal`, 'a', 0o600);
-    // What another process committed and had not synced yet (or left unsynced when it crashed) is
-    // synced here once: from now on, whatever this connection reads is on disk.
-    fdatasyncSync(wal);
-    return new WalSync(wal, mark);
+    return new WalSync(openSync(`${db.name}-wal`, 'a', 0o600), mark);
   }
 
   /** Resolves once every commit up to `mark` is on disk: at the end of the sync under way if that covers it, else of the next. */

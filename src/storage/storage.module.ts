@@ -63,7 +63,22 @@ export async function openEventStore(
  */
 export async function openKeyStore(config: StoreSettings): Promise<KeyStore> {
   if (config.mongodb) return MongoDbKeyStore.connect(config.mongodb.uri, config.mongodb.database, config.storeTimeoutMs ?? 5000);
-  return new SqliteKeyStore(openSqliteDatabase(join(dirname(config.sqliteFile), 'keys.sqlite'), { durable: true }));
+  return new SqliteKeyStore(openSqliteDatabase(keysFile(config), { durable: true }));
+}
+
+const keysFile = (config: StoreSettings) => join(dirname(config.sqliteFile), 'keys.sqlite');
+
+/**
+ * Makes the SQLite files the configuration uses and switches them to WAL, then closes them: the
+ * primary does it before WORKERS start, since workers opening a new file together race to switch
+ * its journal, and SQLite answers the loser of that race with SQLITE_BUSY, busy timeout or not.
+ */
+export function prepareSqliteFiles(config: StoreSettings): void {
+  const files = [
+    ...(config.eventStoreConnectionString && config.mongodb ? [] : [config.sqliteFile]),
+    ...(config.mongodb ? [] : [keysFile(config)]),
+  ];
+  for (const file of files) openSqliteDatabase(file, { durable: false }).close();
 }
 
 /** The read store the configuration selects (MongoDB, else SQLite). */
