@@ -71,7 +71,7 @@ export class SqliteKeyStore implements KeyStore {
     if (row) {
       // Made here by a group whose sync may still be under way: wait for it. A key another process
       // made is synced before that process uses it, and no one learns a record's id before its
-      // create is answered; what a crashed process left unsynced was synced when this store opened.
+      // create is answered.
       await this.walSync?.upTo(this.commits);
       return row.key;
     }
