@@ -8,7 +8,7 @@ import { PoisonEventError } from './projections/projector';
 import { REBUILD_GRACE_MS, RebuildInterruptedError } from './projections/rebuild';
 import { READ_MODELS } from './read-models';
 import { StoreUnavailableError } from './storage/store-unavailable.error';
-import { openEventStore, openReadStore } from './storage/storage.module';
+import { openEventStore, openReadStore, usesSqliteFile } from './storage/storage.module';
 
 // Operator commands, run beside the service against the same stores: `node dist/cli.js <command>`
 // (`npm run cli -- <command>`). Exit codes: 0 done, 1 failed, 2 usage error, 130 interrupted.
@@ -120,8 +120,7 @@ async function main(argv: string[]): Promise<number> {
 
   const config = loadConfig();
   process.stderr.write(`${storesOf(config)}\n`);
-  const sqliteUsed = !config.eventStoreConnectionString || !config.mongodb;
-  if (sqliteUsed && !existsSync(config.sqliteFile)) {
+  if (usesSqliteFile(config) && !existsSync(config.sqliteFile)) {
     // Opening it would make an empty store and report it healthy: most likely the wrong directory.
     throw new MissingStoreError(
       `No store at ${config.sqliteFile}. Run the command in the service's directory, or set DATA_DIR to its data directory (the service makes the store on its first start).`,

@@ -74,12 +74,12 @@ const keysFile = (config: StoreSettings) => join(dirname(config.sqliteFile), 'ke
  * its journal, and SQLite answers the loser of that race with SQLITE_BUSY, busy timeout or not.
  */
 export function prepareSqliteFiles(config: StoreSettings): void {
-  const files = [
-    ...(config.eventStoreConnectionString && config.mongodb ? [] : [config.sqliteFile]),
-    ...(config.mongodb ? [] : [keysFile(config)]),
-  ];
+  const files = [...(usesSqliteFile(config) ? [config.sqliteFile] : []), ...(config.mongodb ? [] : [keysFile(config)])];
   for (const file of files) openSqliteDatabase(file, { durable: false }).close();
 }
+
+/** Whether the embedded store's file holds the events or the read models: unless both have a server. */
+export const usesSqliteFile = (config: StoreSettings) => !config.eventStoreConnectionString || !config.mongodb;
 
 /** The read store the configuration selects (MongoDB, else SQLite). */
 export async function openReadStore(config: StoreSettings): Promise<ReadStore> {
