@@ -316,6 +316,8 @@ export class Projector {
     const { live } = await this.readStore.status(this.projection.schema.name);
     this.generation = live.generation;
     this.position = live.position ?? START;
+    // A rebuild or another holder may have folded past a write that waits: no later event may come to answer it.
+    this.resolveWaiters();
   }
 
   private async apply(batch: EventBatch): Promise<void> {

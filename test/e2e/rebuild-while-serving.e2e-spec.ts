@@ -77,6 +77,10 @@ describeOnSqlite('projections rebuild beside a running service', () => {
       const idle = await http.post(withToken('customers')).send({ email: 'idle@x.io' }).expect(201);
       await http.get(withToken(`customers/${idle.body.data.Customer.id}`)).expect(200);
       expect(await total('customers')).toBe(seededCustomers + written.length + 2);
+    } catch (error) {
+      // What the service logged says why a request failed; the assertion alone does not. Its 2xx lines say nothing.
+      const notable = service.output().split('\n').filter((line) => !/"statusCode":2\d\d/.test(line));
+      throw new Error(`${(error as Error).message}\n--- the service's log, but for its 2xx lines ---\n${notable.slice(-100).join('\n')}`);
     } finally {
       service.process.kill('SIGTERM');
       await service.exited;

@@ -4,6 +4,7 @@ import { customerProjection } from '../../src/customers/customer.projection';
 import { comparePositions, NewEvent, Position } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { foldBatch, Projector } from '../../src/projections/projector';
+import { rebuildProjections } from '../../src/projections/rebuild';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 import type { SqliteDatabase } from '../../src/storage/sqlite-database';
@@ -145,6 +146,28 @@ describe('Projector', () => {
     const p = await startProjector();
     const far = { commit: 10_000n, prepare: 10_000n };
     await expect(p.waitFor(far, 50)).rejects.toThrow(/did not reach/);
+  });
+
+  it('answers a write that a rebuild folded before it replaced the generation, with no event after it', async () => {
+    const logged = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    // The projector reads the write, but before it commits, a rebuild folds the same write into a
+    // new generation and promotes it: the projector's commit is refused, and the new generation's
+    // checkpoint is already past the write.
+    let rebuilt: Promise<unknown> | undefined;
+    const raced = Object.create(reads) as SqliteReadStore;
+    raced.commit = async (...args: Parameters<SqliteReadStore['commit']>) => {
+      rebuilt ??= rebuildProjections([customerProjection], events, reads, { signal: new AbortController().signal, graceMs: 0 });
+      await rebuilt;
+      return reads.commit(...args);
+    };
+    const p = new Projector(customerProjection, events, raced, LEASE);
+    running.push(p);
+    await p.start();
+    const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
+    await p.waitFor(a.position, 2000);
+    expect(await get(a.id)).toMatchObject({ fields: { name: 'Ada' } });
+    expect(logged.mock.calls.flat().join(' ')).toContain('was replaced by a rebuild');
+    logged.mockRestore();
   });
 
   describe('beside another instance on the same read store', () => {
