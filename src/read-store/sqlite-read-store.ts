@@ -83,8 +83,10 @@ const NAME = /^[a-z][a-z0-9_]*$/;
 /** Documents a rebuild finds through an in-memory map before it builds the id index instead (see Build). */
 const ROWIDS_IN_MEMORY = 1_000_000;
 
-/** WAL pages (about 40 MB) a rebuilding connection lets accumulate before checkpointing; SQLite's default is 1000. */
+/** WAL pages (about 40 MB) a rebuilding connection lets accumulate before checkpointing. */
 const REBUILD_WAL_CHECKPOINT_PAGES = 10_000;
+/** SQLite's own default. */
+const DEFAULT_WAL_CHECKPOINT_PAGES = 1000;
 
 /** The column a filter reads: values of case-insensitive filters are stored lowercased. */
 const filterColumn = (field: string) => `f_${field}`;
@@ -381,6 +383,8 @@ export class SqliteReadStore implements ReadStore {
       .immediate();
     // Indexed and live now: written like any live generation from here on.
     this.builds.delete(tableName(collection, generation));
+    // The last build done: the connection (the event store's too, in the service) checkpoints as usual again.
+    if (this.builds.size === 0) this.db.pragma(`wal_autocheckpoint = ${DEFAULT_WAL_CHECKPOINT_PAGES}`);
   }
 
   async erase(collection: string, id: string): Promise<void> {

