@@ -18,9 +18,10 @@ export type SqliteDatabase = BetterSqlite3.Database;
  * Opens a connection to one of the embedded default's SQLite files. WAL lets readers run beside the
  * writer. A `durable` connection (the event store's, the key store's) is opened at
  * synchronous=FULL, which its store hands to WalSync: commits at NORMAL, each answered only once the
- * WAL holding it is synced, so a 2xx survives a crash or power loss right after it. The read models'
- * connection is not durable (synchronous=NORMAL): still atomic and safe from a process crash, and
- * what a power loss could take is refolded from the events, since each batch carries its checkpoint.
+ * WAL holding it is synced, so a 2xx survives a crash or power loss right after it. The read models
+ * need no more than NORMAL (still atomic and safe from a process crash; what a power loss could take
+ * is refolded from the events, since each batch carries its checkpoint): they share the event
+ * store's connection where both are on SQLite (sharedSqliteConnection), else open one not durable.
  */
 export function openSqliteDatabase(file: string, { durable }: { durable: boolean }): SqliteDatabase {
   // Only the service's user may read its data: a new directory is 0700, a new file 0600 (SQLite
