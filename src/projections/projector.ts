@@ -240,9 +240,11 @@ export class Projector {
           if (error instanceof PoisonEventError) return await this.stopOnPoison(error);
           if (error instanceof GenerationReplacedError) {
             const replaced = this.generation;
-            await this.loadLiveGeneration();
-            this.logger.log(`Generation ${replaced} was replaced by a rebuild: continuing in generation ${this.generation}`);
-            continue;
+            // Unreadable just now, the new generation is looked up again after the pause below.
+            if (await this.loadLiveGeneration().then(() => true, () => false)) {
+              this.logger.log(`Generation ${replaced} was replaced by a rebuild: continuing in generation ${this.generation}`);
+              continue;
+            }
           }
           // The store is unreachable or busy: try again from the checkpoint the read store kept. A
           // server that crashed may have lost commits it had acknowledged; this fold refolds them.

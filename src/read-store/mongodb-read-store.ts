@@ -160,6 +160,9 @@ export class MongoDbReadStore implements ReadStore {
 
   async status(collection: string): Promise<CollectionStatus> {
     const model = await this.readModel(collection);
+    // Fresher than the cache: a write answered from this status (a follower's, or after a rebuild's
+    // promotion) must be read from the generation it names, not the one cached before it.
+    this.liveCache.set(collection, { generation: model.live, at: Date.now() });
     const wanted = [model.live, ...(model.building === null ? [] : [model.building])].map((g) => generationId(collection, g));
     const docs = await this.guard(() => this.generations.find({ _id: { $in: wanted } }).toArray());
     const statusOf = (generation: number): GenerationStatus => {

@@ -341,10 +341,6 @@ export class SqliteReadStore implements ReadStore {
 
   async startRebuild(collection: string): Promise<number> {
     const { schema } = this.collection(collection);
-    // This connection now fills a table in large batches: checkpoint the WAL less often, since each
-    // checkpoint syncs and copies back pages the next batches dirty again. Commits stay atomic and
-    // checkpoints synced (synchronous is unchanged), so a crash still leaves the live model intact.
-    this.db.pragma(`wal_autocheckpoint = ${REBUILD_WAL_CHECKPOINT_PAGES}`);
     const generation = this.db
       .transaction(() => {
         const rows = this.selectGenerations.all(collection);
@@ -356,6 +352,10 @@ export class SqliteReadStore implements ReadStore {
       })
       .immediate();
     this.builds.set(tableName(collection, generation), this.prepareBuild(schema, generation));
+    // This connection now fills a table in large batches: checkpoint the WAL less often, since each
+    // checkpoint syncs and copies back pages the next batches dirty again. Commits stay atomic and
+    // checkpoints synced (synchronous is unchanged), so a crash still leaves the live model intact.
+    this.db.pragma(`wal_autocheckpoint = ${REBUILD_WAL_CHECKPOINT_PAGES}`);
     return generation;
   }
 
@@ -382,9 +382,7 @@ export class SqliteReadStore implements ReadStore {
       })
       .immediate();
     // Indexed and live now: written like any live generation from here on.
-    this.builds.delete(tableName(collection, generation));
-    // The last build done: the connection (the event store's too, in the service) checkpoints as usual again.
-    if (this.builds.size === 0) this.db.pragma(`wal_autocheckpoint = ${DEFAULT_WAL_CHECKPOINT_PAGES}`);
+    this.endBuild(tableName(collection, generation));
   }
 
   async erase(collection: string, id: string): Promise<void> {
@@ -466,16 +464,25 @@ export class SqliteReadStore implements ReadStore {
     `);
   }
 
+  /** A build promoted, replaced or dropped: once none is left, the connection (the event store's too, in the service) checkpoints as usual again. */
+  private endBuild(name: string): void {
+    if (this.builds.delete(name) && this.builds.size === 0) this.db.pragma(`wal_autocheckpoint = ${DEFAULT_WAL_CHECKPOINT_PAGES}`);
+  }
+
   private dropGeneration(collection: string, generation: number): void {
     this.collections.get(collection)?.tables.delete(generation);
-    this.builds.delete(tableName(collection, generation));
+    this.endBuild(tableName(collection, generation));
     this.db.exec(`DROP TABLE IF EXISTS ${tableName(collection, generation)}`);
     this.setState.run('dropped', Date.now(), collection, generation);
   }
 
   private assertWritable(collection: string, generation: number): 'live' | 'building' {
     const state = this.selectState.get(collection, generation);
-    if (state !== 'live' && state !== 'building') throw new GenerationReplacedError(collection, generation);
+    if (state !== 'live' && state !== 'building') {
+      // Another process replaced or dropped it: this process's build of it, if any, is over.
+      this.endBuild(tableName(collection, generation));
+      throw new GenerationReplacedError(collection, generation);
+    }
     return state;
   }
 

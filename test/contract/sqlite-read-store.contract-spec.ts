@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { ReadDocument } from '../../src/read-store/read-store.port';
+import { GenerationReplacedError, ReadDocument } from '../../src/read-store/read-store.port';
+import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
 import { openTempSqlite } from '../support/temp-sqlite';
 import { readStoreContract } from './read-store.contract';
@@ -67,6 +68,20 @@ describe('SqliteReadStore rebuilds', () => {
     await store.promote(schema.name, people);
     expect(autocheckpoint()).toBeGreaterThan(usual as number); // the other build goes on
     await store.promote('others', others);
+    expect(autocheckpoint()).toBe(usual);
+
+    // A build another process replaced is over too: its next write is refused, and the setting goes back.
+    const replaced = await store.startRebuild(schema.name);
+    const elsewhere = openSqliteDatabase(sqlite.file, { durable: false });
+    try {
+      const other = new SqliteReadStore(elsewhere);
+      await other.ensureCollection(schema);
+      await other.startRebuild(schema.name);
+    } finally {
+      elsewhere.close();
+    }
+    expect(autocheckpoint()).toBeGreaterThan(usual as number);
+    await expect(store.commit(schema.name, [doc()], at(1n, replaced))).rejects.toThrow(GenerationReplacedError);
     expect(autocheckpoint()).toBe(usual);
   });
 

@@ -5,6 +5,7 @@ import { comparePositions, NewEvent, Position } from '../../src/event-store/even
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { foldBatch, Projector } from '../../src/projections/projector';
 import { rebuildProjections } from '../../src/projections/rebuild';
+import { GenerationReplacedError } from '../../src/read-store/read-store.port';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 import type { SqliteDatabase } from '../../src/storage/sqlite-database';
@@ -166,8 +167,39 @@ describe('Projector', () => {
     const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
     await p.waitFor(a.position, 2000);
     expect(await get(a.id)).toMatchObject({ fields: { name: 'Ada' } });
-    expect(logged.mock.calls.flat().join(' ')).toContain('was replaced by a rebuild');
+    expect((await reads.status('customers')).live.generation).toBe(2); // the rebuild's, promoted under the projector
     logged.mockRestore();
+  });
+
+  it('goes on when the read store cannot say which generation replaced its own', async () => {
+    const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    // The first commit is refused as if a rebuild had replaced the generation, and the next look at
+    // the generations fails (the store unreachable for a moment).
+    let refused = false;
+    let statusFails = false;
+    const flaky = Object.create(reads) as SqliteReadStore;
+    flaky.commit = async (...args: Parameters<SqliteReadStore['commit']>) => {
+      if (!refused) {
+        refused = statusFails = true;
+        throw new GenerationReplacedError('customers', args[2].generation);
+      }
+      return reads.commit(...args);
+    };
+    flaky.status = async (collection: string) => {
+      if (statusFails) {
+        statusFails = false;
+        throw new StoreUnavailableError('MongoDB', 'connection reset');
+      }
+      return reads.status(collection);
+    };
+    const p = new Projector(customerProjection, events, flaky, LEASE);
+    running.push(p);
+    await p.start();
+    const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
+    await p.waitFor(a.position, 5000);
+    expect(await get(a.id)).toMatchObject({ fields: { name: 'Ada' } });
+    expect(p.state).toBe('running');
+    warned.mockRestore();
   });
 
   describe('beside another instance on the same read store', () => {
