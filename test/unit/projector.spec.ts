@@ -33,8 +33,9 @@ describe('Projector', () => {
     sqlite.dispose();
   });
 
-  async function startProjector(): Promise<Projector> {
-    const p = new Projector(customerProjection, events, reads, LEASE);
+  /** A projector on the read store, or on a stand-in for it that answers some calls its own way. */
+  async function startProjector(readStore: SqliteReadStore = reads): Promise<Projector> {
+    const p = new Projector(customerProjection, events, readStore, LEASE);
     running.push(p);
     await p.start();
     return p;
@@ -130,9 +131,7 @@ describe('Projector', () => {
       if (commits === 2) throw new StoreUnavailableError('MongoDB', 'connection reset');
       return reads.commit(...args);
     };
-    const p = new Projector(customerProjection, events, forgetful, LEASE);
-    running.push(p);
-    await p.start();
+    const p = await startProjector(forgetful);
     const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
     await p.waitFor(a.position, 5000);
     const b = await createCustomer({ name: 'Bob', email: 'bob@x.io' });
@@ -161,9 +160,7 @@ describe('Projector', () => {
       await rebuilt;
       return reads.commit(...args);
     };
-    const p = new Projector(customerProjection, events, raced, LEASE);
-    running.push(p);
-    await p.start();
+    const p = await startProjector(raced);
     const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
     await p.waitFor(a.position, 2000);
     expect(await get(a.id)).toMatchObject({ fields: { name: 'Ada' } });
@@ -192,9 +189,7 @@ describe('Projector', () => {
       }
       return reads.status(collection);
     };
-    const p = new Projector(customerProjection, events, flaky, LEASE);
-    running.push(p);
-    await p.start();
+    const p = await startProjector(flaky);
     const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
     await p.waitFor(a.position, 5000);
     expect(await get(a.id)).toMatchObject({ fields: { name: 'Ada' } });
