@@ -6,7 +6,7 @@ import type { AppConfig } from '../src/config/config';
 import { ProjectionsService } from '../src/projections/projections.service';
 import { rebuildProjections } from '../src/projections/rebuild';
 import { READ_MODELS } from '../src/read-models';
-import { openEventStore, openReadStore, sharedSqliteConnection } from '../src/storage/storage.module';
+import { openEventStore, openStores } from '../src/storage/storage.module';
 import { seedEvents } from './seed-events';
 
 /**
@@ -49,7 +49,7 @@ async function seal(sqliteFile: string): Promise<number> {
 
 /** Rebuilds every read model of the embedded store at `sqliteFile`, as `projections rebuild all` does. */
 export async function rebuildAll(sqliteFile: string): Promise<{ events: number; seconds: number }> {
-  const { eventStore, readStore } = await openStores(sqliteFile);
+  const { eventStore, readStore } = await openStores({ sqliteFile });
   try {
     const started = Date.now();
     const results = await rebuildProjections(READ_MODELS, eventStore, readStore, { signal: new AbortController().signal, graceMs: 0 });
@@ -62,7 +62,7 @@ export async function rebuildAll(sqliteFile: string): Promise<{ events: number; 
 
 /** Starts the service's projections on the embedded store at `sqliteFile`, as a first start does, and times them until they have folded its head. */
 export async function catchUp(sqliteFile: string): Promise<{ events: number; seconds: number }> {
-  const { eventStore, readStore } = await openStores(sqliteFile);
+  const { eventStore, readStore } = await openStores({ sqliteFile });
   const service = new ProjectionsService(READ_MODELS, eventStore, readStore, { readYourWritesTimeoutMs: 3_600_000, projectionLeaseMs: 5_000, instanceId: 'bench' } as AppConfig);
   try {
     const started = Date.now();
@@ -78,8 +78,3 @@ export async function catchUp(sqliteFile: string): Promise<{ events: number; sec
   }
 }
 
-/** Both stores on one connection to the file, as the service and the CLI open them. */
-async function openStores(sqliteFile: string) {
-  const sqlite = sharedSqliteConnection({ sqliteFile });
-  return { eventStore: await openEventStore({ sqliteFile }, { sqlite }), readStore: await openReadStore({ sqliteFile }, sqlite) };
-}

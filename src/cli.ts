@@ -8,7 +8,7 @@ import { PoisonEventError } from './projections/projector';
 import { REBUILD_GRACE_MS, RebuildInterruptedError } from './projections/rebuild';
 import { READ_MODELS } from './read-models';
 import { StoreUnavailableError } from './storage/store-unavailable.error';
-import { openEventStore, openReadStore, sharedSqliteConnection, usesSqliteFile } from './storage/storage.module';
+import { openStores, usesSqliteFile } from './storage/storage.module';
 
 // Operator commands, run beside the service against the same stores: `node dist/cli.js <command>`
 // (`npm run cli -- <command>`). Exit codes: 0 done, 1 failed, 2 usage error, 130 interrupted.
@@ -126,9 +126,7 @@ async function main(argv: string[]): Promise<number> {
       `No store at ${config.sqliteFile}. Run the command in the service's directory, or set DATA_DIR to its data directory (the service makes the store on its first start).`,
     );
   }
-  const sqlite = sharedSqliteConnection(config);
-  const eventStore = await openEventStore(config, { sqlite, log: (message) => process.stderr.write(`${message}\n`) });
-  const readStore = await openReadStore(config, sqlite);
+  const { eventStore, readStore } = await openStores(config, { log: (message) => process.stderr.write(`${message}\n`) });
   const abort = new AbortController();
   let interrupted = false;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
