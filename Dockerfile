@@ -33,4 +33,5 @@ COPY --from=build /app/dist ./dist
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node
 EXPOSE 3000
-CMD ["node", "dist/main.js"]
+# The flags of `npm run start:prod` (package.json): a larger young generation, see docs/operators.md.
+CMD ["node", "--max-semi-space-size=32", "dist/main.js"]

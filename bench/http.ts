@@ -284,11 +284,17 @@ function load(spec: LoadSpec): Promise<LoadResult> {
   });
 }
 
-/** The service as users run it: logs at info into a file, metrics (always on), rate limits on, above the load. */
+/** Node's flags for the service, as `npm start` and `npm run start:prod` give them (package.json). */
+function serviceNodeFlags(): string[] {
+  const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  return scripts['start:prod'].split(' ').filter((word) => word.startsWith('--'));
+}
+
+/** The service as users run it: its Node flags, logs at info into a file, metrics (always on), rate limits on, above the load. */
 async function startService(dataDir: string, workers: number): Promise<Service & { dataDir: string }> {
   const log = join(dataDir, 'service.log');
   const fd = openSync(log, 'a');
-  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), join(ROOT, 'dist', 'main.js')], {
+  const child = spawn(process.execPath, [...serviceNodeFlags(), ...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), join(ROOT, 'dist', 'main.js')], {
     cwd: dataDir,
     env: {
       PATH: process.env.PATH,

@@ -15,6 +15,9 @@ import type { ServiceRequest } from './http/request-context';
 import { createLogger, NestPinoLogger } from './logging/logging';
 import { Metrics } from './metrics/metrics';
 
+/** The API's paths: routes match regardless of case, as Express matches them. */
+const V1_PATH = /^\/v1(?:\/|$)/i;
+
 /** Browsers may call /v1 from these origins, sending the token as a header, and read every header clients need. */
 const corsOptions = (origins: string[]) => ({
   origin: origins[0] === '*' ? '*' : origins,
@@ -44,8 +47,10 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   // Before the token check, so a browser's preflight (which carries no token) is answered.
   if (config.corsOrigins.length > 0) app.enableCors(corsOptions(config.corsOrigins));
   const authenticate = accessTokenMiddleware(new AccessTokens(config.accessTokens), rateLimits(config));
-  app.use('/v1', (req: ServiceRequest, res: Response, next: NextFunction) =>
-    authenticate(req, res, (error?: unknown) => (error ? next(error) : jsonBody(req, res, next))),
+  // Not app.use('/v1', ...): a mounted layer rewrites req.url and parses it again on every request.
+  // req.path is the path Express routes on, so this takes what the mount took: any case, absolute-form too.
+  app.use((req: ServiceRequest, res: Response, next: NextFunction) =>
+    V1_PATH.test(req.path) ? authenticate(req, res, (error?: unknown) => (error ? next(error) : jsonBody(req, res, next))) : next(),
   );
   app.useGlobalFilters(new ApiExceptionFilter());
   app.useGlobalPipes(new BodyValidationPipe());

@@ -1,5 +1,6 @@
 import type { Response } from 'supertest';
 import { expectExactError } from '../support/http-assertions';
+import { rawRequest } from '../support/raw-http';
 import { JSON_CT, startTestApp, TestApp, TOKENS, withToken } from '../support/test-app';
 
 type Method = 'get' | 'post' | 'put' | 'delete';
@@ -105,6 +106,20 @@ describe('HTTP error interface', () => {
   });
 
   describe('authentication', () => {
+    // Express routes /V1/... and an absolute-form request line to the same handlers: the token is required there too.
+    it.each([
+      ['/V1/customers', 'the path in capitals'],
+      ['http://localhost/v1/customers', 'an absolute-form request line'],
+      ['/v1/customers/', 'a trailing slash'],
+    ])('GET %s (%s) without a token is 401, and with one reaches the route', async (path) => {
+      const refused = await rawRequest(t.baseUrl, { method: 'GET', path });
+      expect(refused.status).toBe(401);
+      expect(JSON.parse(refused.text).error.message).toBe('access_token is required');
+      const answered = await rawRequest(t.baseUrl, { method: 'GET', path, headers: { authorization: `Bearer ${TOKENS.a}` } });
+      expect(answered.status).toBe(200);
+      expect(JSON.parse(answered.text).success).toBe(true);
+    });
+
     it.each(OPERATIONS)('%s /v1/%s without a token is 401 "access_token is required"', async (method, path) => {
       const req = t.http[method](`/v1/${path}`);
       const res = await (hasBody(method) ? req.send({ name: 'x', email: 'x@example.com' }) : req);
