@@ -86,6 +86,10 @@ export class InstrumentedReadStore implements ReadStore {
     return this.metrics.time(this.metrics.readStoreDuration, 'promote', () => this.store.promote(collection, generation));
   }
 
+  abandonRebuild(collection: string, generation: number): Promise<void> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'abandonRebuild', () => this.store.abandonRebuild(collection, generation));
+  }
+
   erase(collection: string, id: string): Promise<void> {
     return this.metrics.time(this.metrics.readStoreDuration, 'erase', () => this.store.erase(collection, id));
   }

@@ -98,14 +98,10 @@ export async function rebuildProjections(
   };
 
   report();
-  // Its own signal: the promotion ends the subscription, as the caller's signal does.
-  const stop = new AbortController();
-  const onAbort = () => stop.abort();
-  options.signal.addEventListener('abort', onAbort, { once: true });
   try {
     let finished = comparePositions(head, START) <= 0 && (await promote());
     if (!finished) {
-      for await (const batch of eventStore.subscribeToAll(START, { signal: stop.signal, maxBatchSize: REBUILD_BATCH })) {
+      for await (const batch of eventStore.subscribeToAll(START, { signal: options.signal, maxBatchSize: REBUILD_BATCH })) {
         for (const target of pending()) await foldBatch(target.projection, readStore, target.generation, batch);
         done += batch.events.length;
         // The store calls are synchronous on SQLite: let signals (Ctrl-C) and timers in between batches.
@@ -122,8 +118,11 @@ export async function rebuildProjections(
       const left = pending().map((t) => t.projection.name).join(', ');
       throw new RebuildInterruptedError(`Rebuild interrupted: the live read model of ${left} is unchanged`);
     }
-  } finally {
-    options.signal.removeEventListener('abort', onAbort);
+  } catch (error) {
+    // Stopped or failed: what was built so far is dropped now (a store that cannot be reached
+    // leaves it to the next rebuild, which drops it first).
+    for (const target of pending()) await readStore.abandonRebuild(target.projection.schema.name, target.generation).catch(() => undefined);
+    throw error;
   }
   const results = targets.map((t) => t.result!);
   options.onLive?.(results);

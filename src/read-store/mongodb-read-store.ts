@@ -204,6 +204,13 @@ export class MongoDbReadStore implements ReadStore {
     return generation;
   }
 
+  /** Dropped first, then unclaimed: a crash in between leaves a building generation the next rebuild drops again. */
+  async abandonRebuild(collection: string, generation: number): Promise<void> {
+    if ((await this.readModel(collection)).building !== generation) return;
+    await this.dropGeneration(collection, generation);
+    await this.guard(() => this.readModels.updateOne({ _id: collection, building: generation }, { $set: { building: null } }));
+  }
+
   async promote(collection: string, generation: number): Promise<void> {
     const model = await this.readModel(collection);
     if (model.building !== generation) throw new GenerationReplacedError(collection, generation);

@@ -139,6 +139,12 @@ export interface ReadStore {
    */
   promote(collection: string, generation: number): Promise<void>;
   /**
+   * Drops `generation` if it is still building: a rebuild that failed or was stopped gives its
+   * storage (and, on SQLite, the connection's rebuild settings) back at once, not at the next
+   * rebuild. Nothing happens to a generation that is live, retired, dropped or another rebuild's.
+   */
+  abandonRebuild(collection: string, generation: number): Promise<void>;
+  /**
    * Erasure: leaves the document `id` of every generation that still has storage (live, building,
    * retired) a tombstone with no field value, and makes sure no old copy of its values stays in
    * the store's files (SQLite: secure deletion, then a checkpoint that truncates the log).

@@ -385,6 +385,15 @@ export class SqliteReadStore implements ReadStore {
     this.endBuild(tableName(collection, generation));
   }
 
+  async abandonRebuild(collection: string, generation: number): Promise<void> {
+    this.db
+      .transaction(() => {
+        if (this.selectState.get(collection, generation) === 'building') this.dropGeneration(collection, generation);
+      })
+      .immediate();
+    this.endBuild(tableName(collection, generation));
+  }
+
   async erase(collection: string, id: string): Promise<void> {
     const { schema } = this.collection(collection);
     const blanks = Object.keys(schema.filters)

@@ -280,6 +280,19 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
         await expect(store.promote(gens.name, interrupted)).rejects.toBeInstanceOf(GenerationReplacedError);
         await expect(store.get(gens.name, 'acc-1', original.id)).resolves.toEqual(rebuilt);
       });
+
+      it('abandons a building generation at once, and leaves any other generation alone', async () => {
+        const abandoned = (await store.status(gens.name)).building!.generation;
+        await store.commit(gens.name, [doc()], at(3n, abandoned));
+        await store.abandonRebuild(gens.name, abandoned);
+        expect((await store.status(gens.name)).building).toBeNull();
+        await expect(store.commit(gens.name, [doc()], at(4n, abandoned))).rejects.toBeInstanceOf(GenerationReplacedError);
+        const { live } = await store.status(gens.name);
+        await store.abandonRebuild(gens.name, live.generation);
+        await store.abandonRebuild(gens.name, abandoned);
+        expect((await store.status(gens.name)).live.generation).toBe(live.generation);
+        await expect(store.get(gens.name, 'acc-1', original.id)).resolves.toEqual(rebuilt);
+      });
     });
 
     describe('erasure', () => {

@@ -83,6 +83,12 @@ describe('SqliteReadStore rebuilds', () => {
     expect(autocheckpoint()).toBeGreaterThan(usual as number);
     await expect(store.commit(schema.name, [doc()], at(1n, replaced))).rejects.toThrow(GenerationReplacedError);
     expect(autocheckpoint()).toBe(usual);
+
+    // A build given up (a rebuild stopped or failed) is over too.
+    const abandoned = await store.startRebuild(schema.name);
+    expect(autocheckpoint()).toBeGreaterThan(usual as number);
+    await store.abandonRebuild(schema.name, abandoned);
+    expect(autocheckpoint()).toBe(usual);
   });
 
   it('keeps the same documents whether a rebuild found them in memory or through the index', async () => {

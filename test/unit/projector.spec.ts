@@ -168,6 +168,31 @@ describe('Projector', () => {
     logged.mockRestore();
   });
 
+  describe('a rebuild that does not finish', () => {
+    beforeEach(async () => {
+      await reads.ensureCollection(customerProjection.schema);
+      await createCustomer({ name: 'Ada', email: 'ada@x.io' });
+    });
+
+    it('drops what it built when it is stopped, leaving the live read model as it was', async () => {
+      const stop = new AbortController();
+      const rebuilt = rebuildProjections([customerProjection], events, reads, { signal: stop.signal, graceMs: 0, onProgress: () => stop.abort() });
+      await expect(rebuilt).rejects.toThrow(/Rebuild interrupted/);
+      expect(await reads.status('customers')).toMatchObject({ live: { generation: 1 }, building: null });
+      expect(db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'customers__g2'").get()).toEqual({ n: 0 });
+    });
+
+    it('drops what it built when a write fails, and tells why', async () => {
+      const failing = Object.create(reads) as SqliteReadStore;
+      failing.commit = async () => {
+        throw new StoreUnavailableError('SQLite', 'disk I/O error');
+      };
+      const rebuilt = rebuildProjections([customerProjection], events, failing, { signal: new AbortController().signal, graceMs: 0 });
+      await expect(rebuilt).rejects.toThrow(/disk I\/O error/);
+      expect((await reads.status('customers')).building).toBeNull();
+    });
+  });
+
   it('goes on when the read store cannot say which generation replaced its own', async () => {
     const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     // The first commit is refused as if a rebuild had replaced the generation, and the next look at
