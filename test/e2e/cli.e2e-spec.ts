@@ -166,6 +166,16 @@ describeOnSqlite('projections status and rebuild', () => {
   });
 });
 
+/** The tables of the customers read model's generations in the SQLite file of `dir`. */
+function customerTables(dir: string): string[] {
+  const db = new Database(sqliteFile(dir), { readonly: true });
+  try {
+    return db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'customers__g%' ORDER BY name`).pluck().all() as string[];
+  } finally {
+    db.close();
+  }
+}
+
 describeOnSqlite('an interrupted rebuild', () => {
   const dir = dataDir();
   beforeAll(() => seedEvents(sqliteFile(dir), 60_000));
@@ -180,7 +190,7 @@ describeOnSqlite('an interrupted rebuild', () => {
     }
   }
 
-  it('leaves the live read model untouched on Ctrl-C or kill -9, and can be run again', async () => {
+  it('leaves the live read model untouched on Ctrl-C (dropping what it built) or kill -9, and can be run again', async () => {
     const reads = await openReads(dir);
     try {
       const interrupted = await rebuildUnderWay(reads);
@@ -188,13 +198,15 @@ describeOnSqlite('an interrupted rebuild', () => {
       expect(await interrupted.run.exited).toBe(130);
       expect(interrupted.run.stderr()).toContain('Rebuild interrupted: the live read model of profiles, customers is unchanged');
       let status = await statusJson(dir);
-      expect(status.projections[1]).toMatchObject({ generation: 1, checkpoint: '0', rebuild: { generation: interrupted.generation, state: 'running' } });
+      expect(status.projections[1]).toMatchObject({ generation: 1, checkpoint: '0', rebuild: null });
+      expect(customerTables(dir)).toEqual(['customers__g1']);
 
+      // Killed, it can drop nothing: the next rebuild does.
       const killed = await rebuildUnderWay(reads, interrupted.generation);
       expect(killed.generation).toBeGreaterThan(interrupted.generation);
       killed.run.process.kill('SIGKILL');
       expect(await killed.run.exited).toBe('SIGKILL');
-      expect((await reads.status('customers')).live).toMatchObject({ generation: 1, position: null });
+      expect(await reads.status('customers')).toMatchObject({ live: { generation: 1, position: null }, building: { generation: killed.generation } });
 
       const again = await runCli(['projections', 'rebuild', 'all', '--json', '--grace-seconds', '0'], dir);
       expect(again.code).toBe(0);
@@ -202,6 +214,7 @@ describeOnSqlite('an interrupted rebuild', () => {
       expect(generation).toBeGreaterThan(killed.generation);
       status = await statusJson(dir);
       expect(status.projections[1]).toMatchObject({ generation, lag: 0, rebuild: null });
+      expect(customerTables(dir)).toEqual([`customers__g${generation}`]); // the killed one's and the replaced one's dropped
     } finally {
       await reads.close();
     }
@@ -212,14 +225,7 @@ describeOnSqlite('Ctrl-C in the grace period after the swap', () => {
   const dir = dataDir();
   beforeAll(() => seedEvents(sqliteFile(dir), 2000));
 
-  const tables = () => {
-    const db = new Database(sqliteFile(dir), { readonly: true });
-    try {
-      return db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'customers__g%' ORDER BY name`).pluck().all();
-    } finally {
-      db.close();
-    }
-  };
+  const tables = () => customerTables(dir);
 
   it('keeps the rebuilt model live, says the old storage is left, and the next start of the service drops it', async () => {
     const run = spawnCli(['projections', 'rebuild', 'customers', '--grace-seconds', '60'], dir);
@@ -271,7 +277,8 @@ describeOnSqlite('a poison event', () => {
       jest.restoreAllMocks();
     }
     const { stdout } = await runCli(['projections', 'status'], dir);
-    expect(stdout).toContain(`customers   1           0           1    running (generation 2 at 0)  ${streamId}@0: ${failure.error}`);
+    // The rebuild that stopped on it dropped what it had built: no rebuild is left under way.
+    expect(stdout).toContain(`customers   1           0           1    -        ${streamId}@0: ${failure.error}`);
     expect((await statusJson(dir)).projections[1].failure).toEqual(failure);
   });
 });
