@@ -68,12 +68,7 @@ export async function rebuildProjections(
 ): Promise<RebuildResult[]> {
   const started = Date.now();
   const targets: Target[] = [];
-  for (const projection of projections) {
-    await readStore.ensureCollection(projection.schema);
-    await readStore.dropRetired(projection.schema.name, options.graceMs);
-    targets.push({ projection, generation: await readStore.startRebuild(projection.schema.name) });
-  }
-  let head = await eventStore.headPosition();
+  let head = START;
   let done = 0;
   const names = projections.map((p) => p.name).join(', ');
   const report = (swapping = false) => {
@@ -97,8 +92,14 @@ export async function rebuildProjections(
     return pending().length === 0;
   };
 
-  report();
   try {
+    for (const projection of projections) {
+      await readStore.ensureCollection(projection.schema);
+      await readStore.dropRetired(projection.schema.name, options.graceMs);
+      targets.push({ projection, generation: await readStore.startRebuild(projection.schema.name) });
+    }
+    head = await eventStore.headPosition();
+    report();
     let finished = comparePositions(head, START) <= 0 && (await promote());
     if (!finished) {
       for await (const batch of eventStore.subscribeToAll(START, { signal: options.signal, maxBatchSize: REBUILD_BATCH })) {

@@ -178,21 +178,26 @@ export class MongoDbReadStore implements ReadStore {
   }
 
   /**
-   * Crash-safe step by step: the number is claimed first, in the one update that makes it the
-   * building generation, so a crash after any step leaves a building generation the next rebuild
-   * drops, never a number it tries to take again. The steps after the claim can be repeated.
+   * Crash-safe step by step. The number is claimed first, in the one update that makes it the
+   * building generation and so replaces the one building before it; that one is dropped only then,
+   * when no promotion can make it live any more (promote needs it building). A crash after the claim
+   * leaves a building generation the next rebuild drops, and maybe the replaced one, which the sweep
+   * of generations below the live one drops once a rebuild is promoted; never a number taken twice.
+   * The steps after the claim can be repeated.
    */
   async startRebuild(collection: string): Promise<number> {
     const schema = this.schema(collection);
-    const model = await this.readModel(collection);
+    let model = await this.readModel(collection);
+    let claimed = await this.claimNext(model);
+    if (!claimed) {
+      // The building generation was promoted or abandoned meanwhile: if no other rebuild took a number, claim again.
+      const now = await this.readModel(collection);
+      if (now.next === model.next) claimed = await this.claimNext((model = now));
+    }
+    if (!claimed) throw new Error(`Another rebuild of ${collection} started at the same time`);
     if (model.building !== null) await this.dropGeneration(collection, model.building);
     const generation = model.next;
     await this.guard(async () => {
-      const taken = await this.readModels.updateOne(
-        { _id: collection, next: generation, building: model.building },
-        { $set: { building: generation, next: generation + 1 } },
-      );
-      if (taken.matchedCount === 0) throw new Error(`Another rebuild of ${collection} started at the same time`);
       // Replaces what a rebuild that crashed before this fix left under the same number.
       await this.generations.replaceOne(
         { _id: generationId(collection, generation) },
@@ -202,6 +207,14 @@ export class MongoDbReadStore implements ReadStore {
       await this.collection(collection, generation).createIndexes(indexesFor(schema));
     });
     return generation;
+  }
+
+  /** Makes the next number the building generation, if the model is still as read; false if it is not. */
+  private async claimNext(model: MongoReadModel): Promise<boolean> {
+    const taken = await this.guard(() =>
+      this.readModels.updateOne({ _id: model._id, next: model.next, building: model.building }, { $set: { building: model.next, next: model.next + 1 } }),
+    );
+    return taken.matchedCount > 0;
   }
 
   /** Dropped first, then unclaimed: a crash in between leaves a building generation the next rebuild drops again. */
@@ -228,11 +241,6 @@ export class MongoDbReadStore implements ReadStore {
     this.liveCache.delete(collection);
   }
 
-  /**
-   * The generations below the live one are retired (numbers only grow), whether or not promote
-   * lived to stamp them (a crash right after the swap): then their last change counts as their
-   * retirement.
-   */
   async erase(collection: string, id: string): Promise<void> {
     const schema = this.schema(collection);
     const blanks = Object.fromEntries(Object.keys(schema.filters).map((f) => [`match.${f}`, '']));
@@ -242,6 +250,11 @@ export class MongoDbReadStore implements ReadStore {
     }
   }
 
+  /**
+   * The generations below the live one are retired (numbers only grow), whether or not promote
+   * lived to stamp them (a crash right after the swap): then their last change counts as their
+   * retirement.
+   */
   async dropRetired(collection: string, graceMs: number): Promise<void> {
     const before = new Date(Date.now() - graceMs);
     const { live } = await this.readModel(collection);

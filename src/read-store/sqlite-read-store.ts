@@ -386,12 +386,16 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async abandonRebuild(collection: string, generation: number): Promise<void> {
-    this.db
-      .transaction(() => {
-        if (this.selectState.get(collection, generation) === 'building') this.dropGeneration(collection, generation);
-      })
-      .immediate();
-    this.endBuild(tableName(collection, generation));
+    try {
+      this.db
+        .transaction(() => {
+          if (this.selectState.get(collection, generation) === 'building') this.dropGeneration(collection, generation);
+        })
+        .immediate();
+    } finally {
+      // Over for this process even when the drop failed (the next rebuild drops it) or another process had dropped it.
+      this.endBuild(tableName(collection, generation));
+    }
   }
 
   async erase(collection: string, id: string): Promise<void> {

@@ -292,6 +292,15 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
         await store.abandonRebuild(gens.name, abandoned);
         expect((await store.status(gens.name)).live.generation).toBe(live.generation);
         await expect(store.get(gens.name, 'acc-1', original.id)).resolves.toEqual(rebuilt);
+
+        // A rebuild replaced by a later one gives up nothing of the later one's.
+        const replaced = await store.startRebuild(gens.name);
+        const later = await store.startRebuild(gens.name);
+        await store.commit(gens.name, [doc()], at(5n, later));
+        await store.abandonRebuild(gens.name, replaced);
+        expect((await store.status(gens.name)).building).toMatchObject({ generation: later, position: { commit: 5n } });
+        await store.abandonRebuild(gens.name, later);
+        expect((await store.status(gens.name)).building).toBeNull();
       });
     });
 

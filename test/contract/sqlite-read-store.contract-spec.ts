@@ -84,10 +84,22 @@ describe('SqliteReadStore rebuilds', () => {
     await expect(store.commit(schema.name, [doc()], at(1n, replaced))).rejects.toThrow(GenerationReplacedError);
     expect(autocheckpoint()).toBe(usual);
 
-    // A build given up (a rebuild stopped or failed) is over too.
+    // A build given up (a rebuild stopped or failed) is over too, even one another process had dropped already.
     const abandoned = await store.startRebuild(schema.name);
     expect(autocheckpoint()).toBeGreaterThan(usual as number);
     await store.abandonRebuild(schema.name, abandoned);
+    expect(autocheckpoint()).toBe(usual);
+    const droppedElsewhere = await store.startRebuild(schema.name);
+    const another = openSqliteDatabase(sqlite.file, { durable: false });
+    try {
+      const other = new SqliteReadStore(another);
+      await other.ensureCollection(schema);
+      await other.abandonRebuild(schema.name, await other.startRebuild(schema.name));
+    } finally {
+      another.close();
+    }
+    expect(autocheckpoint()).toBeGreaterThan(usual as number);
+    await store.abandonRebuild(schema.name, droppedElsewhere);
     expect(autocheckpoint()).toBe(usual);
   });
 

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { customerProjection } from '../../src/customers/customer.projection';
+import { profileProjection } from '../../src/profiles/profile.projection';
 import { comparePositions, NewEvent, Position } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { foldBatch, Projector } from '../../src/projections/projector';
@@ -189,6 +190,17 @@ describe('Projector', () => {
       };
       const rebuilt = rebuildProjections([customerProjection], events, failing, { signal: new AbortController().signal, graceMs: 0 });
       await expect(rebuilt).rejects.toThrow(/disk I\/O error/);
+      expect((await reads.status('customers')).building).toBeNull();
+    });
+
+    it('drops what it started when it cannot start the next read model', async () => {
+      const failing = Object.create(reads) as SqliteReadStore;
+      failing.startRebuild = async (collection: string) => {
+        if (collection === 'profiles') throw new StoreUnavailableError('MongoDB', 'connection reset');
+        return reads.startRebuild(collection);
+      };
+      const rebuilt = rebuildProjections([customerProjection, profileProjection], events, failing, { signal: new AbortController().signal, graceMs: 0 });
+      await expect(rebuilt).rejects.toThrow(/connection reset/);
       expect((await reads.status('customers')).building).toBeNull();
     });
   });
