@@ -70,16 +70,21 @@ describe('SqliteReadStore rebuilds', () => {
     await store.promote('others', others);
     expect(autocheckpoint()).toBe(usual);
 
+    /** What another process does on the same file, through a connection and a store of its own. */
+    const elsewhere = async (act: (other: SqliteReadStore) => Promise<unknown>) => {
+      const connection = openSqliteDatabase(sqlite.file, { durable: false });
+      try {
+        const other = new SqliteReadStore(connection);
+        await other.ensureCollection(schema);
+        await act(other);
+      } finally {
+        connection.close();
+      }
+    };
+
     // A build another process replaced is over too: its next write is refused, and the setting goes back.
     const replaced = await store.startRebuild(schema.name);
-    const elsewhere = openSqliteDatabase(sqlite.file, { durable: false });
-    try {
-      const other = new SqliteReadStore(elsewhere);
-      await other.ensureCollection(schema);
-      await other.startRebuild(schema.name);
-    } finally {
-      elsewhere.close();
-    }
+    await elsewhere((other) => other.startRebuild(schema.name));
     expect(autocheckpoint()).toBeGreaterThan(usual as number);
     await expect(store.commit(schema.name, [doc()], at(1n, replaced))).rejects.toThrow(GenerationReplacedError);
     expect(autocheckpoint()).toBe(usual);
@@ -90,14 +95,7 @@ describe('SqliteReadStore rebuilds', () => {
     await store.abandonRebuild(schema.name, abandoned);
     expect(autocheckpoint()).toBe(usual);
     const droppedElsewhere = await store.startRebuild(schema.name);
-    const another = openSqliteDatabase(sqlite.file, { durable: false });
-    try {
-      const other = new SqliteReadStore(another);
-      await other.ensureCollection(schema);
-      await other.abandonRebuild(schema.name, await other.startRebuild(schema.name));
-    } finally {
-      another.close();
-    }
+    await elsewhere(async (other) => other.abandonRebuild(schema.name, await other.startRebuild(schema.name)));
     expect(autocheckpoint()).toBeGreaterThan(usual as number);
     await store.abandonRebuild(schema.name, droppedElsewhere);
     expect(autocheckpoint()).toBe(usual);
