@@ -34,6 +34,9 @@ describe('Projector', () => {
     sqlite.dispose();
   });
 
+  /** The read store, but for the calls given, which answer their own way. */
+  const standIn = (calls: Partial<SqliteReadStore>): SqliteReadStore => Object.assign(Object.create(reads) as SqliteReadStore, calls);
+
   /** A projector on the read store, or on a stand-in for it that answers some calls its own way. */
   async function startProjector(readStore: SqliteReadStore = reads): Promise<Projector> {
     const p = new Projector(customerProjection, events, readStore, LEASE);
@@ -125,13 +128,14 @@ describe('Projector', () => {
     // A read store that acknowledges the first commit without keeping it (a server that crashed
     // after answering), then fails the next one as unreachable (the server restarting).
     let commits = 0;
-    const forgetful = Object.create(reads) as SqliteReadStore;
-    forgetful.commit = async (...args: Parameters<SqliteReadStore['commit']>) => {
-      commits += 1;
-      if (commits === 1) return;
-      if (commits === 2) throw new StoreUnavailableError('MongoDB', 'connection reset');
-      return reads.commit(...args);
-    };
+    const forgetful = standIn({
+      commit: async (...args) => {
+        commits += 1;
+        if (commits === 1) return;
+        if (commits === 2) throw new StoreUnavailableError('MongoDB', 'connection reset');
+        return reads.commit(...args);
+      },
+    });
     const p = await startProjector(forgetful);
     const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
     await p.waitFor(a.position, 5000);
@@ -155,12 +159,13 @@ describe('Projector', () => {
     // new generation and promotes it: the projector's commit is refused, and the new generation's
     // checkpoint is already past the write.
     let rebuilt: Promise<unknown> | undefined;
-    const raced = Object.create(reads) as SqliteReadStore;
-    raced.commit = async (...args: Parameters<SqliteReadStore['commit']>) => {
-      rebuilt ??= rebuildProjections([customerProjection], events, reads, { signal: new AbortController().signal, graceMs: 0 });
-      await rebuilt;
-      return reads.commit(...args);
-    };
+    const raced = standIn({
+      commit: async (...args) => {
+        rebuilt ??= rebuildProjections([customerProjection], events, reads, { signal: new AbortController().signal, graceMs: 0 });
+        await rebuilt;
+        return reads.commit(...args);
+      },
+    });
     const p = await startProjector(raced);
     const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
     await p.waitFor(a.position, 2000);
@@ -184,21 +189,23 @@ describe('Projector', () => {
     });
 
     it('drops what it built when a write fails, and tells why', async () => {
-      const failing = Object.create(reads) as SqliteReadStore;
-      failing.commit = async () => {
-        throw new StoreUnavailableError('SQLite', 'disk I/O error');
-      };
+      const failing = standIn({
+        commit: async () => {
+          throw new StoreUnavailableError('SQLite', 'disk I/O error');
+        },
+      });
       const rebuilt = rebuildProjections([customerProjection], events, failing, { signal: new AbortController().signal, graceMs: 0 });
       await expect(rebuilt).rejects.toThrow(/disk I\/O error/);
       expect((await reads.status('customers')).building).toBeNull();
     });
 
     it('drops what it started when it cannot start the next read model', async () => {
-      const failing = Object.create(reads) as SqliteReadStore;
-      failing.startRebuild = async (collection: string) => {
-        if (collection === 'profiles') throw new StoreUnavailableError('MongoDB', 'connection reset');
-        return reads.startRebuild(collection);
-      };
+      const failing = standIn({
+        startRebuild: async (collection) => {
+          if (collection === 'profiles') throw new StoreUnavailableError('MongoDB', 'connection reset');
+          return reads.startRebuild(collection);
+        },
+      });
       const rebuilt = rebuildProjections([customerProjection, profileProjection], events, failing, { signal: new AbortController().signal, graceMs: 0 });
       await expect(rebuilt).rejects.toThrow(/connection reset/);
       expect((await reads.status('customers')).building).toBeNull();
@@ -211,21 +218,22 @@ describe('Projector', () => {
     // the generations fails (the store unreachable for a moment).
     let refused = false;
     let statusFails = false;
-    const flaky = Object.create(reads) as SqliteReadStore;
-    flaky.commit = async (...args: Parameters<SqliteReadStore['commit']>) => {
-      if (!refused) {
-        refused = statusFails = true;
-        throw new GenerationReplacedError('customers', args[2].generation);
-      }
-      return reads.commit(...args);
-    };
-    flaky.status = async (collection: string) => {
-      if (statusFails) {
-        statusFails = false;
-        throw new StoreUnavailableError('MongoDB', 'connection reset');
-      }
-      return reads.status(collection);
-    };
+    const flaky = standIn({
+      commit: async (...args) => {
+        if (!refused) {
+          refused = statusFails = true;
+          throw new GenerationReplacedError('customers', args[2].generation);
+        }
+        return reads.commit(...args);
+      },
+      status: async (collection) => {
+        if (statusFails) {
+          statusFails = false;
+          throw new StoreUnavailableError('MongoDB', 'connection reset');
+        }
+        return reads.status(collection);
+      },
+    });
     const p = await startProjector(flaky);
     const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
     await p.waitFor(a.position, 5000);
