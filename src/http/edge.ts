@@ -41,7 +41,7 @@ export function edgeMiddleware(logger: Logger, metrics: Metrics) {
     req.requestId = typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) ? sent : randomUUID();
     res.setHeader('X-Request-Id', req.requestId);
     for (const [name, value] of headers) res.setHeader(name, value);
-    res.once('close', () => {
+    res.on('close', () => {
       const ms = performance.now() - started;
       metrics.observeRequest(req, res, ms / 1000);
       logRequest(logger, req, res, ms);

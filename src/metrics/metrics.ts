@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { CountsOf, KeyedHistogram } from './keyed-histogram';
 
 /** Seconds: from a fast SQLite read to a slow remote store. */
 const STORE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -14,20 +15,15 @@ const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1
 export class Metrics {
   readonly registry = new Registry();
 
-  readonly httpRequests = new Counter({
-    name: 'http_requests_total',
-    help: 'HTTP requests answered, by method, route template and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [this.registry],
-  });
+  readonly httpDuration = new KeyedHistogram<'method' | 'route' | 'status'>(
+    'http_request_duration_seconds',
+    'Time from receiving an HTTP request to the end of its answer, by method, route template and status',
+    HTTP_BUCKETS,
+    this.registry,
+  );
 
-  readonly httpDuration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'Time from receiving an HTTP request to the end of its answer, by method, route template and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: HTTP_BUCKETS,
-    registers: [this.registry],
-  });
+  /** The duration histogram's counts: counting each request once more would cost as much again. */
+  readonly httpRequests = new CountsOf('http_requests_total', 'HTTP requests answered, by method, route template and status', this.httpDuration, this.registry);
 
   readonly eventsAppended = new Counter({
     name: 'events_appended_total',
@@ -36,21 +32,19 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  readonly eventStoreDuration = new Histogram({
-    name: 'event_store_call_duration_seconds',
-    help: 'Event store calls, by operation and outcome (ok or error)',
-    labelNames: ['operation', 'outcome'] as const,
-    buckets: STORE_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly eventStoreDuration = new KeyedHistogram<'operation' | 'outcome'>(
+    'event_store_call_duration_seconds',
+    'Event store calls, by operation and outcome (ok or error)',
+    STORE_BUCKETS,
+    this.registry,
+  );
 
-  readonly readStoreDuration = new Histogram({
-    name: 'read_store_call_duration_seconds',
-    help: 'Read store calls, by operation and outcome (ok or error)',
-    labelNames: ['operation', 'outcome'] as const,
-    buckets: STORE_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly readStoreDuration = new KeyedHistogram<'operation' | 'outcome'>(
+    'read_store_call_duration_seconds',
+    'Read store calls, by operation and outcome (ok or error)',
+    STORE_BUCKETS,
+    this.registry,
+  );
 
   readonly projectionCheckpoint = new Gauge({
     name: 'projection_checkpoint',
@@ -79,7 +73,7 @@ export class Metrics {
   }
 
   /** Times a store call into `histogram`, labelled with its outcome. */
-  async time<T>(histogram: Histogram<'operation' | 'outcome'>, operation: string, call: () => Promise<T>): Promise<T> {
+  async time<T>(histogram: KeyedHistogram<'operation' | 'outcome'>, operation: string, call: () => Promise<T>): Promise<T> {
     const started = performance.now();
     let outcome = 'error';
     try {
@@ -87,21 +81,9 @@ export class Metrics {
       outcome = 'ok';
       return result;
     } finally {
-      this.series(histogram, operation, outcome).observe((performance.now() - started) / 1000);
+      histogram.of(`${operation} ${outcome}`, () => ({ operation, outcome })).observe((performance.now() - started) / 1000);
     }
   }
-
-  /** A histogram's series for these labels, kept: prom-client would hash the labels on every call. */
-  private series(histogram: Histogram<'operation' | 'outcome'>, operation: string, outcome: string): { observe(v: number): void } {
-    let byLabels = this.storeSeries.get(histogram);
-    if (!byLabels) this.storeSeries.set(histogram, (byLabels = new Map()));
-    const key = `${operation} ${outcome}`;
-    let series = byLabels.get(key);
-    if (!series) byLabels.set(key, (series = histogram.labels({ operation, outcome })));
-    return series;
-  }
-
-  private readonly storeSeries = new Map<Histogram<'operation' | 'outcome'>, Map<string, { observe(v: number): void }>>();
 
   /**
    * Counts and times a request once its answer is done. The route is the template Express matched
@@ -110,17 +92,8 @@ export class Metrics {
    */
   observeRequest(req: Request, res: Response, seconds: number): void {
     const route: string = req.route?.path ?? 'none';
-    const key = `${req.method} ${route} ${res.statusCode}`;
-    let series = this.httpSeries.get(key);
-    if (!series) {
-      const labels = { method: req.method, route, status: String(res.statusCode) };
-      series = { duration: this.httpDuration.labels(labels), requests: this.httpRequests.labels(labels) };
-      this.httpSeries.set(key, series);
-    }
-    series.duration.observe(seconds);
-    series.requests.inc();
+    const { method } = req;
+    const { statusCode } = res;
+    this.httpDuration.of(`${method} ${route} ${statusCode}`, () => ({ method, route, status: String(statusCode) })).observe(seconds);
   }
-
-  /** Each label set's series, found by one string key rather than by prom-client hashing the labels on every request. */
-  private readonly httpSeries = new Map<string, { duration: { observe(v: number): void }; requests: { inc(): void } }>();
 }

@@ -47,7 +47,8 @@ interface Table {
   /** Inserts, or overwrites with a newer revision, by id: needs the id index, so prepared on first use. */
   upsert(): Statement;
   /** The document (its columns null when there is none) and the generation live now: see readLive. */
-  selectOne: Statement<{ id: string; accountId: string; collection: string }, LiveRow<Partial<DocumentRow>>>;
+  /** Parameters by position (id, account, collection): binding by name costs a fifth of the statement. */
+  selectOne: Statement<[string, string, string], LiveRow<Partial<DocumentRow>>>;
   selectOldest: Statement<[string], DocumentRow>;
   /** Takes the ids as one JSON array, so one statement serves any number of them. */
   selectMany: Statement<[string], DocumentRow>;
@@ -202,7 +203,7 @@ export class SqliteReadStore implements ReadStore {
 
   async get(collection: string, accountId: string, id: string): Promise<ReadDocument | null> {
     const { row } = this.readLive(collection, (table) => {
-      const found = table.selectOne.get({ id, accountId, collection });
+      const found = table.selectOne.get(id, accountId, collection);
       return { live: found?.live_generation ?? null, row: found };
     });
     return row?.id ? toDocument(row as DocumentRow) : null;
@@ -549,8 +550,8 @@ export class SqliteReadStore implements ReadStore {
         )),
       selectOne: this.db.prepare(
         `SELECT g.generation AS live_generation, ${DOCUMENT_COLUMNS.map((c) => `d.${c}`).join(', ')} FROM read_model_generations g
-         LEFT JOIN ${name} d ON d.id = @id AND d.account_id = @accountId AND d.deleted = 0
-         WHERE g.collection = @collection AND g.state = 'live'`,
+         LEFT JOIN ${name} d ON d.id = ? AND d.account_id = ? AND d.deleted = 0
+         WHERE g.collection = ? AND g.state = 'live'`,
       ),
       selectOldest: this.db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE account_id = ? AND deleted = 0 ORDER BY seq LIMIT 1`),
       selectMany: this.db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE id IN (SELECT value FROM json_each(?))`),
