@@ -46,8 +46,10 @@ interface Table {
   generation: number;
   /** Inserts, or overwrites with a newer revision, by id: needs the id index, so prepared on first use. */
   upsert(): Statement;
-  /** The document (its columns null when there is none) and the generation live now: see readLive. */
-  /** Parameters by position (id, account, collection): binding by name costs a fifth of the statement. */
+  /**
+   * The document (its columns null when there is none) and the generation live now: see readLive.
+   * Parameters by position (id, account, collection): binding by name cost a quarter of the statement.
+   */
   selectOne: Statement<[string, string, string], LiveRow<Partial<DocumentRow>>>;
   selectOldest: Statement<[string], DocumentRow>;
   /** Takes the ids as one JSON array, so one statement serves any number of them. */
