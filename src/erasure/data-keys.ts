@@ -81,11 +81,11 @@ export class DataKeys {
     private readonly keepAtMost = KEYS_KEPT,
   ) {}
 
-  /** The record's key, made if it has none. RecordErasedError once it is destroyed. */
-  async forWriting(keyId: string): Promise<Buffer> {
+  /** The record's key, made if it has none (`isNew`: see KeyStore.obtain). RecordErasedError once it is destroyed. */
+  async forWriting(keyId: string, { isNew = false } = {}): Promise<Buffer> {
     const cached = this.cache.get(keyId);
     if (cached) return this.keep(keyId, cached);
-    const key = await this.store.obtain(keyId);
+    const key = await this.store.obtain(keyId, { isNew });
     if (!key) throw new RecordErasedError(keyId);
     return this.keep(keyId, key);
   }

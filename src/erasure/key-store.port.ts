@@ -15,8 +15,11 @@ export interface KeyStore {
   /**
    * The key of `keyId`, made (32 random bytes) and stored durably first if it has none; null if it
    * was destroyed (a destroyed key is never made again).
+   *
+   * `isNew`: the record has no events yet, so its key is most likely not there: made without
+   * looking for it first (a retried create still gets the key it made before).
    */
-  obtain(keyId: string): Promise<Buffer | null>;
+  obtain(keyId: string, options?: { isNew?: boolean }): Promise<Buffer | null>;
   /** Keys by id: a Buffer, or null when destroyed. An id that never had a key is absent. */
   getMany(keyIds: string[]): Promise<Map<string, Buffer | null>>;
   /**

@@ -40,9 +40,9 @@ export class MongoDbKeyStore implements KeyStore {
     }
   }
 
-  async obtain(keyId: string): Promise<Buffer | null> {
+  async obtain(keyId: string, { isNew = false } = {}): Promise<Buffer | null> {
     return this.guard(async () => {
-      const found = await this.keys.findOne({ _id: keyId });
+      const found = isNew ? null : await this.keys.findOne({ _id: keyId });
       if (found) return bufferOf(found.key);
       try {
         await this.keys.insertOne({ _id: keyId, key: new Binary(randomBytesPooled(KEY_BYTES)) });

@@ -62,7 +62,7 @@ export class SealedEventStore implements EventStore {
     if (!this.isRecord(streamId) || events.every((e) => Object.keys(e.data).length === 0)) {
       return this.inner.appendToStream(streamId, events, expected);
     }
-    const key = await this.keys.forWriting(streamId);
+    const key = await this.keys.forWriting(streamId, { isNew: expected === 'no_stream' });
     const sealed = events.map((event) => {
       const fields = Object.keys(event.data);
       if (fields.length === 0) return event;

@@ -22,7 +22,7 @@ interface PendingObtain {
  */
 export class SqliteKeyStore implements KeyStore {
   private pending: PendingObtain[] = [];
-  private readonly insert: Statement;
+  private readonly insert: Statement<[string, Buffer], { key: Buffer }>;
   private readonly selectOne: Statement<[string], { key: Buffer | null }>;
   private readonly selectMany: Statement<[string], { key_id: string; key: Buffer | null }>;
   private readonly markDestroyed: Statement;
@@ -44,7 +44,7 @@ export class SqliteKeyStore implements KeyStore {
       );
       CREATE INDEX IF NOT EXISTS data_keys_pending ON data_keys (key_id) WHERE pending = 1;
     `);
-    this.insert = db.prepare('INSERT INTO data_keys (key_id, key) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING');
+    this.insert = db.prepare<[string, Buffer], { key: Buffer }>('INSERT INTO data_keys (key_id, key) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING RETURNING key');
     this.selectOne = db.prepare('SELECT key FROM data_keys WHERE key_id = ?');
     this.selectMany = db.prepare('SELECT key_id, key FROM data_keys WHERE key_id IN (SELECT value FROM json_each(?))');
     this.markDestroyed = db.prepare(
@@ -57,17 +57,15 @@ export class SqliteKeyStore implements KeyStore {
     );
     this.markFinished = db.prepare('UPDATE data_keys SET pending = 0 WHERE key_id = ?');
     const group = db.transaction((obtains: PendingObtain[]) =>
-      obtains.map(({ keyId }) => {
-        this.insert.run(keyId, randomBytesPooled(KEY_BYTES));
-        return this.selectOne.get(keyId)!.key;
-      }),
+      // The key made, or (nothing returned: the id had one) the key it had, or null if destroyed.
+      obtains.map(({ keyId }) => (this.insert.get(keyId, randomBytesPooled(KEY_BYTES)) ?? this.selectOne.get(keyId)!).key),
     );
     this.obtainGroup = (obtains) => group.immediate(obtains);
     this.walSync = WalSync.forDurable(db, () => this.commits);
   }
 
-  async obtain(keyId: string): Promise<Buffer | null> {
-    const row = this.selectOne.get(keyId);
+  async obtain(keyId: string, { isNew = false } = {}): Promise<Buffer | null> {
+    const row = isNew ? undefined : this.selectOne.get(keyId);
     if (row) {
       // Made here by a group whose sync may still be under way: wait for it. A key another process
       // made is synced before that process uses it, and no one learns a record's id before its
@@ -91,7 +89,7 @@ export class SqliteKeyStore implements KeyStore {
   async destroy(keyId: string, erasedBy: string): Promise<void> {
     this.markDestroyed.run({ keyId, erasedBy, now: Date.now() });
     await this.synced();
-    checkpointAndTruncate(this.db);
+    await checkpointAndTruncate(this.db);
   }
 
   async pendingErasures(prefix: string): Promise<PendingErasure[]> {

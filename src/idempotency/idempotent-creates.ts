@@ -110,7 +110,7 @@ export class IdempotentCreates {
         claimRevision = live.claim.revision;
       } else {
         const recordId = randomUUID();
-        dataKey = await this.keys.forWriting(keyOf(recordId));
+        dataKey = await this.keys.forWriting(keyOf(recordId), { isNew: true });
         claim = { fingerprint: digest(dataKey, sha256(canonical)), recordId };
         try {
           const claimed = await this.eventStore.appendToStream(

@@ -414,7 +414,7 @@ export class SqliteReadStore implements ReadStore {
         }
       })
       .immediate();
-    checkpointAndTruncate(this.db);
+    await checkpointAndTruncate(this.db);
   }
 
   async dropRetired(collection: string, graceMs: number): Promise<void> {

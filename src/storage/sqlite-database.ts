@@ -1,6 +1,8 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Worker } from 'node:worker_threads';
 import { StoreUnavailableError } from './store-unavailable.error';
 
 /**
@@ -9,8 +11,8 @@ import { StoreUnavailableError } from './store-unavailable.error';
  * frees one of its statements (WiseLibs/better-sqlite3#1515). npm installs 13, an optional
  * dependency, only where its engines allow, so on Node 20 line 12 is the only one there.
  */
-export const Database: typeof BetterSqlite3 =
-  Number(process.versions.node.split('.')[0]) >= 22 ? require('better-sqlite3-v13') : require('better-sqlite3');
+const DRIVER = Number(process.versions.node.split('.')[0]) >= 22 ? 'better-sqlite3-v13' : 'better-sqlite3';
+export const Database: typeof BetterSqlite3 = require(DRIVER);
 
 export type SqliteDatabase = BetterSqlite3.Database;
 
@@ -43,12 +45,19 @@ export function openSqliteDatabase(file: string, { durable }: { durable: boolean
 /**
  * Copies every page of the write-ahead log into the database file and truncates the log to zero
  * bytes: after an erasure, no frame of it keeps an old page. Waits (busy_timeout) for other
- * connections, other processes' too, to finish what they read; 503 if they never do.
+ * connections, other processes' too, to finish what they read; 503 if they never do. A checkpoint
+ * under way elsewhere (a checkpoint thread's) makes SQLite refuse at once, with no busy handler:
+ * that is waited out here, for as long as busy_timeout.
  */
-export function checkpointAndTruncate(db: SqliteDatabase): void {
-  const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number; log: number; checkpointed: number }[];
-  if (result.busy !== 0) {
-    throw new StoreUnavailableError('SQLite', 'the write-ahead log could not be checkpointed: other connections kept reading');
+export async function checkpointAndTruncate(db: SqliteDatabase): Promise<void> {
+  const deadline = Date.now() + (db.pragma('busy_timeout', { simple: true }) as number);
+  for (;;) {
+    const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number; log: number; checkpointed: number }[];
+    if (result.busy === 0) return;
+    if (Date.now() >= deadline) {
+      throw new StoreUnavailableError('SQLite', 'the write-ahead log could not be checkpointed: other connections kept reading');
+    }
+    await sleep(5);
   }
 }
 
@@ -58,15 +67,37 @@ const SYNCHRONOUS_FULL = 2;
 /** fdatasync in libuv's thread pool: the event loop serves on while the disk works. */
 const syncData = (fd: number) => new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
 
+/** How often the checkpoint thread copies the WAL into the database. */
+const CHECKPOINT_EVERY_MS = 50;
+
 /**
- * A durable connection's commits made durable off the event loop. At synchronous=FULL, SQLite
- * fsyncs the WAL inside each commit, on the event loop: every request waits out the disk. Instead
- * the connection commits at NORMAL, and `upTo(mark)` syncs the WAL file in libuv's thread pool;
- * callers who ask while a sync runs share the next one. `mark()` says how far the commits made so
- * far go, in the store's own measure (the event store's head position, which counts every
- * process's events; the key store's count of its own commits): what is committed when a sync
- * starts is durable when it ends. Checkpoints sync the WAL before copying it into the
- * database, as SQLite does at NORMAL.
+ * The checkpoint thread's script (given as text, so it runs the same from the sources and as
+ * built): its own connection to the file, a PASSIVE checkpoint every `everyMs`. At NORMAL the
+ * checkpoint syncs the WAL before copying it and the database after.
+ */
+const CHECKPOINT_SCRIPT = `
+const { parentPort, workerData } = require('node:worker_threads');
+const db = new (require(workerData.driver))(workerData.file);
+db.pragma('synchronous = NORMAL');
+const timer = setInterval(() => db.pragma('wal_checkpoint(PASSIVE)'), workerData.everyMs);
+parentPort.once('message', () => { clearInterval(timer); db.close(); parentPort.close(); });
+`;
+
+/**
+ * A durable connection's WAL work, off the event loop.
+ *
+ * Syncs: at synchronous=FULL, SQLite fsyncs the WAL inside each commit, on the event loop: every
+ * request waits out the disk. Instead the connection commits at NORMAL, and `upTo(mark)` syncs the
+ * WAL file in libuv's thread pool; callers who ask while a sync runs share the next one. `mark()`
+ * says how far the commits made so far go, in the store's own measure (the event store's head
+ * position, which counts every process's events; the key store's count of its own commits): what
+ * is committed when a sync starts is durable when it ends.
+ *
+ * Checkpoints: SQLite copies the WAL into the database in the connection that commits, once the
+ * WAL passes 1,000 pages: a thousand page writes and two fsyncs on the event loop. A thread of its
+ * own checkpoints the file every CHECKPOINT_EVERY_MS instead, so the commit's own checkpoint, still
+ * there should the thread fall behind, finds next to nothing left to copy. Checkpoints sync the WAL
+ * before copying it into the database, as SQLite does at NORMAL.
  *
  * `forDurable` gives none for a connection that is not durable: there, everything counts as synced.
  */
@@ -74,18 +105,30 @@ export class WalSync {
   private durable = 0;
   private syncing?: Promise<void>;
   private closed = false;
+  private readonly checkpoints: Worker;
+  private readonly checkpointsEnded: Promise<unknown>;
 
   private constructor(
     /** The WAL file, kept open: SQLite keeps it while a connection is open. */
     private readonly wal: number,
     private readonly mark: () => number,
-  ) {}
+    file: string,
+  ) {
+    this.checkpoints = new Worker(CHECKPOINT_SCRIPT, {
+      eval: true,
+      workerData: { driver: require.resolve(DRIVER), file, everyMs: CHECKPOINT_EVERY_MS },
+    });
+    this.checkpointsEnded = new Promise((resolve) => this.checkpoints.once('exit', resolve));
+    // Should the thread fail, the commits' own checkpoints go on as before: nothing else depends on it.
+    this.checkpoints.on('error', () => undefined);
+    this.checkpoints.unref();
+  }
 
   static forDurable(db: SqliteDatabase, mark: () => number): WalSync | undefined {
     if (db.pragma('synchronous', { simple: true }) !== SYNCHRONOUS_FULL) return undefined;
     db.pragma('synchronous = NORMAL');
     // The mode is the database file's, in case this open makes the file.
-    return new WalSync(openSync(`${db.name}-wal`, 'a', 0o600), mark);
+    return new WalSync(openSync(`${db.name}-wal`, 'a', 0o600), mark, db.name);
   }
 
   /** Resolves once every commit up to `mark` is on disk: at the end of the sync under way if that covers it, else of the next. */
@@ -102,10 +145,11 @@ export class WalSync {
     }
   }
 
-  /** Waits out the sync under way, then closes the file (before or after the connection). */
+  /** Waits out the sync and the checkpoint under way, then closes the file (before or after the connection). */
   async close(): Promise<void> {
     this.closed = true;
-    await this.syncing?.catch(() => undefined);
+    this.checkpoints.postMessage('stop');
+    await Promise.all([this.syncing?.catch(() => undefined), this.checkpointsEnded]);
     closeSync(this.wal);
   }
 }

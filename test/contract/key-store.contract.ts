@@ -27,6 +27,16 @@ export function keyStoreContract(adapter: string, open: () => Promise<{ store: K
       expect(new Set(keys.map((k) => k!.toString('hex'))).size).toBe(20);
     });
 
+    it('answers a key asked for as new (isNew) the same as any other: made once, kept, null once destroyed', async () => {
+      const keyId = id();
+      const key = await store.obtain(keyId, { isNew: true });
+      expect(key!.length).toBe(32);
+      expect(await store.obtain(keyId, { isNew: true })).toEqual(key); // a retried create keeps its key
+      expect(await store.obtain(keyId)).toEqual(key);
+      await store.destroy(keyId, 'acc-1');
+      expect(await store.obtain(keyId, { isNew: true })).toBeNull();
+    });
+
     it('leaves out of getMany the ids that never had a key', async () => {
       const [made, never] = [id(), id()];
       const key = await store.obtain(made);

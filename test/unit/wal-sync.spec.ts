@@ -1,0 +1,47 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { checkpointAndTruncate, openSqliteDatabase, SqliteDatabase, WalSync } from '../../src/storage/sqlite-database';
+
+describe('WalSync on a durable SQLite connection', () => {
+  let dir: string;
+  let db: SqliteDatabase;
+  let wal: WalSync;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'wal-sync-'));
+    db = openSqliteDatabase(join(dir, 'store.sqlite'), { durable: true });
+    wal = WalSync.forDurable(db, () => 1)!;
+    db.exec('CREATE TABLE notes (text TEXT)');
+  });
+
+  afterEach(async () => {
+    await wal.close();
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const inDatabaseFile = (text: string) => readFileSync(join(dir, 'store.sqlite')).includes(text);
+
+  it('copies the WAL into the database file in its own thread, with no checkpoint by the connection', async () => {
+    db.pragma('wal_autocheckpoint = 0'); // the connection never checkpoints: only the thread can
+    const marker = `marker-${Date.now()}-${Math.random()}`;
+    db.prepare('INSERT INTO notes VALUES (?)').run(marker);
+    await wal.upTo(1);
+    expect(inDatabaseFile(marker)).toBe(false); // committed to the WAL only
+    const deadline = Date.now() + 10_000;
+    while (!inDatabaseFile(marker) && Date.now() < deadline) await sleep(20);
+    expect(inDatabaseFile(marker)).toBe(true);
+  });
+
+  it('truncates the WAL beside the checkpoint thread, waiting out a checkpoint it is running', async () => {
+    const insert = db.prepare('INSERT INTO notes VALUES (?)');
+    for (let round = 0; round < 20; round++) {
+      for (let n = 0; n < 200; n++) insert.run(`row ${round}-${n} ${'x'.repeat(500)}`);
+      await checkpointAndTruncate(db);
+      expect(readFileSync(join(dir, 'store.sqlite-wal')).length).toBe(0);
+      await sleep(Math.random() * 60); // lands at various points of the thread's 50 ms round
+    }
+  });
+});
