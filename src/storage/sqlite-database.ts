@@ -148,6 +148,7 @@ export class WalSync {
   /** Waits out the sync and the checkpoint under way, then closes the file (before or after the connection). */
   async close(): Promise<void> {
     this.closed = true;
+    this.checkpoints.ref(); // unreferenced so as not to hold the process open, but its end is awaited here
     this.checkpoints.postMessage('stop');
     await Promise.all([this.syncing?.catch(() => undefined), this.checkpointsEnded]);
     closeSync(this.wal);

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +34,19 @@ describe('WalSync on a durable SQLite connection', () => {
     const deadline = Date.now() + 10_000;
     while (!inDatabaseFile(marker) && Date.now() < deadline) await sleep(20);
     expect(inDatabaseFile(marker)).toBe(true);
+  });
+
+  it('keeps the process alive until its thread has ended, so a caller awaiting close() goes on afterwards', () => {
+    // The built module, in a process of its own: a process whose only work left is awaiting close()
+    // would otherwise end, silently and with status 0, before close() resolved.
+    const built = join(__dirname, '..', '..', 'dist', 'storage', 'sqlite-database.js');
+    const script = `
+      const { openSqliteDatabase, WalSync } = require(${JSON.stringify(built)});
+      const db = openSqliteDatabase(${JSON.stringify(join(dir, 'other.sqlite'))}, { durable: true });
+      WalSync.forDurable(db, () => 0).close().then(() => { db.close(); console.log('closed'); });`;
+    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000 });
+    expect(child.stderr).toBe('');
+    expect(child.stdout).toBe('closed\n');
   });
 
   it('truncates the WAL beside the checkpoint thread, waiting out a checkpoint it is running', async () => {
