@@ -9,10 +9,11 @@ describe('WalSync on a durable SQLite connection', () => {
   let dir: string;
   let db: SqliteDatabase;
   let wal: WalSync;
+  const file = (suffix = '') => join(dir, `store.sqlite${suffix}`);
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'wal-sync-'));
-    db = openSqliteDatabase(join(dir, 'store.sqlite'), { durable: true });
+    db = openSqliteDatabase(file(), { durable: true });
     wal = WalSync.forDurable(db, () => 1)!;
     db.exec('CREATE TABLE notes (text TEXT)');
   });
@@ -23,7 +24,7 @@ describe('WalSync on a durable SQLite connection', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const inDatabaseFile = (text: string) => readFileSync(join(dir, 'store.sqlite')).includes(text);
+  const inDatabaseFile = (text: string) => readFileSync(file()).includes(text);
 
   it('copies the WAL into the database file in its own thread, with no checkpoint by the connection', async () => {
     db.pragma('wal_autocheckpoint = 0'); // the connection never checkpoints: only the thread can
@@ -54,7 +55,7 @@ describe('WalSync on a durable SQLite connection', () => {
     for (let round = 0; round < 20; round++) {
       for (let n = 0; n < 200; n++) insert.run(`row ${round}-${n} ${'x'.repeat(500)}`);
       await checkpointAndTruncate(db);
-      expect(readFileSync(join(dir, 'store.sqlite-wal')).length).toBe(0);
+      expect(readFileSync(file('-wal')).length).toBe(0);
       await sleep(Math.random() * 60); // lands at various points of the thread's 50 ms round
     }
   });
