@@ -88,8 +88,6 @@ const ROWIDS_IN_MEMORY = 1_000_000;
 
 /** WAL pages (about 40 MB) a rebuilding connection lets accumulate before checkpointing. */
 const REBUILD_WAL_CHECKPOINT_PAGES = 10_000;
-/** SQLite's own default. */
-const DEFAULT_WAL_CHECKPOINT_PAGES = 1000;
 
 /** The column a filter reads: values of case-insensitive filters are stored lowercased. */
 const filterColumn = (field: string) => `f_${field}`;
@@ -107,6 +105,8 @@ export class SqliteReadStore implements ReadStore {
   private readonly collections = new Map<string, Collection>();
   /** By table name. */
   private readonly builds = new Map<string, Build>();
+  /** The connection's own wal_autocheckpoint, given back once no build is left (see startRebuild). */
+  private checkpointPagesBefore = 0;
   /** The generation of each collection live at its last read: where the next read looks first. */
   private readonly lastLive = new Map<string, number>();
   private readonly selectGenerations: Statement<[string], GenerationRow>;
@@ -358,7 +358,8 @@ export class SqliteReadStore implements ReadStore {
     // This connection now fills a table in large batches: checkpoint the WAL less often, since each
     // checkpoint syncs and copies back pages the next batches dirty again. Commits stay atomic and
     // checkpoints synced (synchronous is unchanged), so a crash still leaves the live model intact.
-    this.db.pragma(`wal_autocheckpoint = ${REBUILD_WAL_CHECKPOINT_PAGES}`);
+    if (this.builds.size === 1) this.checkpointPagesBefore = this.db.pragma('wal_autocheckpoint', { simple: true }) as number;
+    this.db.pragma(`wal_autocheckpoint = ${Math.max(REBUILD_WAL_CHECKPOINT_PAGES, this.checkpointPagesBefore)}`);
     return generation;
   }
 
@@ -482,7 +483,7 @@ export class SqliteReadStore implements ReadStore {
 
   /** A build promoted, replaced or dropped: once none is left, the connection (the event store's too, in the service) checkpoints as usual again. */
   private endBuild(name: string): void {
-    if (this.builds.delete(name) && this.builds.size === 0) this.db.pragma(`wal_autocheckpoint = ${DEFAULT_WAL_CHECKPOINT_PAGES}`);
+    if (this.builds.delete(name) && this.builds.size === 0) this.db.pragma(`wal_autocheckpoint = ${this.checkpointPagesBefore}`);
   }
 
   private dropGeneration(collection: string, generation: number): void {
