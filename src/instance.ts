@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 
@@ -22,4 +23,40 @@ export function isGoneFromThisMachine(instanceId: string): boolean {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'ESRCH';
   }
+}
+
+/**
+ * What a worker of WORKERS=N tells the others as soon as it happens, so they need not wait for
+ * their next poll: `appended` (events are in the embedded store: whoever folds, look now),
+ * `folded` (a read model's checkpoint moved: whoever waits on it, look now). Outside a cluster
+ * worker, nothing is told or heard; other instances go by their polls (FOLLOW_POLL_MS, the
+ * embedded store's poll interval).
+ */
+export type SiblingNews = 'appended' | 'folded';
+
+const NEWS = 'siblingNews';
+
+export const siblings = {
+  tell(news: SiblingNews): void {
+    if (cluster.isWorker && process.connected) process.send!({ [NEWS]: news });
+  },
+  /** Calls `listener` on each piece of `news` from another worker; returns what stops it. */
+  hear(news: SiblingNews, listener: () => void): () => void {
+    if (!cluster.isWorker) return () => undefined;
+    const onMessage = (message: unknown) => {
+      if ((message as Record<string, unknown> | null)?.[NEWS] === news) listener();
+    };
+    process.on('message', onMessage);
+    return () => void process.off('message', onMessage);
+  },
+};
+
+/** In the primary: passes each worker's news on to every other worker. */
+export function relaySiblingNews(): void {
+  cluster.on('message', (from, message: Record<string, unknown> | null) => {
+    if (typeof message?.[NEWS] !== 'string') return;
+    for (const worker of Object.values(cluster.workers ?? {})) {
+      if (worker && worker.id !== from.id && worker.isConnected()) worker.send(message);
+    }
+  });
 }

@@ -5,6 +5,7 @@ import type { Server, ServerResponse } from 'node:http';
 import { createServer } from 'node:net';
 import { createApp } from './app';
 import { AppConfig, ConfigError, loadConfig, resolveAccessTokens } from './config/config';
+import { relaySiblingNews } from './instance';
 import { createLogger, NestPinoLogger } from './logging/logging';
 import { prepareSqliteFiles } from './storage/storage.module';
 import { StoreUnavailableError } from './storage/store-unavailable.error';
@@ -146,6 +147,7 @@ async function runPrimary(settings: Settings): Promise<void> {
       for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
     }, SHUTDOWN_GRACE_MS + 5_000).unref();
   };
+  relaySiblingNews();
   cluster.on('message', (worker, message: Partial<Listening>) => {
     if (typeof message?.listening !== 'string') return;
     const first = listening.size === 0;

@@ -1,5 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
+import { siblings } from '../instance';
 import { SqliteDatabase, WalSync } from '../storage/sqlite-database';
 import {
   AppendResult,
@@ -82,6 +83,8 @@ export class SqliteEventStore implements EventStore {
   private readonly replaceOne: Statement<[string, string, number]>;
   /** Syncs the WAL off the event loop; undefined on a connection that is not durable. */
   private readonly walSync?: WalSync;
+  /** Stops hearing of other workers' appends. */
+  private readonly unhear: () => void;
 
   /**
    * @param pollIntervalMs how often a subscriber looks for events appended by other processes (other
@@ -172,6 +175,8 @@ export class SqliteEventStore implements EventStore {
 
     // Read when a sync starts: what is committed by then, in any process, is what it makes durable.
     this.walSync = WalSync.forDurable(db, () => this.selectHead.get()?.pos ?? 0);
+    // Another worker's appends are looked for at once, not at the next poll.
+    this.unhear = siblings.hear('appended', () => this.wakeSubscribers());
   }
 
   async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
@@ -202,6 +207,7 @@ export class SqliteEventStore implements EventStore {
       else append.reject(outcome.error);
     });
     this.wakeSubscribers();
+    siblings.tell('appended');
   }
 
   /** Resolves once every event up to `position` is on disk (one sync of the file covers every process's commits). */
@@ -284,6 +290,7 @@ export class SqliteEventStore implements EventStore {
 
   /** Closes the connection this store was given. */
   async close(): Promise<void> {
+    this.unhear();
     this.wakeSubscribers();
     await this.walSync?.close();
     this.db.close();

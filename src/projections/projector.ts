@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { comparePositions, EventBatch, EventStore, Position, START } from '../event-store/event-store.port';
 import { GenerationReplacedError, ReadDocument, ReadStore } from '../read-store/read-store.port';
-import { isGoneFromThisMachine } from '../instance';
+import { isGoneFromThisMachine, siblings } from '../instance';
 import type { Projection } from './projection';
 
 export type ProjectorState = 'starting' | 'running' | 'stopped' | 'failed';
@@ -114,8 +114,10 @@ export class Projector {
   private generation = 0;
   private waiters: Waiter[] = [];
   private loop?: Promise<void>;
-  /** Ends a follower's pause early: a request started waiting, or the projector stops. */
+  /** Ends a follower's pause early: a request started waiting, the folder told of a checkpoint, or the projector stops. */
   private wake?: () => void;
+  /** Stops hearing of the folder's checkpoints (another worker's). */
+  private unhear = () => {};
   state: ProjectorState = 'starting';
   failure?: Error;
   /** True while this instance holds the lease and folds; false while it follows another. */
@@ -138,10 +140,15 @@ export class Projector {
     await this.readStore.ensureCollection(this.projection.schema);
     await this.loadLiveGeneration();
     this.state = 'running';
+    // A follower with writes waiting reads the checkpoint as soon as the folding worker moves it.
+    this.unhear = siblings.hear('folded', () => {
+      if (!this.folding && this.waiters.length > 0) this.wake?.();
+    });
     this.loop = this.run();
   }
 
   async stop(): Promise<void> {
+    this.unhear();
     this.abort.abort();
     this.wake?.();
     await this.loop;
@@ -326,6 +333,7 @@ export class Projector {
     await foldBatch(this.projection, this.readStore, this.generation, batch);
     this.position = batch.position;
     this.resolveWaiters();
+    if (batch.events.length > 0) siblings.tell('folded');
   }
 
   private resolveWaiters(): void {
