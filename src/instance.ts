@@ -35,10 +35,12 @@ export function isGoneFromThisMachine(instanceId: string): boolean {
 export type SiblingNews = 'appended' | 'folded';
 
 const NEWS = 'siblingNews';
+const ignoreFailure = () => undefined;
 
 export const siblings = {
   tell(news: SiblingNews): void {
-    if (cluster.isWorker && process.connected) process.send!({ [NEWS]: news });
+    // News is a shortcut, the polls stay: a send that fails (the primary gone) is dropped, not thrown.
+    if (cluster.isWorker && process.connected) process.send!({ [NEWS]: news }, undefined, undefined, ignoreFailure);
   },
   /** Calls `listener` on each piece of `news` from another worker; returns what stops it. */
   hear(news: SiblingNews, listener: () => void): () => void {
@@ -56,7 +58,8 @@ export function relaySiblingNews(): void {
   cluster.on('message', (from, message: Record<string, unknown> | null) => {
     if (typeof message?.[NEWS] !== 'string') return;
     for (const worker of Object.values(cluster.workers ?? {})) {
-      if (worker && worker.id !== from.id && worker.isConnected()) worker.send(message);
+      // A worker dying under way fails the send: dropped, so the primary does not crash on it.
+      if (worker && worker.id !== from.id && worker.isConnected()) worker.send(message, undefined, ignoreFailure);
     }
   });
 }
