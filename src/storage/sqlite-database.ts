@@ -101,7 +101,7 @@ parentPort.once('message', () => { clearInterval(timer); db.close(); parentPort.
  * for COMMIT_CHECKPOINT_PAGES, there only should the thread fall behind. Checkpoints sync the WAL
  * before copying it into the database, as SQLite does at NORMAL. Not more often: once a checkpoint
  * has copied the whole log, the next commit starts it over and fsyncs its new header, on the event
- * loop (every 50 ms, that was about 2% of a write's time).
+ * loop (at 50 ms, strace showed about 16 a second on the key store's log alone, 300-400 µs each).
  *
  * `forDurable` gives none for a connection that is not durable: there, everything counts as synced.
  */
