@@ -1,6 +1,6 @@
 import { existsSync, rmSync } from 'node:fs';
 import { Browser, chromium } from 'playwright-core';
-import { freePort, startChildService } from '../support/child-service';
+import { startChildService } from '../support/child-service';
 import { makeDataDir, startTestApp, TestApp, TOKENS } from '../support/test-app';
 
 /**
@@ -96,17 +96,18 @@ describeWithChromium(`the service in headless Chromium at *.test host names (ski
   });
 
   it("lets a page of an allowed origin call /v1 with its token in a header and read ETag and X-Total-Count; another origin's page cannot", async () => {
-    const port = await freePort();
+    // The client's page: any page of the other app (the one the first test used) will do, reached under
+    // a host name of its own, so another origin. Served from loopback like the API (Chromium keeps
+    // public pages from loopback addresses), its own Content-Security-Policy set aside so that only
+    // CORS decides. The service under test takes a port of its own choosing and prints it.
+    const pagePort = new URL(app.baseUrl).port;
     const dataDir = makeDataDir();
-    const service = await startChildService(dataDir, { PORT: String(port), CORS_ORIGINS: `http://app.test:${port}` });
-    const api = `http://api.test:${port}`;
-    // The client's page: any page of the service will do, reached under another host name, so another
-    // origin. Served from loopback like the API (Chromium keeps public pages from loopback addresses),
-    // its own Content-Security-Policy set aside so that only CORS decides.
+    const service = await startChildService(dataDir, { CORS_ORIGINS: `http://app.test:${pagePort}` });
+    const api = `http://api.test:${new URL(service.url).port}`;
     const context = await browser.newContext({ bypassCSP: true });
     const page = await context.newPage();
     const callFrom = async (origin: string) => {
-      await page.goto(`${origin}:${port}/health/live`);
+      await page.goto(`${origin}:${pagePort}/health/live`);
       return page.evaluate(
         async ({ api, token }) => {
           const headers = { Authorization: `Bearer ${token}` };

@@ -1,5 +1,4 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { liveStoreEnv, TEST_WORKERS } from './stores';
 import { ACCOUNTS } from './test-app';
@@ -37,44 +36,17 @@ export interface ChildService {
   exited: Promise<number | null>;
 }
 
-/** A port free right now, for a child that must not print its address (e.g. at LOG_LEVEL=warn). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
-
-const accepts = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = connect(port, '127.0.0.1', () => (socket.destroy(), resolve(true)));
-    socket.on('error', () => resolve(false));
-  });
-
 /**
  * The built service (dist/, made by `npm test`'s build step) as a real child process, with
- * WORKERS=TEST_WORKERS unless `env` says WORKERS. It is ready once every worker prints its address;
- * with a fixed PORT in `env`, once that port accepts connections.
+ * WORKERS=TEST_WORKERS unless `env` says WORKERS, on a port of its own choosing (no PORT in `env`, or
+ * 0: a port picked beforehand could be taken meanwhile). It is ready once every worker prints its address.
  */
 export async function startChildService(dataDir: string, env: NodeJS.ProcessEnv = {}): Promise<ChildService> {
-  const { child, output, waitForOutput, exited, exitCode } = spawnService(dataDir, env);
+  const { child, output, waitForOutput, exited } = spawnService(dataDir, env);
   try {
-    let url: string;
-    if (env.PORT && env.PORT !== '0') {
-      const started = Date.now();
-      while (!(await accepts(Number(env.PORT)))) {
-        if (exitCode() !== undefined || Date.now() - started > WAIT_MS) throw new Error(`port ${env.PORT} never opened:\n${output()}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      url = `http://127.0.0.1:${env.PORT}`;
-    } else {
-      url = (await waitForOutput(/Listening on (http:\/\/\S+)/))[1].replace('localhost', '127.0.0.1');
-      const workers = Number(env.WORKERS ?? TEST_WORKERS) || 1;
-      if (workers > 1) await waitForOutput(new RegExp(`(Listening on[^]*){${workers}}`));
-    }
+    const url = (await waitForOutput(/Listening on (http:\/\/\S+)/))[1].replace('localhost', '127.0.0.1');
+    const workers = Number(env.WORKERS ?? TEST_WORKERS) || 1;
+    if (workers > 1) await waitForOutput(new RegExp(`(Listening on[^]*){${workers}}`));
     return { url, process: child, crash: () => process.kill(-child.pid!, 'SIGKILL'), output, waitForOutput, exited };
   } catch (error) {
     child.kill('SIGKILL');
@@ -135,5 +107,5 @@ function spawnService(dataDir: string, env: NodeJS.ProcessEnv) {
       }, 20);
     });
 
-  return { child, output: () => output, waitForOutput, exited, exitCode: () => exitCode };
+  return { child, output: () => output, waitForOutput, exited };
 }
