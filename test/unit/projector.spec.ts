@@ -243,7 +243,13 @@ describe('Projector', () => {
   });
 
   describe('beside another instance on the same read store', () => {
-    const SHORT_LEASE = 1000;
+    /**
+     * Long enough that no lease runs out while the test process stalls (other suites share the
+     * machine's two cores), unless a test lets it: renewals come every third of it.
+     */
+    const LEASE = 30_000;
+    /** For the test that waits for a lease to run out: short, but three stalled seconds away from being lost by mistake. */
+    const SHORT_LEASE = 3000;
 
     /** The read store as one instance sees it; `cut()` makes every later call fail, as for a holder cut off from the store. */
     function instanceStore() {
@@ -263,8 +269,8 @@ describe('Projector', () => {
       return { store, commits, cut: () => (cutOff = true) };
     }
 
-    async function startAs(holder: string, store: SqliteReadStore): Promise<Projector> {
-      const p = new Projector(customerProjection, events, store, { holder, ttlMs: SHORT_LEASE });
+    async function startAs(holder: string, store: SqliteReadStore, ttlMs = LEASE): Promise<Projector> {
+      const p = new Projector(customerProjection, events, store, { holder, ttlMs });
       running.push(p);
       await p.start();
       return p;
@@ -291,9 +297,9 @@ describe('Projector', () => {
       const one = instanceStore();
       const two = instanceStore();
       const three = instanceStore();
-      const first = await startAs('one', one.store);
-      const second = await startAs('two', two.store);
-      const third = await startAs('three', three.store);
+      const first = await startAs('one', one.store, SHORT_LEASE);
+      const second = await startAs('two', two.store, SHORT_LEASE);
+      const third = await startAs('three', three.store, SHORT_LEASE);
       await new Promise((r) => setTimeout(r, 100));
       expect(first.folding).toBe(true);
 
@@ -305,7 +311,7 @@ describe('Projector', () => {
       const [holder, holderStore, other] = second.folding ? [second, two, third] : [third, three, second];
       holderStore.cut(); // neither renews nor gives up its lease: it runs out
       const b = await createCustomer({ name: 'Bob', email: 'bob@x.io' });
-      await other.waitFor(b.position, 10_000);
+      await other.waitFor(b.position, 20_000);
       expect(other.folding).toBe(true);
       expect(holder.folding).toBe(false);
       expect(await get(b.id)).toMatchObject({ fields: { name: 'Bob' } });
