@@ -30,16 +30,28 @@ export class RecordEraser {
     this.logger = new Logger(`${kind.label}Eraser`);
   }
 
-  /** Returns the record as it was before, or null when it had been erased already (nothing to undo). */
-  async erase(id: string, context: RequestContext, causationId: string): Promise<RecordState | null> {
+  /**
+   * `freeing` is given the record as it was before (not when it had been erased already), to free
+   * what it held (a profile's slug) once the erasure is appended. A write the read models are slow
+   * to show is saved all the same: the erasure is finished (the key is gone, so what they fold
+   * next shows nothing), then answered 503 like any such write.
+   */
+  async erase(id: string, context: RequestContext, causationId: string, freeing?: (before: RecordState) => Promise<void>): Promise<void> {
     const { state } = await this.writer.load(id);
     if (!state || state.accountId !== context.accountId) throw notFound(this.kind.label);
     const streamId = streamIdOf(this.kind, id);
     if (!state.erased) await this.keys.destroy(streamId, context.accountId);
-    await this.writer.write(id, context, causationId, (current) => decideErasure(this.kind, current, context.accountId));
+    let lagging: ApiError | undefined;
+    try {
+      await this.writer.write(id, context, causationId, (current) => decideErasure(this.kind, current, context.accountId));
+    } catch (error) {
+      if (!isLagging(error)) throw error;
+      lagging = error;
+    }
     await this.readStore.erase(this.collection, id);
     await this.keys.store.finishErasure(streamId);
-    return state.erased ? null : state;
+    if (!state.erased) await freeing?.(state);
+    if (lagging) throw lagging;
   }
 
   /** Finishes the erasures a crash interrupted after their key was destroyed. */
@@ -52,7 +64,7 @@ export class RecordEraser {
         await this.writer.write(id, context, randomUUID(), (current) => (current ? decideErasure(this.kind, current, erasedBy) : []));
       } catch (error) {
         // Saved, but the projectors do not run yet at start: they fold it once they do.
-        if (!(error instanceof ApiError && error.code === 'UNAVAILABLE')) throw error;
+        if (!isLagging(error)) throw error;
       }
       await this.readStore.erase(this.collection, id);
       await this.keys.store.finishErasure(keyId);
@@ -60,3 +72,6 @@ export class RecordEraser {
     }
   }
 }
+
+/** A write saved, that the read models did not show in time. */
+const isLagging = (error: unknown): error is ApiError => error instanceof ApiError && error.code === 'UNAVAILABLE';

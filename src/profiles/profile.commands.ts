@@ -1,6 +1,8 @@
 import { Inject } from '@nestjs/common';
 import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { randomUUID } from 'node:crypto';
+import { ApiError } from '../errors';
+import { comparePositions, Position } from '../event-store/event-store.port';
 import type { RequestContext } from '../http/request-context';
 import type { Fields } from '../records/record';
 import { Decision, eventMetadata, Precondition, RecordWriter } from '../records/record-writer';
@@ -48,7 +50,9 @@ export class EraseProfileCommand extends Command<void> {
 /**
  * A profile write that may take or give up slugs: the new slug is reserved before the profile's
  * event is appended, and afterwards every slug the write touched is released unless the profile
- * carries it, whether the write succeeded or not.
+ * carries it, or a write after this one reserved it again. Released after a success or a refusal;
+ * not after any other failure, which may be an append that still lands (a store's deadline passed):
+ * such a reservation is taken over once its grace period is past, if the profile does not carry it.
  */
 abstract class SlugAwareHandler {
   constructor(
@@ -64,8 +68,13 @@ abstract class SlugAwareHandler {
   ): Promise<void> {
     const metadata = eventMetadata(command.context, command.commandId);
     const touched = new Set<string>();
+    let lastAppended: Position | undefined;
+    const appended = (position: Position) => {
+      if (!lastAppended || comparePositions(position, lastAppended) > 0) lastAppended = position;
+    };
+    let outcomeKnown = false;
     try {
-      await this.profiles.write(id, command.context, command.commandId, async (state) => {
+      const written = await this.profiles.write(id, command.context, command.commandId, async (state) => {
         const events = await decide(state);
         const current = state?.fields ?? {};
         const next = events.length ? newSlug(current) : undefined;
@@ -73,13 +82,18 @@ abstract class SlugAwareHandler {
           if (current.slug) touched.add(current.slug);
           if (next) {
             touched.add(next);
-            await this.slugs.reserve(next, id, metadata);
+            appended(await this.slugs.reserve(next, id, metadata));
           }
         }
         return events;
       }, { precondition: command.precondition, isNew: command.isNew });
+      if (written) appended(written.position);
+      outcomeKnown = true;
+    } catch (error) {
+      outcomeKnown = error instanceof ApiError;
+      throw error;
     } finally {
-      for (const slug of touched) await this.slugs.release(slug, id, metadata);
+      if (outcomeKnown && lastAppended) for (const slug of touched) await this.slugs.release(slug, id, metadata, lastAppended);
     }
   }
 }
@@ -129,7 +143,8 @@ export class EraseProfileHandler implements ICommandHandler<EraseProfileCommand,
   ) {}
 
   async execute({ context, id, commandId }: EraseProfileCommand): Promise<void> {
-    const before = await this.eraser.erase(id, context, commandId);
-    if (before?.fields.slug) await this.slugs.release(before.fields.slug, id, eventMetadata(context, commandId));
+    await this.eraser.erase(id, context, commandId, async (before) => {
+      if (before.fields.slug) await this.slugs.release(before.fields.slug, id, eventMetadata(context, commandId));
+    });
   }
 }

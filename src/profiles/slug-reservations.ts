@@ -1,5 +1,5 @@
 import { ApiError } from '../errors';
-import { EventMetadata, EventStore, StoredEvent, WrongExpectedRevisionError } from '../event-store/event-store.port';
+import { comparePositions, EventMetadata, EventStore, Position, StoredEvent, WrongExpectedRevisionError } from '../event-store/event-store.port';
 import type { RecordWriter } from '../records/record-writer';
 import { withMetadata } from '../records/record-writer';
 import { slugKey } from './profile.decider';
@@ -27,26 +27,31 @@ export class SlugReservations {
     private readonly profiles: RecordWriter,
   ) {}
 
-  async reserve(slug: string, profileId: string, metadata: EventMetadata): Promise<void> {
+  /**
+   * Takes the slug for the profile and returns the reservation's position. A reservation the
+   * profile holds already is made again, not taken as it is: a release of it under way (by a write
+   * that moved the profile off the slug) then fails on the moved revision, or sees a reservation
+   * newer than its write and leaves it (see release).
+   */
+  async reserve(slug: string, profileId: string, metadata: EventMetadata): Promise<Position> {
     const streamId = streamOf(slug);
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const last = await this.lastEvent(streamId);
       if (last?.type === 'SlugReserved') {
         const holder = (last.data as unknown as Reservation).profileId;
-        if (holder === profileId) return;
-        if (await this.isHeld(last)) {
+        if (holder !== profileId && (await this.isHeld(last))) {
           throw new ApiError('CONFLICT', `The slug "${slug}" is already taken.`, [
             { field: 'slug', message: 'slug is already taken' },
           ]);
         }
       }
       try {
-        await this.eventStore.appendToStream(
+        const { position } = await this.eventStore.appendToStream(
           streamId,
           withMetadata([{ type: 'SlugReserved', data: { slug, profileId } }], metadata),
           last ? last.revision : 'no_stream',
         );
-        return;
+        return position;
       } catch (error) {
         if (!(error instanceof WrongExpectedRevisionError)) throw error;
       }
@@ -56,11 +61,18 @@ export class SlugReservations {
     ]);
   }
 
-  /** Frees the slug if this profile holds the reservation but no longer carries the slug. */
-  async release(slug: string, profileId: string, metadata: EventMetadata): Promise<void> {
+  /**
+   * Frees the slug if this profile holds the reservation but no longer carries the slug. With
+   * `madeBy`, the position of the last event appended by the write giving the slug up, only a
+   * reservation made no later than that: a newer one belongs to another write of the profile, in
+   * flight, that takes the slug back (its event may not be appended yet, so the profile does not
+   * carry the slug yet either).
+   */
+  async release(slug: string, profileId: string, metadata: EventMetadata, madeBy?: Position): Promise<void> {
     const streamId = streamOf(slug);
     const last = await this.lastEvent(streamId);
     if (last?.type !== 'SlugReserved' || (last.data as unknown as Reservation).profileId !== profileId) return;
+    if (madeBy && comparePositions(last.position, madeBy) > 0) return;
     if (await this.carries(profileId, slug)) return;
     try {
       await this.eventStore.appendToStream(

@@ -17,6 +17,7 @@ const ACCESS_TOKENS = `${QUERY_TOKEN}:acme,${BEARER_TOKEN}:acme`;
 
 interface LogLine {
   level: number;
+  time: string;
   msg: string;
   context?: string;
   requestId?: string;
@@ -65,24 +66,33 @@ describe('logs', () => {
   afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('are JSON lines, one per request at info with its request id, and never hold an access token', async () => {
+    const started = Date.now();
     const child = await startChildService(dataDir, { ACCESS_TOKENS, LOG_LEVEL: 'info' });
     const answers = await traffic(child.url);
     expect(new Set(answers.map((a) => a.status))).toEqual(new Set([200, 201, 400, 401, 404, 413, 415]));
+    const beforeTagged = Date.now();
     const tagged = await request(child.url).get(`/v1/customers?access_token=${QUERY_TOKEN}`).set('X-Request-Id', 'log-test-req-1');
     answers.push({ requestId: 'log-test-req-1', status: tagged.status });
     child.process.kill('SIGTERM');
     expect(await child.exited).toBe(0);
 
+    const ended = Date.now();
     for (const secret of SECRETS) expect(child.output()).not.toContain(secret);
     const logged = lines(child);
     for (const { requestId, status } of answers) {
       const mine = logged.filter((l) => l.requestId === requestId);
       expect(mine).toHaveLength(1);
       expect(mine[0]).toMatchObject({ level: 30, res: { statusCode: status } });
+      // The time of the line, to the millisecond, as ISO 8601 in UTC.
+      expect(mine[0].time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      expect(Date.parse(mine[0].time)).toBeGreaterThanOrEqual(started);
+      expect(Date.parse(mine[0].time)).toBeLessThanOrEqual(ended);
     }
     const bearerLine = logged.find((l) => l.req?.url === '/v1/customers' && l.req.headers.authorization);
     expect(bearerLine?.req?.headers.authorization).toBe('[REDACTED]');
     expect(logged.find((l) => l.requestId === 'log-test-req-1')?.req?.url).toBe('/v1/customers?access_token=[REDACTED]');
+    // Each line's own time, not one kept from an earlier line.
+    expect(Date.parse(logged.find((l) => l.requestId === 'log-test-req-1')!.time)).toBeGreaterThanOrEqual(beforeTagged);
     expect(logged.some((l) => /^Listening on /.test(l.msg))).toBe(true);
   });
 

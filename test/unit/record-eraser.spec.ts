@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import { CUSTOMER, decideCreateCustomer } from '../../src/customers/customer.decider';
+import { customerProjection } from '../../src/customers/customer.projection';
+import { DataKeys } from '../../src/erasure/data-keys';
+import { RecordEraser } from '../../src/erasure/record-eraser';
+import { SealedEventStore } from '../../src/erasure/sealed-event-store';
+import { SqliteKeyStore } from '../../src/erasure/sqlite-key-store';
+import { ApiError } from '../../src/errors';
+import type { Position } from '../../src/event-store/event-store.port';
+import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
+import { Projector } from '../../src/projections/projector';
+import type { ProjectionsService } from '../../src/projections/projections.service';
+import { RECORD_KINDS } from '../../src/read-models';
+import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
+import { RecordWriter } from '../../src/records/record-writer';
+import { openTempSqlite } from '../support/temp-sqlite';
+
+const context = { accountId: 'acc', requestId: 'req' };
+
+describe('RecordEraser', () => {
+  let sqlite: ReturnType<typeof openTempSqlite>;
+  let keysDb: ReturnType<typeof openTempSqlite>;
+  let keyStore: SqliteKeyStore;
+  let events: SealedEventStore;
+  let reads: SqliteReadStore;
+  let projector: Projector;
+  /** While true, the read models do not show a write in time: waitFor answers 503, as the real one does on its timeout. */
+  let lagging = false;
+
+  beforeEach(async () => {
+    sqlite = openTempSqlite();
+    keysDb = openTempSqlite();
+    keyStore = new SqliteKeyStore(keysDb.db);
+    events = new SealedEventStore(new SqliteEventStore(sqlite.db), new DataKeys(keyStore), RECORD_KINDS);
+    reads = new SqliteReadStore(sqlite.db);
+    projector = new Projector(customerProjection, events, reads, { holder: 'unit', ttlMs: 60_000 });
+    await projector.start();
+    lagging = false;
+  });
+  afterEach(async () => {
+    await projector.stop();
+    await events.close();
+    sqlite.dispose();
+    keysDb.dispose();
+  });
+
+  const readModels = {
+    waitFor: async (_streamId: string, position: Position) => {
+      if (lagging) throw new ApiError('UNAVAILABLE', 'The change is saved, but the read models do not show it yet; try reading it again shortly.');
+      await projector.waitFor(position, 5000);
+    },
+  } as unknown as ProjectionsService;
+
+  it('finishes an erasure the read models are slow to show, then answers 503: documents scrubbed, nothing left pending', async () => {
+    const writer = new RecordWriter(CUSTOMER, events, readModels);
+    const id = randomUUID();
+    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    expect((await reads.get('customers', 'acc', id))?.fields).toMatchObject({ name: 'Ada Lovelace' });
+
+    await projector.stop(); // the read models fall behind
+    lagging = true;
+    const freeing = jest.fn(async () => undefined);
+    const eraser = new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), reads);
+    await expect(eraser.erase(id, context, randomUUID(), freeing)).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+
+    expect(await reads.get('customers', 'acc', id)).toBeNull();
+    // The row the projector folds into, scrubbed of every value:
+    expect((await reads.getMany('customers', [id])).get(id)).toMatchObject({ deleted: true, fields: {} });
+    expect(await keyStore.pendingErasures('customer-')).toEqual([]);
+    expect(freeing).toHaveBeenCalledWith(expect.objectContaining({ fields: expect.objectContaining({ name: 'Ada Lovelace' }) }));
+  });
+});
