@@ -31,6 +31,8 @@ interface Claim {
   fingerprint: string;
   /** The id the create makes; a retry after a crash creates this same one. */
   recordId: string;
+  /** The collection it creates in ('customers', 'profiles'); claims made before this was kept have none. */
+  resource?: string;
 }
 
 /** The stored answer: its body sealed with the new record's data key (in plain before schema 2). */
@@ -47,6 +49,11 @@ export function liveClaim(events: StoredEvent[], now: number): { claim: StoredEv
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+const usedWithAnotherRequest = () =>
+  new ApiError('CONFLICT', 'This Idempotency-Key was used with a different request; use a new key for a new request.', [
+    { field: 'Idempotency-Key', message: 'Idempotency-Key was used with a different request body' },
+  ]);
 
 /**
  * Idempotency-Key on POST, kept in the event store itself: one stream per account and key,
@@ -92,6 +99,8 @@ export class IdempotentCreates {
       let dataKey: Buffer | undefined;
       if (live) {
         claim = live.claim.data as unknown as Claim;
+        // Before the record's key is looked up: under this collection's name it would not be found.
+        if (claim.resource !== undefined && claim.resource !== resource) throw usedWithAnotherRequest();
         const sealed = live.claim.metadata.schemaVersion >= SEALED_SCHEMA_VERSION;
         if (sealed) {
           dataKey = (await this.keys.current(keyOf(claim.recordId))) ?? undefined;
@@ -101,17 +110,13 @@ export class IdempotentCreates {
             ]);
           }
         }
-        if (claim.fingerprint !== (dataKey ? digest(dataKey, sha256(canonical)) : sha256(canonical))) {
-          throw new ApiError('CONFLICT', 'This Idempotency-Key was used with a different request; use a new key for a new request.', [
-            { field: 'Idempotency-Key', message: 'Idempotency-Key was used with a different request body' },
-          ]);
-        }
+        if (claim.fingerprint !== (dataKey ? digest(dataKey, sha256(canonical)) : sha256(canonical))) throw usedWithAnotherRequest();
         if (live.answer) return openAnswer(live.answer.data as unknown as StoredAnswer, dataKey, streamId);
         claimRevision = live.claim.revision;
       } else {
         const recordId = randomUUID();
         dataKey = await this.keys.forWriting(keyOf(recordId), { isNew: true });
-        claim = { fingerprint: digest(dataKey, sha256(canonical)), recordId };
+        claim = { fingerprint: digest(dataKey, sha256(canonical)), recordId, resource };
         try {
           const claimed = await this.eventStore.appendToStream(
             streamId,

@@ -48,7 +48,9 @@ describe.each([PROFILES, CUSTOMERS])('Idempotency-Key on POST /v1/$path', (spec)
     expectError(res, 409, 'CONFLICT', ['Idempotency-Key']);
     expect(await head()).toEqual(before);
     // The same key on the other collection is another request too.
-    expectError(await post(key, { email: uniqueEmail() }, TOKENS.a, spec === PROFILES ? 'customers' : 'profiles'), 409, 'CONFLICT', ['Idempotency-Key']);
+    const elsewhere = await post(key, { email: uniqueEmail() }, TOKENS.a, spec === PROFILES ? 'customers' : 'profiles');
+    expectError(elsewhere, 409, 'CONFLICT', ['Idempotency-Key']);
+    expect(elsewhere.body.error.message).toBe('This Idempotency-Key was used with a different request; use a new key for a new request.');
   });
 
   it('scopes keys per account: the same key in another account is a new request', async () => {
