@@ -1,11 +1,15 @@
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, notFound } from '../errors';
 import type { RequestContext } from '../http/request-context';
 import type { ReadStore } from '../read-store/read-store.port';
 import { decideErasure, RecordKind, RecordState, streamIdOf } from '../records/record';
 import type { RecordWriter } from '../records/record-writer';
 import type { DataKeys } from './data-keys';
+
+/** How often an erasure the read models were slow to show looks again. */
+const RETRY_MS = 1000;
 
 /**
  * Erases a record (crypto-shredding), in an order a crash cannot undo:
@@ -18,6 +22,8 @@ import type { DataKeys } from './data-keys';
  */
 export class RecordEraser {
   private readonly logger: Logger;
+  /** Records whose erasure waits in the background for the read models (see erase). */
+  private readonly finishing = new Set<string>();
 
   constructor(
     private readonly kind: RecordKind,
@@ -32,26 +38,59 @@ export class RecordEraser {
 
   /**
    * `freeing` is given the record as it was before (not when it had been erased already), to free
-   * what it held (a profile's slug) once the erasure is appended. A write the read models are slow
-   * to show is saved all the same: the erasure is finished (the key is gone, so what they fold
-   * next shows nothing), then answered 503 like any such write.
+   * what it held (a profile's slug) once the erasure is appended.
+   *
+   * When the read models are slow to show the erasure (503, as for any write saved but not shown),
+   * its documents are scrubbed at once all the same, and the rest waits for them in the background:
+   * a batch the projector opened before the key went may still be written after this scrub, so the
+   * scrub and the log's truncation are done again once they show the erasure, and only then is it
+   * marked finished. Until then it stays pending, for the next start should this process stop.
    */
   async erase(id: string, context: RequestContext, causationId: string, freeing?: (before: RecordState) => Promise<void>): Promise<void> {
     const { state } = await this.writer.load(id);
     if (!state || state.accountId !== context.accountId) throw notFound(this.kind.label);
     const streamId = streamIdOf(this.kind, id);
     if (!state.erased) await this.keys.destroy(streamId, context.accountId);
-    let lagging: ApiError | undefined;
     try {
       await this.writer.write(id, context, causationId, (current) => decideErasure(this.kind, current, context.accountId));
     } catch (error) {
       if (!isLagging(error)) throw error;
-      lagging = error;
+      await this.readStore.erase(this.collection, id);
+      if (!state.erased) await freeing?.(state);
+      if (!this.finishing.has(id)) void this.finishOnceShown(id, context);
+      throw error;
     }
     await this.readStore.erase(this.collection, id);
     await this.keys.store.finishErasure(streamId);
     if (!state.erased) await freeing?.(state);
-    if (lagging) throw lagging;
+  }
+
+  /** Finishes an erasure once the read models show it, trying every RETRY_MS while they lag. */
+  private async finishOnceShown(id: string, context: RequestContext): Promise<void> {
+    const streamId = streamIdOf(this.kind, id);
+    this.finishing.add(id);
+    try {
+      await this.retryUntilShown(id, streamId, context);
+    } finally {
+      this.finishing.delete(id);
+    }
+  }
+
+  private async retryUntilShown(id: string, streamId: string, context: RequestContext): Promise<void> {
+    for (;;) {
+      await sleep(RETRY_MS, undefined, { ref: false });
+      try {
+        // Appends nothing now: waits for the read models to show the erasure appended before.
+        await this.writer.write(id, context, randomUUID(), (current) => decideErasure(this.kind, current, context.accountId));
+        await this.readStore.erase(this.collection, id);
+        await this.keys.store.finishErasure(streamId);
+        return;
+      } catch (error) {
+        if (isLagging(error)) continue;
+        this.logger.warn(`Left the erasure of ${streamId} pending, to be finished at the next start: ${(error as Error).message}`);
+        return;
+      }
+    }
   }
 
   /** Finishes the erasures a crash interrupted after their key was destroyed. */
