@@ -70,26 +70,22 @@ export class RecordEraser {
     const streamId = streamIdOf(this.kind, id);
     this.finishing.add(id);
     try {
-      await this.retryUntilShown(id, streamId, context);
+      for (;;) {
+        await sleep(RETRY_MS, undefined, { ref: false });
+        try {
+          // Appends nothing now: waits for the read models to show the erasure appended before.
+          await this.writer.write(id, context, randomUUID(), (current) => decideErasure(this.kind, current, context.accountId));
+          await this.readStore.erase(this.collection, id);
+          await this.keys.store.finishErasure(streamId);
+          return;
+        } catch (error) {
+          if (isLagging(error)) continue;
+          this.logger.warn(`Left the erasure of ${streamId} pending, to be finished at the next start: ${(error as Error).message}`);
+          return;
+        }
+      }
     } finally {
       this.finishing.delete(id);
-    }
-  }
-
-  private async retryUntilShown(id: string, streamId: string, context: RequestContext): Promise<void> {
-    for (;;) {
-      await sleep(RETRY_MS, undefined, { ref: false });
-      try {
-        // Appends nothing now: waits for the read models to show the erasure appended before.
-        await this.writer.write(id, context, randomUUID(), (current) => decideErasure(this.kind, current, context.accountId));
-        await this.readStore.erase(this.collection, id);
-        await this.keys.store.finishErasure(streamId);
-        return;
-      } catch (error) {
-        if (isLagging(error)) continue;
-        this.logger.warn(`Left the erasure of ${streamId} pending, to be finished at the next start: ${(error as Error).message}`);
-        return;
-      }
     }
   }
 
