@@ -39,6 +39,7 @@ describe('ProjectionsService.waitFor', () => {
     } finally {
       await service.onModuleDestroy();
       warned.mockRestore();
+      await events.close();
       sqlite.dispose();
     }
   });
@@ -78,6 +79,7 @@ describe('ProjectionsService on a first start far behind the events', () => {
       await other.onModuleDestroy();
       await service.onModuleDestroy();
       logged.mockRestore();
+      await events.close();
       sqlite.dispose();
     }
   }, 120_000);

@@ -31,6 +31,7 @@ describe('Projector', () => {
   });
   afterEach(async () => {
     await Promise.all(running.splice(0).map((p) => p.stop()));
+    await events.close();
     sqlite.dispose();
   });
 

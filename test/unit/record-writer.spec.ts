@@ -18,7 +18,10 @@ describe('RecordWriter', () => {
     sqlite = openTempSqlite();
     events = new SqliteEventStore(sqlite.db);
   });
-  afterEach(() => sqlite.dispose());
+  afterEach(async () => {
+    await events.close();
+    sqlite.dispose();
+  });
 
   const writerOf = (keepAtMost?: number) => new RecordWriter(CUSTOMER, events, noReadModels, keepAtMost);
   const create = (writer: RecordWriter, id: string, name = 'Ada') =>

@@ -26,7 +26,10 @@ describe('slug reservations, with the profile writes that take and give up slugs
     profiles = new RecordWriter(PROFILE, events, noReadModels);
     slugs = new SlugReservations(events, profiles);
   });
-  afterEach(() => sqlite.dispose());
+  afterEach(async () => {
+    await events.close();
+    sqlite.dispose();
+  });
 
   const create = (id: string, slug: string) => new CreateProfileHandler(profiles, slugs).execute(new CreateProfileCommand(context, id, { name: 'Shop', slug }));
   const update = (id: string, slug: string) => new UpdateProfileHandler(profiles, slugs).execute(new UpdateProfileCommand(context, id, { slug }));
