@@ -51,18 +51,18 @@ export class RecordEraser {
     if (!state || state.accountId !== context.accountId) throw notFound(this.kind.label);
     const streamId = streamIdOf(this.kind, id);
     if (!state.erased) await this.keys.destroy(streamId, context.accountId);
+    let lagging: ApiError | undefined;
     try {
       await this.writer.write(id, context, causationId, (current) => decideErasure(this.kind, current, context.accountId));
     } catch (error) {
       if (!isLagging(error)) throw error;
-      await this.readStore.erase(this.collection, id);
-      if (!state.erased) await freeing?.(state);
-      if (!this.finishing.has(id)) void this.finishOnceShown(id, context);
-      throw error;
+      lagging = error;
     }
     await this.readStore.erase(this.collection, id);
-    await this.keys.store.finishErasure(streamId);
+    if (!lagging) await this.keys.store.finishErasure(streamId);
+    else if (!this.finishing.has(id)) void this.finishOnceShown(id, context);
     if (!state.erased) await freeing?.(state);
+    if (lagging) throw lagging;
   }
 
   /** Finishes an erasure once the read models show it, trying every RETRY_MS while they lag. */

@@ -2,7 +2,7 @@ import { Inject } from '@nestjs/common';
 import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { randomUUID } from 'node:crypto';
 import { ApiError } from '../errors';
-import { comparePositions, Position } from '../event-store/event-store.port';
+import type { Position } from '../event-store/event-store.port';
 import type { RequestContext } from '../http/request-context';
 import type { Fields } from '../records/record';
 import { Decision, eventMetadata, Precondition, RecordWriter } from '../records/record-writer';
@@ -68,10 +68,8 @@ abstract class SlugAwareHandler {
   ): Promise<void> {
     const metadata = eventMetadata(command.context, command.commandId);
     const touched = new Set<string>();
+    // This command's appends follow one another, so the last one made is the latest.
     let lastAppended: Position | undefined;
-    const appended = (position: Position) => {
-      if (!lastAppended || comparePositions(position, lastAppended) > 0) lastAppended = position;
-    };
     let outcomeKnown = false;
     try {
       const written = await this.profiles.write(id, command.context, command.commandId, async (state) => {
@@ -82,12 +80,12 @@ abstract class SlugAwareHandler {
           if (current.slug) touched.add(current.slug);
           if (next) {
             touched.add(next);
-            appended(await this.slugs.reserve(next, id, metadata));
+            lastAppended = await this.slugs.reserve(next, id, metadata);
           }
         }
         return events;
       }, { precondition: command.precondition, isNew: command.isNew });
-      if (written) appended(written.position);
+      if (written) lastAppended = written.position;
       outcomeKnown = true;
     } catch (error) {
       outcomeKnown = error instanceof ApiError;
