@@ -58,7 +58,7 @@ export class RecordEraser {
       if (!isLagging(error)) throw error;
       lagging = error;
     }
-    await this.readStore.erase(this.collection, id);
+    await this.readStore.erase(this.collection, [id]);
     if (!lagging) await this.keys.store.finishErasure(streamId);
     else if (!this.finishing.has(id)) void this.finishOnceShown(id, context);
     if (!state.erased) await freeing?.(state);
@@ -75,7 +75,7 @@ export class RecordEraser {
         try {
           // Appends nothing now: waits for the read models to show the erasure appended before.
           await this.writer.write(id, context, randomUUID(), (current) => decideErasure(this.kind, current, context.accountId));
-          await this.readStore.erase(this.collection, id);
+          await this.readStore.erase(this.collection, [id]);
           await this.keys.store.finishErasure(streamId);
           return;
         } catch (error) {
@@ -101,7 +101,7 @@ export class RecordEraser {
         // Saved, but the projectors do not run yet at start: they fold it once they do.
         if (!isLagging(error)) throw error;
       }
-      await this.readStore.erase(this.collection, id);
+      await this.readStore.erase(this.collection, [id]);
       await this.keys.store.finishErasure(keyId);
       this.logger.log(`Finished the erasure of ${keyId}, which a stop had interrupted`);
     }

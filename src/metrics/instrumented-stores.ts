@@ -90,8 +90,8 @@ export class InstrumentedReadStore implements ReadStore {
     return this.metrics.time(this.metrics.readStoreDuration, 'abandonRebuild', () => this.store.abandonRebuild(collection, generation));
   }
 
-  erase(collection: string, id: string): Promise<void> {
-    return this.metrics.time(this.metrics.readStoreDuration, 'erase', () => this.store.erase(collection, id));
+  erase(collection: string, ids: string[]): Promise<void> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'erase', () => this.store.erase(collection, ids));
   }
 
   dropRetired(collection: string, graceMs: number): Promise<void> {

@@ -11,6 +11,8 @@ export interface Projection {
   schema: CollectionSchema;
   /** Events of streams whose id starts with `<streamPrefix>-` are folded in. */
   streamPrefix: string;
+  /** The type of the event that erases a document's values (see foldBatch). */
+  erasure: string;
   evolve(document: ReadDocument | null, event: StoredEvent): ReadDocument;
 }
 

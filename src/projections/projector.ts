@@ -80,6 +80,11 @@ export async function foldBatch(
     changed.set(id, next);
   }
   await readStore.commit(collection, [...changed.values()], { generation, position: batch.position });
+  // An erasure folded: the eraser scrubbed every generation and truncated the store's log, but a
+  // batch opened before the key went (a rebuild's, in another process) may have written the values
+  // again since. Folded in order, that batch came before this one: scrubbed again, log truncated.
+  const erased = new Set(relevant.filter((e) => e.type === projection.erasure).map((e) => idOf(e.streamId)));
+  if (erased.size > 0) await readStore.erase(collection, [...erased]);
 }
 
 /** Who this projector is to the lease, and for how long a lease it holds (see Projector). */

@@ -241,12 +241,12 @@ export class MongoDbReadStore implements ReadStore {
     this.liveCache.delete(collection);
   }
 
-  async erase(collection: string, id: string): Promise<void> {
+  async erase(collection: string, ids: string[]): Promise<void> {
     const schema = this.schema(collection);
     const blanks = Object.fromEntries(Object.keys(schema.filters).map((f) => [`match.${f}`, '']));
     const stored = await this.guard(() => this.generations.find({ collection, dropped: { $ne: true } }).toArray());
     for (const { generation } of stored) {
-      await this.guard(() => this.collection(collection, generation).updateOne({ _id: id }, { $set: { fields: {}, deleted: true, ...blanks } }));
+      await this.guard(() => this.collection(collection, generation).updateMany({ _id: { $in: ids } }, { $set: { fields: {}, deleted: true, ...blanks } }));
     }
   }
 

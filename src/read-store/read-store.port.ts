@@ -145,11 +145,11 @@ export interface ReadStore {
    */
   abandonRebuild(collection: string, generation: number): Promise<void>;
   /**
-   * Erasure: leaves the document `id` of every generation that still has storage (live, building,
-   * retired) a tombstone with no field value, and makes sure no old copy of its values stays in
+   * Erasure: leaves the documents `ids` of every generation that still has storage (live, building,
+   * retired) a tombstone with no field value, and makes sure no old copy of their values stays in
    * the store's files (SQLite: secure deletion, then a checkpoint that truncates the log).
    */
-  erase(collection: string, id: string): Promise<void>;
+  erase(collection: string, ids: string[]): Promise<void>;
   /** Drops the retired generations retired at least `graceMs` ago. */
   dropRetired(collection: string, graceMs: number): Promise<void>;
   /**

@@ -402,7 +402,7 @@ export class SqliteReadStore implements ReadStore {
     }
   }
 
-  async erase(collection: string, id: string): Promise<void> {
+  async erase(collection: string, ids: string[]): Promise<void> {
     const { schema } = this.collection(collection);
     const blanks = Object.keys(schema.filters)
       .map((f) => `, ${filterColumn(f)} = ''`)
@@ -411,7 +411,8 @@ export class SqliteReadStore implements ReadStore {
       .transaction(() => {
         for (const row of this.selectGenerations.all(collection)) {
           if (row.state === 'dropped') continue;
-          this.db.prepare(`UPDATE ${tableName(collection, row.generation)} SET fields = '{}', deleted = 1${blanks} WHERE id = ?`).run(id);
+          const scrub = this.db.prepare(`UPDATE ${tableName(collection, row.generation)} SET fields = '{}', deleted = 1${blanks} WHERE id = ?`);
+          for (const id of ids) scrub.run(id);
         }
       })
       .immediate();

@@ -8,6 +8,7 @@ export function recordProjection(kind: RecordKind, schema: CollectionSchema): Pr
     name: schema.name,
     schema,
     streamPrefix: kind.streamPrefix,
+    erasure: kind.events.erased,
     evolve: (document, event) => evolveRecord(kind, document, event),
   };
 }

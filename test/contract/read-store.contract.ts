@@ -316,8 +316,8 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
         const building = await store.startRebuild(erasing.name);
         await store.commit(erasing.name, [person, other], at(1n, building));
 
-        await store.erase(erasing.name, person.id);
-        await store.erase(erasing.name, person.id); // again: nothing left to change
+        await store.erase(erasing.name, [person.id]);
+        await store.erase(erasing.name, [person.id]); // again: nothing left to change
 
         const tombstone = { ...person, deleted: true, fields: {} };
         await expect(store.getMany(erasing.name, [person.id, other.id])).resolves.toEqual(new Map([[person.id, tombstone], [other.id, other]]));
@@ -334,7 +334,7 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
       });
 
       it('changes nothing for an id it does not hold', async () => {
-        await expect(store.erase(erasing.name, randomUUID())).resolves.toBeUndefined();
+        await expect(store.erase(erasing.name, [randomUUID()])).resolves.toBeUndefined();
       });
     });
 

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { CUSTOMER, decideCreateCustomer } from '../../src/customers/customer.decider';
 import { customerProjection } from '../../src/customers/customer.projection';
 import { DataKeys } from '../../src/erasure/data-keys';
@@ -6,9 +8,9 @@ import { RecordEraser } from '../../src/erasure/record-eraser';
 import { SealedEventStore } from '../../src/erasure/sealed-event-store';
 import { SqliteKeyStore } from '../../src/erasure/sqlite-key-store';
 import { ApiError } from '../../src/errors';
-import type { Position } from '../../src/event-store/event-store.port';
+import { EventBatch, Position, START } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
-import { Projector } from '../../src/projections/projector';
+import { foldBatch, Projector } from '../../src/projections/projector';
 import type { ProjectionsService } from '../../src/projections/projections.service';
 import { RECORD_KINDS } from '../../src/read-models';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
@@ -79,4 +81,44 @@ describe('RecordEraser', () => {
     }
     expect((await reads.getMany('customers', [id])).get(id)).toMatchObject({ deleted: true, fields: {} });
   });
+
+  it('leaves no copy of the values in any file when a rebuild writes a batch it opened before the key went after the erasure', async () => {
+    const writer = new RecordWriter(CUSTOMER, events, readModels);
+    const id = randomUUID();
+    const email = `rebuilt-${randomUUID()}@example.com`;
+    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email }), { isNew: true });
+    // A rebuild (in another process, as the CLI's) reads and opens its first batch while the key still exists...
+    const generation = await reads.startRebuild('customers');
+    const early = await firstBatchAfter(START);
+
+    await new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), reads).erase(id, context, randomUUID());
+    expect(valuesIn(dirname(sqlite.file), [email])).toEqual([]);
+
+    // ...and writes it only after the erasure answered: the values are in the building generation again, and in the log.
+    await foldBatch(customerProjection, reads, generation, early);
+    expect((await reads.getMany('customers', [id], generation)).get(id)?.fields).toMatchObject({ email });
+    // The rebuild folds on, and meets the erasure.
+    await foldBatch(customerProjection, reads, generation, await firstBatchAfter(early.position));
+
+    expect((await reads.getMany('customers', [id], generation)).get(id)).toMatchObject({ deleted: true, fields: {} });
+    expect(valuesIn(dirname(sqlite.file), [email])).toEqual([]);
+  });
+
+  async function firstBatchAfter(position: Position): Promise<EventBatch> {
+    const stop = new AbortController();
+    try {
+      for await (const batch of events.subscribeToAll(position, { signal: stop.signal, streamPrefix: 'customer-' })) return batch;
+      throw new Error('the subscription ended');
+    } finally {
+      stop.abort();
+    }
+  }
 });
+
+/** The values found in some file of the directory (the database, its log, its shared memory), as `file: value`. */
+function valuesIn(dir: string, values: string[]): string[] {
+  return readdirSync(dir).flatMap((file) => {
+    const bytes = readFileSync(join(dir, file));
+    return values.filter((value) => bytes.includes(Buffer.from(value))).map((value) => `${file}: ${value}`);
+  });
+}

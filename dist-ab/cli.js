@@ -1,0 +1,183 @@
+"use strict";
+Object.defineProperty(exports, "__esModule", { value: true });
+require("reflect-metadata");
+const node_fs_1 = require("node:fs");
+const node_util_1 = require("node:util");
+const events_1 = require("./cli/events");
+const projections_1 = require("./cli/projections");
+const config_1 = require("./config/config");
+const projector_1 = require("./projections/projector");
+const rebuild_1 = require("./projections/rebuild");
+const read_models_1 = require("./read-models");
+const store_unavailable_error_1 = require("./storage/store-unavailable.error");
+const storage_module_1 = require("./storage/storage.module");
+const NAMES = read_models_1.READ_MODELS.map((p) => p.name).join(', ');
+const DEFAULT_GRACE_SECONDS = rebuild_1.REBUILD_GRACE_MS / 1000;
+const HELP = {
+    main: `Usage: npm run cli -- <command> [options]     (or: node dist/cli.js <command> [options])
+
+Commands:
+  projections status                Each read model's checkpoint, the event store's head, the lag
+                                    in events (unknown on EventStoreDB), any rebuild under way and
+                                    any poison event
+  projections rebuild <name|all>    Replay every event into fresh storage and swap it in
+  events tail [--stream <id>]       Print events as they are appended, one JSON line each
+
+Run a command with --help for its options. Configuration comes from the environment, as for the
+service (DATA_DIR, ...).
+`,
+    'projections status': `Usage: npm run cli -- projections status [--json]
+
+Shows, per read model (${NAMES}): its live storage generation, its checkpoint,
+how many events it is behind the event store's head (unknown on EventStoreDB, whose positions
+are byte offsets), whether a rebuild is running (or was interrupted), and the event it stopped
+on if it met one it cannot apply.
+
+Options:
+  --json    One JSON document instead of the table
+  --help    This help
+`,
+    'projections rebuild': `Usage: npm run cli -- projections rebuild <name|all> [--json] [--grace-seconds <n>]
+
+Replays every event into fresh storage for the read model (${NAMES}, or all),
+with a progress bar on stderr, then swaps it in atomically. The service keeps serving reads
+from the old storage meanwhile; events appended during the rebuild are in the result. The old
+storage is dropped after the grace period. Ctrl-C leaves the live read model untouched: run
+the command again. Ctrl-C during the grace period leaves the old storage for the next rebuild
+or the service's next start to drop.
+
+Options:
+  --json                One JSON document instead of the table
+  --grace-seconds <n>   How long the replaced storage stays readable before it is dropped (default ${DEFAULT_GRACE_SECONDS})
+  --help                This help
+`,
+    'events tail': `Usage: npm run cli -- events tail [--stream <id>]
+
+Prints every event appended from now on, one JSON line each, until Ctrl-C.
+
+Options:
+  --stream <id>   Only the events of this stream, e.g. customer-<uuid>
+  --help          This help
+`,
+};
+class UsageError extends Error {
+}
+class MissingStoreError extends Error {
+}
+function storesOf(config) {
+    const sqlite = `the SQLite file ${config.sqliteFile}`;
+    if (!config.eventStoreConnectionString && !config.mongodb)
+        return `Store: ${sqlite}`;
+    const events = config.eventStoreConnectionString ? 'EventStoreDB (EVENTSTORE_CONNECTION_STRING)' : sqlite;
+    const reads = config.mongodb ? `MongoDB database ${config.mongodb.database} (MONGODB_URI)` : sqlite;
+    return `Events: ${events}; read models: ${reads}`;
+}
+async function main(argv) {
+    const { values, positionals } = (0, node_util_1.parseArgs)({
+        args: argv,
+        allowPositionals: true,
+        options: {
+            help: { type: 'boolean', short: 'h' },
+            json: { type: 'boolean' },
+            stream: { type: 'string' },
+            'grace-seconds': { type: 'string' },
+        },
+    });
+    const [group, action, ...rest] = positionals;
+    const command = group && action ? `${group} ${action}` : group;
+    if (!command && values.help) {
+        process.stdout.write(HELP.main);
+        return 0;
+    }
+    if (!command)
+        throw new UsageError('No command given.');
+    if (!HELP[command] || command === 'main')
+        throw new UsageError(`Unknown command "${command}".`);
+    if (values.help) {
+        process.stdout.write(HELP[command]);
+        return 0;
+    }
+    const allowed = {
+        'projections status': ['json'],
+        'projections rebuild': ['json', 'grace-seconds'],
+        'events tail': ['stream'],
+    };
+    const misplaced = Object.keys(values).find((o) => !allowed[command].includes(o));
+    if (misplaced)
+        throw new UsageError(`${command} has no option --${misplaced}.`, { cause: command });
+    const wanted = command === 'projections rebuild' ? 1 : 0;
+    if (rest.length !== wanted) {
+        throw new UsageError(wanted ? `${command} needs one read model name (${NAMES}) or all.` : `${command} takes no arguments.`, { cause: command });
+    }
+    const selected = rest[0] === 'all' ? read_models_1.READ_MODELS : read_models_1.READ_MODELS.filter((p) => p.name === rest[0]);
+    if (command === 'projections rebuild' && selected.length === 0) {
+        throw new UsageError(`No read model named "${rest[0]}": use ${NAMES} or all.`, { cause: command });
+    }
+    const grace = values['grace-seconds'] ?? String(DEFAULT_GRACE_SECONDS);
+    if (!/^\d+$/.test(grace))
+        throw new UsageError(`--grace-seconds must be a whole number of seconds; got "${grace}".`, { cause: command });
+    const config = (0, config_1.loadConfig)();
+    process.stderr.write(`${storesOf(config)}\n`);
+    if ((0, storage_module_1.usesSqliteFile)(config) && !(0, node_fs_1.existsSync)(config.sqliteFile)) {
+        throw new MissingStoreError(`No store at ${config.sqliteFile}. Run the command in the service's directory, or set DATA_DIR to its data directory (the service makes the store on its first start).`);
+    }
+    const { eventStore, readStore } = await (0, storage_module_1.openStores)(config, { log: (message) => process.stderr.write(`${message}\n`) });
+    const abort = new AbortController();
+    let interrupted = false;
+    for (const signal of ['SIGINT', 'SIGTERM']) {
+        process.once(signal, () => {
+            interrupted = true;
+            abort.abort();
+        });
+    }
+    try {
+        switch (command) {
+            case 'projections status':
+                process.stdout.write(await (0, projections_1.projectionsStatus)(read_models_1.READ_MODELS, eventStore, readStore, values.json === true));
+                return 0;
+            case 'projections rebuild': {
+                const output = await (0, projections_1.projectionsRebuild)(selected, eventStore, readStore, {
+                    json: values.json === true,
+                    graceMs: Number(grace) * 1000,
+                    signal: abort.signal,
+                });
+                process.stdout.write(output);
+                return interrupted ? 130 : 0;
+            }
+            case 'events tail':
+                await (0, events_1.eventsTail)(eventStore, { stream: values.stream, signal: abort.signal, write: (line) => process.stdout.write(line) });
+                return 0;
+        }
+        throw new UsageError(`Unknown command "${command}".`);
+    }
+    catch (error) {
+        if (error instanceof rebuild_1.RebuildInterruptedError) {
+            process.stderr.write(`${error.message}\n`);
+            return 130;
+        }
+        throw error;
+    }
+    finally {
+        await eventStore.close();
+        await readStore.close();
+    }
+}
+main(process.argv.slice(2)).then((code) => process.exit(code), (error) => {
+    if (error instanceof UsageError || error.code?.startsWith('ERR_PARSE_ARGS')) {
+        const command = typeof error.cause === 'string' ? error.cause : 'main';
+        process.stderr.write(`${error.message}\n\n${HELP[command]}`);
+        process.exit(2);
+    }
+    if (error instanceof config_1.ConfigError)
+        process.stderr.write(`Configuration error: ${error.message}\n`);
+    else if (error instanceof MissingStoreError)
+        process.stderr.write(`${error.message}\n`);
+    else if (error instanceof projector_1.PoisonEventError)
+        process.stderr.write(`Rebuild stopped, the live read model is unchanged: ${error.message}\n`);
+    else if (error instanceof store_unavailable_error_1.StoreUnavailableError)
+        process.stderr.write(`${error.message}\n`);
+    else
+        process.stderr.write(`${error?.stack ?? error}\n`);
+    process.exit(1);
+});
+//# sourceMappingURL=cli.js.map

@@ -1,0 +1,117 @@
+"use strict";
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.IDS = exports.NOT_READY = exports.READY = exports.ERRORS = exports.HISTORY = exports.CUSTOMER_UPDATED = exports.CUSTOMER_SHORT = exports.CUSTOMER = exports.CUSTOMER_UPDATE = exports.CUSTOMER_CREATE = exports.PROFILE_UPDATED = exports.PROFILE = exports.PROFILE_UPDATE = exports.PROFILE_CREATE = void 0;
+const PROFILE_ID = '3b8e6f5c-2d41-4c8a-9f0e-7a1b2c3d4e5f';
+const CUSTOMER_ID = '6f0c9a7e-5b1d-4e2f-8a3c-1d2e3f4a5b6c';
+const CREATED = 1795312257;
+exports.PROFILE_CREATE = {
+    name: 'Saffron Tea House',
+    description: 'Loose-leaf tea and teaware, shipped nationwide',
+    tel: '02188776655',
+    email: 'orders@saffrontea.example',
+    address: '12 Valiasr Street, Tehran',
+    site: 'https://saffrontea.example',
+    slug: 'saffrontea',
+    messenger: 'https://chat.example/saffrontea',
+    network_a: 'https://network-a.example/saffrontea',
+    network_b: '',
+    network_c: '',
+};
+exports.PROFILE_UPDATE = { tel: '02188776600', site: 'https://shop.saffrontea.example', network_b: null };
+exports.PROFILE = { id: PROFILE_ID, ...exports.PROFILE_CREATE, logo: '', signature: '', default: 1, created: CREATED };
+exports.PROFILE_UPDATED = { ...exports.PROFILE, tel: '02188776600', site: 'https://shop.saffrontea.example' };
+exports.CUSTOMER_CREATE = {
+    name: 'Ada Lovelace',
+    email: 'ada@example.com',
+    mobile: '09121234567',
+    address: '7 Enghelab Square, Tehran',
+    postal_code: '1416753955',
+    company: 'Analytical Engines',
+    tel: 2166554433,
+    fax: '',
+    registration_number: '10320548761',
+    economical_number: '411122233344',
+};
+exports.CUSTOMER_UPDATE = { mobile: '09351112233', company: '' };
+exports.CUSTOMER = { id: CUSTOMER_ID, ...exports.CUSTOMER_CREATE, tel: '2166554433', created: CREATED };
+const short = ({ id, name, company, address, tel, email, mobile, created }) => ({
+    id,
+    name,
+    company,
+    address,
+    tel,
+    email,
+    mobile,
+    created,
+});
+exports.CUSTOMER_SHORT = short(exports.CUSTOMER);
+exports.CUSTOMER_UPDATED = { ...exports.CUSTOMER_SHORT, mobile: '09351112233', company: '' };
+exports.HISTORY = {
+    Profile: [
+        {
+            event: 'ProfileCreated',
+            revision: 0,
+            occurred: '2026-11-22T03:11:25.920Z',
+            actor: 'acme',
+            changes: { name: { from: '', to: 'Saffron Tea House' }, slug: { from: '', to: 'saffrontea' }, tel: { from: '', to: '02188776655' } },
+        },
+        { event: 'ProfileUpdated', revision: 1, occurred: '2026-11-22T03:11:32.200Z', actor: 'acme', changes: { tel: { from: '02188776655', to: '02188776600' } } },
+    ],
+    Customer: [
+        {
+            event: 'CustomerCreated',
+            revision: 0,
+            occurred: '2026-11-22T03:11:25.920Z',
+            actor: 'acme',
+            changes: { name: { from: '', to: 'Ada Lovelace' }, email: { from: '', to: 'ada@example.com' }, mobile: { from: '', to: '09121234567' } },
+        },
+        {
+            event: 'CustomerUpdated',
+            revision: 1,
+            occurred: '2026-11-22T03:11:32.200Z',
+            actor: 'acme',
+            changes: { mobile: { from: '09121234567', to: '09351112233' }, company: { from: 'Analytical Engines', to: '' } },
+        },
+        { event: 'CustomerDeleted', revision: 2, occurred: '2026-11-22T03:11:34.067Z', actor: 'acme', changes: {} },
+    ],
+};
+const error = (status, code, message, details) => ({
+    success: false,
+    status,
+    error: { code, message, ...(details ? { details } : {}) },
+});
+exports.ERRORS = {
+    400: error(400, 'VALIDATION_FAILED', 'The request has invalid fields.', [
+        { field: 'mobile', message: 'mobile must be exactly 11 digits' },
+        { field: 'email', message: 'email must be a valid e-mail address of at most 254 characters' },
+    ]),
+    401: error(401, 'UNAUTHORIZED', 'access_token is invalid'),
+    404: error(404, 'NOT_FOUND', 'Customer not found.'),
+    409: error(409, 'CONFLICT', 'The slug "saffrontea" is already taken.', [{ field: 'slug', message: 'slug is already taken' }]),
+    412: error(412, 'PRECONDITION_FAILED', 'The customer has changed since: its current ETag is "1".'),
+    413: error(413, 'PAYLOAD_TOO_LARGE', 'The request body is larger than 64 KiB.'),
+    415: error(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be JSON, sent with Content-Type: application/json.'),
+    429: error(429, 'RATE_LIMITED', 'Too many requests with this access token: at most 6000 per 60 s. Retry after the number of seconds in Retry-After.'),
+    500: error(500, 'INTERNAL', 'Internal server error.'),
+    503: error(503, 'UNAVAILABLE', 'The change was saved, but the read models have not caught up with it yet. Read it again shortly.'),
+};
+exports.READY = {
+    status: 'ready',
+    head: '100002',
+    projections: [
+        { name: 'profiles', state: 'running', folding: true, checkpoint: '100002', lag: 0, failure: null },
+        { name: 'customers', state: 'running', folding: true, checkpoint: '100002', lag: 0, failure: null },
+    ],
+    problems: [],
+};
+exports.NOT_READY = {
+    status: 'unavailable',
+    head: '100002',
+    projections: [
+        { name: 'profiles', state: 'running', folding: true, checkpoint: '43000', lag: 57002, failure: null },
+        { name: 'customers', state: 'running', folding: true, checkpoint: '100002', lag: 0, failure: null },
+    ],
+    problems: ['projection profiles is 57002 events behind (bound 1000)'],
+};
+exports.IDS = { Profile: PROFILE_ID, Customer: CUSTOMER_ID };
+//# sourceMappingURL=examples.js.map
