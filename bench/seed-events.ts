@@ -17,9 +17,10 @@ const UPDATES = 3;
  * Appends about `count` events of profiles, their slug reservations and customers straight into
  * the embedded event store at `sqliteFile`, through the adapter's own append (same checks, same
  * rows as the service writes) but many appends per transaction, so a million take seconds.
- * Benchmarks and tests use it to give projectors real work; the service need not run.
+ * Benchmarks and tests use it to give projectors real work; the service need not run. With
+ * `erasedOneIn` N, one record in N that is not deleted ends with an erasure.
  */
-export async function seedEvents(sqliteFile: string, count: number, chunk = 20_000): Promise<SeededRecords> {
+export async function seedEvents(sqliteFile: string, count: number, { erasedOneIn = 0, chunk = 20_000 } = {}): Promise<SeededRecords> {
   const db = openSqliteDatabase(sqliteFile, { durable: false });
   const store = new SqliteEventStore(db);
   const seeded: SeededRecords = { events: 0, profileIds: [], customerIds: [] };
@@ -53,6 +54,8 @@ export async function seedEvents(sqliteFile: string, count: number, chunk = 20_0
     append(stream, `${kind}Created`, fields, 'no_stream', accountId);
     for (let u = 0; u < UPDATES; u++) append(stream, `${kind}Updated`, { name: `${fields.name} v${u + 1}` }, u, accountId);
     if (n % 5 === 4) append(stream, `${kind}Deleted`, {}, UPDATES, accountId);
+    // Its key is left: a fold of the erasure event does the same work either way.
+    else if (erasedOneIn > 0 && n % erasedOneIn === 0) append(stream, `${kind}Erased`, {}, UPDATES, accountId);
   };
   const seedChunk = db.transaction((from: number) => {
     let n = from;

@@ -43,12 +43,15 @@ const MAX_BATCH = 5000;
  * A batch with nothing for this model still saves the checkpoint (a small write, not synced), so
  * the persisted checkpoint says how far the model really is: the CLI's status and a rebuild's
  * promotion compare it.
+ *
+ * `began` is the event store's head when this fold began (see the end).
  */
 export async function foldBatch(
   projection: Projection,
   readStore: ReadStore,
   generation: number,
   batch: EventBatch,
+  began: Position,
 ): Promise<void> {
   const prefix = `${projection.streamPrefix}-`;
   const relevant = batch.events.filter((e) => e.streamId.startsWith(prefix));
@@ -80,11 +83,14 @@ export async function foldBatch(
     changed.set(id, next);
   }
   await readStore.commit(collection, [...changed.values()], { generation, position: batch.position });
-  // An erasure folded: the eraser scrubbed every generation and truncated the store's log, but a
-  // batch opened before the key went (a rebuild's, in another process) may have written the values
-  // again since. Folded in order, that batch came before this one: scrubbed again, log truncated.
-  const erased = new Set(relevant.filter((e) => e.type === projection.erasure).map((e) => idOf(e.streamId)));
-  if (erased.size > 0) await readStore.erase(collection, [...erased]);
+  // An erasure appended since this fold began: a batch of this fold may have been opened before the
+  // key went and written after the eraser's scrub and truncation (a rebuild running beside the
+  // erasure, in any process), putting the values back in a generation and in the store's log.
+  // Folded in order, such a batch came before this one: the record is scrubbed again and the log
+  // truncated. An erasure from before the fold began needs none of it: its key was gone before this
+  // fold opened any batch, so a rebuild of an old store pays nothing for its erasures.
+  const erased = relevant.filter((e) => e.type === projection.erasure && comparePositions(e.position, began) > 0).map((e) => idOf(e.streamId));
+  if (erased.length > 0) await readStore.erase(collection, [...new Set(erased)]);
 }
 
 /** Who this projector is to the lease, and for how long a lease it holds (see Projector). */
@@ -235,16 +241,20 @@ export class Projector {
     }, this.lease.ttlMs / 3);
     try {
       // The previous holder may have moved the checkpoint on since this instance last looked.
-      const loaded = await this.loadLiveGeneration().then(
-        () => true,
-        (error) => this.logger.warn(`Could not read the checkpoint: ${(error as Error).message}`),
-      );
-      if (!loaded) return void (await this.pause(RETRY_DELAY_MS));
+      // The head: where this fold begins, for the erasures appended while it runs (see foldBatch).
+      let began: Position;
+      try {
+        await this.loadLiveGeneration();
+        began = await this.eventStore.headPosition();
+      } catch (error) {
+        this.logger.warn(`Could not read the checkpoint or the head of the events: ${(error as Error).message}`);
+        return void (await this.pause(RETRY_DELAY_MS));
+      }
       while (!signal.aborted) {
         try {
           const streamPrefix = this.streamPrefix;
           for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefix, maxBatchSize: MAX_BATCH })) {
-            await this.apply(batch);
+            await this.apply(batch, began);
             // The store calls are synchronous on SQLite: catching up must not keep requests waiting.
             await nextTurn();
           }
@@ -334,8 +344,8 @@ export class Projector {
     this.resolveWaiters();
   }
 
-  private async apply(batch: EventBatch): Promise<void> {
-    await foldBatch(this.projection, this.readStore, this.generation, batch);
+  private async apply(batch: EventBatch, began: Position): Promise<void> {
+    await foldBatch(this.projection, this.readStore, this.generation, batch, began);
     this.position = batch.position;
     this.resolveWaiters();
     if (batch.events.length > 0) siblings.tell('folded');

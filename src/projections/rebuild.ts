@@ -99,11 +99,12 @@ export async function rebuildProjections(
       targets.push({ projection, generation: await readStore.startRebuild(projection.schema.name) });
     }
     head = await eventStore.headPosition();
+    const began = head;
     report();
     let finished = comparePositions(head, START) <= 0 && (await promote());
     if (!finished) {
       for await (const batch of eventStore.subscribeToAll(START, { signal: options.signal, maxBatchSize: REBUILD_BATCH })) {
-        for (const target of pending()) await foldBatch(target.projection, readStore, target.generation, batch);
+        for (const target of pending()) await foldBatch(target.projection, readStore, target.generation, batch, began);
         done += batch.events.length;
         // The store calls are synchronous on SQLite: let signals (Ctrl-C) and timers in between batches.
         await nextTurn();

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { customerProjection } from '../../src/customers/customer.projection';
 import { profileProjection } from '../../src/profiles/profile.projection';
-import { comparePositions, NewEvent, Position } from '../../src/event-store/event-store.port';
+import { comparePositions, NewEvent, Position, START } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { foldBatch, Projector } from '../../src/projections/projector';
 import { rebuildProjections } from '../../src/projections/rebuild';
@@ -102,7 +102,7 @@ describe('Projector', () => {
     const before = await reads.getMany('customers', [a.id]);
     // Only the creation again: folded from scratch (no lookup), it must not revive the record.
     const [created] = await events.readStream(`customer-${a.id}`);
-    await foldBatch(customerProjection, reads, 1, { events: [created], position: created.position });
+    await foldBatch(customerProjection, reads, 1, { events: [created], position: created.position }, START);
     expect(await reads.getMany('customers', [a.id])).toEqual(before);
     expect(before.get(a.id)).toMatchObject({ deleted: true, revision: 1 });
   });

@@ -89,19 +89,36 @@ describe('RecordEraser', () => {
     await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email }), { isNew: true });
     // A rebuild (in another process, as the CLI's) reads and opens its first batch while the key still exists...
     const generation = await reads.startRebuild('customers');
+    const began = await events.headPosition();
     const early = await firstBatchAfter(START);
 
     await new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), reads).erase(id, context, randomUUID());
     expect(valuesIn(dirname(sqlite.file), [email])).toEqual([]);
 
     // ...and writes it only after the erasure answered: the values are in the building generation again, and in the log.
-    await foldBatch(customerProjection, reads, generation, early);
+    await foldBatch(customerProjection, reads, generation, early, began);
     expect((await reads.getMany('customers', [id], generation)).get(id)?.fields).toMatchObject({ email });
     // The rebuild folds on, and meets the erasure.
-    await foldBatch(customerProjection, reads, generation, await firstBatchAfter(early.position));
+    await foldBatch(customerProjection, reads, generation, await firstBatchAfter(early.position), began);
 
     expect((await reads.getMany('customers', [id], generation)).get(id)).toMatchObject({ deleted: true, fields: {} });
     expect(valuesIn(dirname(sqlite.file), [email])).toEqual([]);
+  });
+
+  it('leaves a rebuild that begins after an erasure to fold it like any event, with no scrub or truncation of its own', async () => {
+    const writer = new RecordWriter(CUSTOMER, events, readModels);
+    const id = randomUUID();
+    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    await new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), reads).erase(id, context, randomUUID());
+    await projector.stop();
+
+    const generation = await reads.startRebuild('customers');
+    const began = await events.headPosition();
+    const erase = jest.spyOn(reads, 'erase');
+    await foldBatch(customerProjection, reads, generation, await firstBatchAfter(START), began);
+
+    expect((await reads.getMany('customers', [id], generation)).get(id)).toMatchObject({ deleted: true, fields: {} });
+    expect(erase).not.toHaveBeenCalled();
   });
 
   async function firstBatchAfter(position: Position): Promise<EventBatch> {
