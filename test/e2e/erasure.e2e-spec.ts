@@ -1,5 +1,4 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteKeyStore } from '../../src/erasure/sqlite-key-store';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
@@ -7,7 +6,7 @@ import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { runCli, spawnCli } from '../support/cli';
 import { uid, uniqueEmail, uniqueMobile } from '../support/http-assertions';
 import { describeOnSqlite } from '../support/stores';
-import { ACCOUNT_IDS, JSON_CT, makeDataDir, startTestApp, TestApp, TOKENS, withQuery, withToken } from '../support/test-app';
+import { ACCOUNT_IDS, filesContaining, JSON_CT, makeDataDir, startTestApp, TestApp, TOKENS, withQuery, withToken } from '../support/test-app';
 
 /** CONTRACT.md "Erasure", over HTTP: what an erased record still answers, and what it no longer does. */
 describe('erasure', () => {
@@ -119,18 +118,6 @@ describe('erasure', () => {
     expect(list.body.data).toEqual([]);
   });
 });
-
-/** Every byte of every file in the directory, as text: what a copy of the data directory would give away. */
-function filesContaining(dataDir: string, values: string[]): string[] {
-  const found: string[] = [];
-  for (const file of readdirSync(dataDir)) {
-    const bytes = readFileSync(join(dataDir, file));
-    for (const value of values) {
-      if (bytes.includes(Buffer.from(value))) found.push(`${file}: ${value}`);
-    }
-  }
-  return found;
-}
 
 describeOnSqlite('erasure leaves no readable copy in the data directory', () => {
   /** Values a test customer carries, each unique to this run, as they are stored (case as sent, and lowercased). */

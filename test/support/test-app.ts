@@ -1,5 +1,5 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +33,18 @@ export interface TestApp {
   dataDir: string;
   /** Closes the app; keeps the data directory unless told to remove it. */
   close(options?: { keepData?: boolean }): Promise<void>;
+}
+
+/** The values found in some file of the directory, as `file: value`: what a copy of the data directory would give away. */
+export function filesContaining(dataDir: string, values: string[]): string[] {
+  const found: string[] = [];
+  for (const file of readdirSync(dataDir)) {
+    const bytes = readFileSync(join(dataDir, file));
+    for (const value of values) {
+      if (bytes.includes(Buffer.from(value))) found.push(`${file}: ${value}`);
+    }
+  }
+  return found;
 }
 
 export function makeDataDir(): string {

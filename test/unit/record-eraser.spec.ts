@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { CUSTOMER, decideCreateCustomer } from '../../src/customers/customer.decider';
 import { customerProjection } from '../../src/customers/customer.projection';
 import { DataKeys } from '../../src/erasure/data-keys';
@@ -16,6 +15,7 @@ import { RECORD_KINDS } from '../../src/read-models';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
 import { RecordWriter } from '../../src/records/record-writer';
 import { openTempSqlite } from '../support/temp-sqlite';
+import { filesContaining } from '../support/test-app';
 
 const context = { accountId: 'acc', requestId: 'req' };
 
@@ -93,7 +93,7 @@ describe('RecordEraser', () => {
     const early = await firstBatchAfter(START);
 
     await new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), reads).erase(id, context, randomUUID());
-    expect(valuesIn(dirname(sqlite.file), [email])).toEqual([]);
+    expect(filesContaining(dirname(sqlite.file), [email])).toEqual([]);
 
     // ...and writes it only after the erasure answered: the values are in the building generation again, and in the log.
     await foldBatch(customerProjection, reads, generation, early, began);
@@ -102,7 +102,7 @@ describe('RecordEraser', () => {
     await foldBatch(customerProjection, reads, generation, await firstBatchAfter(early.position), began);
 
     expect((await reads.getMany('customers', [id], generation)).get(id)).toMatchObject({ deleted: true, fields: {} });
-    expect(valuesIn(dirname(sqlite.file), [email])).toEqual([]);
+    expect(filesContaining(dirname(sqlite.file), [email])).toEqual([]);
   });
 
   it('leaves a rebuild that begins after an erasure to fold it like any event, with no scrub or truncation of its own', async () => {
@@ -132,10 +132,3 @@ describe('RecordEraser', () => {
   }
 });
 
-/** The values found in some file of the directory (the database, its log, its shared memory), as `file: value`. */
-function valuesIn(dir: string, values: string[]): string[] {
-  return readdirSync(dir).flatMap((file) => {
-    const bytes = readFileSync(join(dir, file));
-    return values.filter((value) => bytes.includes(Buffer.from(value))).map((value) => `${file}: ${value}`);
-  });
-}
