@@ -9,15 +9,16 @@ import { READ_MODELS } from '../src/read-models';
 import { openEventStore, openStores } from '../src/storage/storage.module';
 import { seedEvents } from './seed-events';
 
-/**
- * `npm run bench -- rebuild [events]`: seeds a fresh embedded store with 1,000,000 events (or the
- * number given; one record in a hundred erased), seals them, then rebuilds every read model from them in one pass, as `projections rebuild
- * all` does; then, on a second store seeded alike, folds them as the service's own projectors do on
- * a first start (the catch-up). Target for both: at least 50,000 events/s on the team's 2-core machines.
- */
-/** Stores that have served a while hold erasures: one record in a hundred here (each fold of one scrubs and truncates the log). */
+/** Stores that have served a while hold erasures: one record in a hundred here. */
 const ERASED_ONE_IN = 100;
 
+/**
+ * `npm run bench -- rebuild [events]`: seeds a fresh embedded store with 1,000,000 events (or the
+ * number given; one record in a hundred erased), seals them, then rebuilds every read model from
+ * them in one pass, as `projections rebuild all` does; then, on a second store seeded alike, folds
+ * them as the service's own projectors do on a first start (the catch-up). Target for both: at
+ * least 50,000 events/s on the team's 2-core machines.
+ */
 export async function main(args: string[]): Promise<void> {
   const count = Number(args[0] ?? 1_000_000);
   const dir = mkdtempSync(join(tmpdir(), 'bench-rebuild-'));
