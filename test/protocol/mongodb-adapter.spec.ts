@@ -1,3 +1,4 @@
+import type { Document } from 'mongodb';
 import { MongoDbReadStore } from '../../src/read-store/mongodb-read-store';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 import { SilentMongo, startSilentMongo } from '../support/scripted-mongodb';
@@ -50,5 +51,51 @@ describe('MongoDB adapter: a bulk write cut off is unavailable, not a bug (findi
       StoreUnavailableError,
     );
     expect(mongo.unanswered).toContain('update');
+  });
+});
+
+/** What the adapter sends for an erasure, read at the wire: not what a server does with it (that is test/contract's). */
+describe('MongoDB adapter: an erasure of several records scrubs each of them in every generation', () => {
+  let mongo: SilentMongo;
+  let store: MongoDbReadStore | undefined;
+  afterAll(async () => {
+    await mongo?.close();
+    await store?.close().catch(() => undefined);
+  });
+
+  it('sends one update per generation that still has storage, matching every id and changing every match', async () => {
+    // A read model with a live and a building generation; the updates on their documents are kept.
+    const scrubs: Document[] = [];
+    mongo = await startSilentMongo((command) => {
+      if (command.update === 'read_models' || command.update === 'read_model_generations') return { n: 1, nModified: 0, ok: 1 };
+      if (command.createIndexes) return { ok: 1 };
+      if (command.find === 'read_models') {
+        return { cursor: { firstBatch: [{ _id: 'customers', live: 1, building: 2, next: 3 }], id: 0n, ns: 'erase.read_models' }, ok: 1 };
+      }
+      if (command.find === 'read_model_generations') {
+        const generations = [1, 2].map((generation) => ({ _id: `customers:${generation}`, collection: 'customers', generation }));
+        return { cursor: { firstBatch: generations, id: 0n, ns: 'erase.read_model_generations' }, ok: 1 };
+      }
+      if (typeof command.update === 'string' && command.update.startsWith('rm_customers__g')) {
+        scrubs.push(command);
+        return { n: 2, nModified: 2, ok: 1 };
+      }
+      return null;
+    });
+    store = await MongoDbReadStore.connect(mongo.uri, 'erase', 2000);
+    await store.ensureCollection({ name: 'customers', filters: { email: 'exact-ci' } });
+
+    await store.erase('customers', ['c1', 'c2']);
+
+    expect(scrubs.map((c) => c.update)).toEqual(['rm_customers__g1', 'rm_customers__g2']);
+    for (const { updates } of scrubs) {
+      expect(updates).toEqual([
+        expect.objectContaining({
+          q: { _id: { $in: ['c1', 'c2'] } },
+          u: { $set: { fields: {}, deleted: true, 'match.email': '' } },
+          multi: true,
+        }),
+      ]);
+    }
   });
 });

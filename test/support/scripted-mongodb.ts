@@ -77,8 +77,7 @@ function answer(message: Buffer, hello: Document, reply: (command: Document) => 
     return isHello(query) ? opReply(requestId, hello) : (unanswered.push(Object.keys(query)[0]), null);
   }
   if (opCode === OP_MSG) {
-    // flagBits, then a kind-0 section holding the command (document sequences may follow it).
-    const command = BSON.deserialize(message.subarray(21, 21 + message.readInt32LE(21)));
+    const command = opMsgCommand(message);
     const name = Object.keys(command)[0];
     if (isHello(command)) return opMsg(requestId, hello);
     if (name === 'ping') return opMsg(requestId, { ok: 1 });
@@ -88,6 +87,23 @@ function answer(message: Buffer, hello: Document, reply: (command: Document) => 
     return null;
   }
   return null;
+}
+
+/**
+ * An OP_MSG's command: after flagBits, a kind-0 section holds it, and kind-1 sections (document
+ * sequences: a write's `updates`, `documents`, `deletes`) add their documents under their names.
+ */
+function opMsgCommand(message: Buffer): Document {
+  const command = BSON.deserialize(message.subarray(21, 21 + message.readInt32LE(21)));
+  for (let at = 21 + message.readInt32LE(21); at < message.length && message[at] === 1; ) {
+    const end = at + 1 + message.readInt32LE(at + 1);
+    const nameEnd = message.indexOf(0, at + 5);
+    const documents: Document[] = [];
+    for (let doc = nameEnd + 1; doc < end; doc += message.readInt32LE(doc)) documents.push(BSON.deserialize(message.subarray(doc, doc + message.readInt32LE(doc))));
+    command[message.toString('utf8', at + 5, nameEnd)] = documents;
+    at = end;
+  }
+  return command;
 }
 
 const isHello = (command: Document) => 'hello' in command || 'isMaster' in command || 'ismaster' in command;
