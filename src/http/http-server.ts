@@ -1,4 +1,4 @@
-import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer, IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError, ErrorCode } from '../errors';
 import type { Logger } from '../logging/logging';
@@ -24,9 +24,16 @@ const MALFORMED = { code: 'MALFORMED_REQUEST' as const, message: 'The request is
  * own, before the app sees a request (a request it cannot parse, headers too large, an Expect it
  * does not know), is answered in the error envelope here, with a log line each.
  */
-export function createHttpServer(handler: (req: IncomingMessage, res: ServerResponse) => void, limits: ServerLimits, logger: Logger): Server {
+export function createHttpServer(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  limits: ServerLimits,
+  logger: Logger,
+  /** The classes the server makes requests and responses of. */
+  messages: Pick<ServerOptions, 'IncomingMessage' | 'ServerResponse'>,
+): Server {
   const server = createServer(
     {
+      ...messages,
       headersTimeout: limits.headersTimeoutMs,
       requestTimeout: limits.requestTimeoutMs,
       keepAliveTimeout: limits.keepAliveTimeoutMs,
