@@ -52,6 +52,8 @@ interface Folded {
   position: Position;
 }
 
+const noop = () => undefined;
+
 /** A record with no events yet. */
 const NO_STREAM = { state: null, revision: 'no_stream', position: undefined } as const;
 
@@ -59,7 +61,8 @@ const NO_STREAM = { state: null, revision: 'no_stream', position: undefined } as
  * The write path of one record: decide on the record as this writer knows it (kept from earlier
  * writes, or read from its stream), append at that revision. When another writer got there first,
  * the append is refused and the whole thing runs again on the stream as read, so no update is lost.
- * Then it waits for the read models, so the caller's next read sees the write.
+ * Writes to one record in this process take turns to decide and append, so that other writers are
+ * other processes. Then each waits for the read models, so the caller's next read sees the write.
  *
  * Records folded before are kept, and a load reads only the events after them: a write costs the
  * same for a record with a long history as for a new one. Events are never changed or removed, so a
@@ -70,6 +73,8 @@ const NO_STREAM = { state: null, revision: 'no_stream', position: undefined } as
  */
 export class RecordWriter {
   private readonly folded = new Map<string, Folded>();
+  /** By record id: the last write asked for here, settled once it has decided and appended (see oneAtATime). */
+  private readonly underWay = new Map<string, Promise<void>>();
 
   constructor(
     private readonly kind: RecordKind,
@@ -91,8 +96,26 @@ export class RecordWriter {
   }
 
   /**
-   * Returns the append, or null when the decision was to change nothing. A precondition is checked
-   * on every attempt, so a writer that lost a race to another one answers 412, not a silent retry.
+   * Returns the append, or null when the decision was to change nothing, once the read models show
+   * the outcome.
+   */
+  async write(
+    id: string,
+    context: RequestContext,
+    causationId: string,
+    decide: Decision,
+    options: { precondition?: Precondition; isNew?: boolean } = {},
+  ): Promise<AppendResult | null> {
+    const { written, shownAt } = await this.oneAtATime(id, () => this.decideAndAppend(id, context, causationId, decide, options));
+    // Outside the queue: the next write to the record decides on the fold kept here, not on the read models.
+    if (shownAt) await this.projections.waitFor(streamIdOf(this.kind, id), shownAt);
+    return written;
+  }
+
+  /**
+   * The append, or null when the decision was to change nothing; and the position the read models
+   * must reach to show the outcome. A precondition is checked on every attempt, so a writer that
+   * lost a race to another one answers 412, not a silent retry.
    *
    * The first attempt decides on what this writer knows without reading: the fold it kept, or for a
    * create (`isNew`, an id just made) no stream. The append's expected revision is the check: if
@@ -100,13 +123,13 @@ export class RecordWriter {
    * no-change decision on that first guess may be one of an outdated state, so it is decided again
    * on the stream as read before it is answered.
    */
-  async write(
+  private async decideAndAppend(
     id: string,
     context: RequestContext,
     causationId: string,
     decide: Decision,
-    { precondition, isNew = false }: { precondition?: Precondition; isNew?: boolean } = {},
-  ): Promise<AppendResult | null> {
+    { precondition, isNew = false }: { precondition?: Precondition; isNew?: boolean },
+  ): Promise<{ written: AppendResult | null; shownAt?: Position }> {
     for (let attempt = 1; ; attempt++) {
       const guess = attempt === 1 ? (isNew ? NO_STREAM : this.folded.get(id)) : undefined;
       const { state, revision, position } = guess ?? (await this.load(id));
@@ -121,16 +144,14 @@ export class RecordWriter {
       if (events.length === 0) {
         if (guess) continue;
         // Nothing to append, but the answer is read from the read models: they must show this state.
-        if (position) await this.projections.waitFor(streamIdOf(this.kind, id), position);
-        return null;
+        return { written: null, shownAt: position };
       }
       try {
         const streamId = streamIdOf(this.kind, id);
         const appended = withMetadata(events, eventMetadata(context, causationId));
         const written = await this.eventStore.appendToStream(streamId, appended, revision);
         if (state) this.keepAppended(id, state, streamId, appended, written);
-        await this.projections.waitFor(streamId, written.position);
-        return written;
+        return { written, shownAt: written.position };
       } catch (error) {
         // Erased between the read and the append: its key is gone, and so is the record.
         if (error instanceof RecordErasedError) throw notFound(this.kind.label);
@@ -140,6 +161,22 @@ export class RecordWriter {
         }
       }
     }
+  }
+
+  /**
+   * Runs `work` once the writes to this record asked for before it here have decided and appended:
+   * writes to one record in this process do not race each other for the same revision (one of them
+   * refused, read again and decided again), and only other processes' appends can refuse one.
+   */
+  private oneAtATime<T>(id: string, work: () => Promise<T>): Promise<T> {
+    const before = this.underWay.get(id);
+    const mine = before ? before.then(work) : work();
+    const settled = mine.then(noop, noop);
+    this.underWay.set(id, settled);
+    void settled.then(() => {
+      if (this.underWay.get(id) === settled) this.underWay.delete(id);
+    });
+    return mine;
   }
 
   /**

@@ -76,6 +76,33 @@ describe('RecordWriter', () => {
     await expect(update(here, id, { name: 'Ada L' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 
+  it('takes writes to one record asked for at once in turn: none is refused and decided again', async () => {
+    const id = randomUUID();
+    const writer = writerOf();
+    await create(writer, id);
+    await update(writer, id, { name: 'Ada 0' });
+    const appends = jest.spyOn(events, 'appendToStream');
+    const reads = jest.spyOn(events, 'readStream');
+
+    const written = await Promise.all([1, 2, 3, 4, 5].map((n) => update(writer, id, { name: `Ada ${n}` })));
+    expect(written.map((w) => w?.revision)).toEqual([2, 3, 4, 5, 6]); // in the order asked
+    expect(appends).toHaveBeenCalledTimes(5); // one append each: no refusal
+    expect(reads).not.toHaveBeenCalled();
+    expect((await writerOf().load(id)).state?.fields.name).toBe('Ada 5');
+  });
+
+  it('goes on with the next write to a record when one before it fails', async () => {
+    const id = randomUUID();
+    const writer = writerOf();
+    await create(writer, id);
+    const failing = writer.write(id, context, randomUUID(), () => {
+      throw new Error('decided badly');
+    });
+    const next = update(writer, id, { name: 'Ada L' });
+    await expect(failing).rejects.toThrow('decided badly');
+    expect((await next)?.revision).toBe(1);
+  });
+
   const remove = (writer: RecordWriter, id: string) =>
     writer.write(id, context, randomUUID(), (state) => decideDeleteCustomer(state, 'acc'));
 
