@@ -4,7 +4,8 @@
 // 2 unless told), loads each route over loopback (load-worker.ts: wrk, or autocannon without it)
 // and prints req/s and p50/p99 latency per route and setting next to the floor: a bare NestJS +
 // Express app in its own process answering a constant body of the same size (bench/floor.ts).
-// Raw node:http, the limit, runs beside it.
+// Raw node:http, the limit, runs beside it, and so does the floor with Express's prototypes set once
+// per process as the service sets them (what Express itself can do at best).
 // With --scale it then seeds 1,000,000 customers over 100 accounts through the event store, folds
 // them with the operators' rebuild, and measures the read and list rows again at that size.
 import { ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
@@ -61,6 +62,8 @@ const rowKey = (name: string, workers: number) => `${name} @${workers}`;
 interface Yardsticks {
   floor: Service;
   limit: Service;
+  /** The floor with Express's prototypes set once, as the service sets them: what Express can do at best. */
+  bornFloor: Service;
 }
 
 export async function main(args: string[]): Promise<void> {
@@ -123,7 +126,7 @@ async function smallDataRun(options: Options): Promise<Map<string, RowResult>> {
       await stopService(service);
       rmSync(service.dataDir, { recursive: true, force: true });
     }
-    if (yardsticks) await Promise.all([stopService(yardsticks.floor), stopService(yardsticks.limit)]);
+    if (yardsticks) await Promise.all(Object.values(yardsticks).map(stopService));
   }
 }
 
@@ -158,7 +161,7 @@ async function scaleRun(options: Options, small: Map<string, RowResult>): Promis
       }
     } finally {
       await stopService(service);
-      if (yardsticks) await Promise.all([stopService(yardsticks.floor), stopService(yardsticks.limit)]);
+      if (yardsticks) await Promise.all(Object.values(yardsticks).map(stopService));
     }
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
@@ -195,12 +198,14 @@ function cpuSeconds(pid: number): number | undefined {
 
 const FLOOR = 'floor: bare NestJS + Express';
 const LIMIT = 'limit: raw node:http';
+const BORN_FLOOR = 'floor, prototypes set once (as the service)';
 
 /**
  * Each row in its own load process, at each WORKERS setting one after the other, between two runs
  * of the floor: on a shared machine the load drifts, so each row is set against the floor of its own
  * moment, and the settings against each other at nearly the same moment. The floor row is their
- * mean; the limit runs at the start and at the end, and is set against the floor the same way.
+ * mean; the limit and the floor with Express's prototypes set once run at the start and at the end,
+ * and are set against the floor the same way.
  */
 async function runRows(services: Service[], yardsticks: Yardsticks, rows: Row[], options: Options): Promise<Map<string, RowResult>> {
   const run = async (target: Service, name: string, spec: ReturnType<Row['spec']>): Promise<LoadResult & { cpuSeconds?: number }> => {
@@ -220,6 +225,7 @@ async function runRows(services: Service[], yardsticks: Yardsticks, rows: Row[],
   const constant: ReturnType<Row['spec']> = { method: 'GET', paths: ['/v1/customers'] };
   const floors = [await run(yardsticks.floor, FLOOR, constant)];
   const limits = [await run(yardsticks.limit, LIMIT, constant)];
+  const bornFloors = [await run(yardsticks.bornFloor, BORN_FLOOR, constant)];
   const results = new Map<string, RowResult>();
   const aroundLast = () => (floors[floors.length - 2].requestsPerSecond + floors[floors.length - 1].requestsPerSecond) / 2;
   for (const row of rows) {
@@ -229,6 +235,7 @@ async function runRows(services: Service[], yardsticks: Yardsticks, rows: Row[],
     for (const [workers, result] of measured) results.set(rowKey(row.name, workers), { ...result, ratio: result.requestsPerSecond / aroundLast() });
   }
   limits.push(await run(yardsticks.limit, LIMIT, constant));
+  bornFloors.push(await run(yardsticks.bornFloor, BORN_FLOOR, constant));
   floors.push(await run(yardsticks.floor, FLOOR, constant));
   const mean = <R extends LoadResult>(of: R[], f: (r: R) => number) => of.reduce((sum, r) => sum + f(r), 0) / of.length;
   const summary = (of: (LoadResult & { cpuSeconds?: number })[]) => ({
@@ -241,7 +248,9 @@ async function runRows(services: Service[], yardsticks: Yardsticks, rows: Row[],
   });
   const floor = summary(floors);
   results.set(FLOOR, { ...floor, ratio: 1 });
-  results.set(LIMIT, { ...summary(limits), ratio: summary(limits).requestsPerSecond / floor.requestsPerSecond });
+  for (const [name, runs] of [[LIMIT, limits], [BORN_FLOOR, bornFloors]] as const) {
+    results.set(name, { ...summary(runs), ratio: summary(runs).requestsPerSecond / floor.requestsPerSecond });
+  }
   const rates = floors.map((r) => r.requestsPerSecond);
   console.log(`Floor over the run: ${Math.min(...rates).toFixed(0)} to ${Math.max(...rates).toFixed(0)} req/s in ${rates.length} runs (the load others put on the machine).`);
   return results;
@@ -258,7 +267,7 @@ function printTable(title: string, rows: Row[], results: Map<string, RowResult>,
     const cpu = r.cpuSeconds === undefined ? ' | ' : `${(r.cpuSeconds / options.durationSeconds).toFixed(2)} | ${((r.cpuSeconds * 1e6) / r.requests).toFixed(0)}`;
     console.log(`| ${name} | ${workers} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${cpu} | ${r.ratio.toFixed(2)} | ${target} |${versus}`);
   };
-  for (const name of [LIMIT, FLOOR]) line(name, '', results.get(name)!, '', scaling ? ' | |' : '');
+  for (const name of [LIMIT, BORN_FLOOR, FLOOR]) line(name, '', results.get(name)!, '', scaling ? ' | |' : '');
   for (const row of rows) {
     for (const workers of options.workers) {
       const r = results.get(rowKey(row.name, workers));
@@ -330,7 +339,7 @@ async function startYardsticks(bytes: number): Promise<Yardsticks> {
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk));
     return { url: await listening(child, () => output), child, output: () => output };
   };
-  return { floor: await start('nest'), limit: await start('node') };
+  return { floor: await start('nest'), limit: await start('node'), bornFloor: await start('nest-born') };
 }
 
 function listening(child: ChildProcess, output: () => string, pattern = /Listening on (http:\/\/[^\s"]+)/): Promise<string> {
