@@ -36,6 +36,9 @@ const STAGES: [RegExp, string][] = [
   [own('http/body-validation', 'http/field-rules', 'http/list-query', 'http/record-id', 'http/etag'), 'validation'],
   [pkg('router', 'express', 'parseurl', 'path-to-regexp', 'finalhandler', 'qs', 'encodeurl', 'send', 'depd', 'on-finished', 'vary', 'cookie', 'accepts', 'negotiator', 'proxy-addr', 'fresh', 'range-parser', 'etag'), 'Express (router, request, response)'],
   [pkg('@nestjs/[^/]+', 'rxjs', 'tslib', 'uid', 'iterare'), 'NestJS (routing, pipes, CQRS buses)'],
+  // Node makes each request and response in the service's own classes (json-express.adapter.ts).
+  [own('http/json-express'), 'Node (HTTP parsing, sockets, timers)'],
+  [own('erasure/'), 'encryption and data keys'],
   [pkg('better-sqlite3'), 'storage (SQLite, projections)'],
   [own('read-store/', 'event-store/', 'storage/', 'projections/', 'records/'), 'storage (SQLite, projections)'],
   [own('customers/', 'profiles/', 'idempotency/', 'audit/'), 'controllers and handlers'],
