@@ -47,8 +47,8 @@ interface Table {
   /** Inserts, or overwrites with a newer revision, by id: needs the id index, so prepared on first use. */
   upsert(): Statement;
   /**
-   * The document (its columns null when there is none) and the generation live now: see readLive.
-   * Parameters by position (id, account, collection): binding by name cost a quarter of the statement.
+   * The document, with the generation live now (see readLive); no row when there is none.
+   * Parameters by position (collection, id, account): binding by name cost a quarter of the statement.
    */
   selectOne: Statement<[string, string, string], LiveRow<DocumentRow>>;
   selectOldest: Statement<[string], DocumentRow>;

@@ -42,6 +42,12 @@ export type Decision = (state: RecordState | null) => DomainEvent[] | Promise<Do
  */
 export type Precondition = '*' | number[];
 
+/** A write's precondition (If-Match), and whether its record id was just made (a create). */
+interface WriteOptions {
+  precondition?: Precondition;
+  isNew?: boolean;
+}
+
 /** Folded records a writer keeps between writes, least recently used dropped first. */
 const FOLDED_RECORDS_KEPT = 10_000;
 
@@ -104,7 +110,7 @@ export class RecordWriter {
     context: RequestContext,
     causationId: string,
     decide: Decision,
-    options: { precondition?: Precondition; isNew?: boolean } = {},
+    options: WriteOptions = {},
   ): Promise<AppendResult | null> {
     const { written, shownAt } = await this.oneAtATime(id, () => this.decideAndAppend(id, context, causationId, decide, options));
     // Outside the queue: the next write to the record decides on the fold kept here, not on the read models.
@@ -128,7 +134,7 @@ export class RecordWriter {
     context: RequestContext,
     causationId: string,
     decide: Decision,
-    { precondition, isNew = false }: { precondition?: Precondition; isNew?: boolean },
+    { precondition, isNew = false }: WriteOptions,
   ): Promise<{ written: AppendResult | null; shownAt?: Position }> {
     for (let attempt = 1; ; attempt++) {
       const guess = attempt === 1 ? (isNew ? NO_STREAM : this.folded.get(id)) : undefined;
