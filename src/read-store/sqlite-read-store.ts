@@ -47,6 +47,13 @@ interface Table {
   /** Inserts, or overwrites with a newer revision, by id: needs the id index, so prepared on first use. */
   upsert(): Statement;
   /**
+   * Overwrites with a newer revision only the columns no index reads, where every indexed one keeps
+   * its value; no row changed otherwise. SQLite rewrites the entry of every index whose column an
+   * UPDATE sets, same value or not: ten updates of the name dirtied 39 pages of the log in one
+   * commit through the upsert, 10 through this. Takes the upsert's values; prepared on first use.
+   */
+  rewrite(values: unknown[]): boolean;
+  /**
    * The document, with the generation live now (see readLive); no row when there is none.
    * Parameters by position (collection, id, account): binding by name cost a quarter of the statement.
    */
@@ -309,7 +316,8 @@ export class SqliteReadStore implements ReadStore {
             ...filterFields.map((f) => filterKey(schema.filters[f], d.fields[f] ?? '')),
           ];
           if (!build?.rowids) {
-            table.upsert().run(...values);
+            // A new record (revision 0) has no row to rewrite.
+            if (d.revision === 0 || !table.rewrite(values)) table.upsert().run(...values);
             continue;
           }
           const rowid = build.rowids.get(d.id) ?? inserted.get(d.id);
@@ -472,8 +480,7 @@ export class SqliteReadStore implements ReadStore {
 
   private createIndexes(schema: CollectionSchema, generation: number): void {
     const t = tableName(schema.name, generation);
-    const exactIndexes = Object.keys(schema.filters)
-      .filter((f) => schema.filters[f] !== 'contains-ci')
+    const exactIndexes = indexedFilters(schema)
       .map((f) => `CREATE INDEX IF NOT EXISTS ${t}_by_${f} ON ${t} (account_id, ${filterColumn(f)}, seq) WHERE deleted = 0;`)
       .join('\n');
     this.db.exec(`
@@ -541,6 +548,11 @@ export class SqliteReadStore implements ReadStore {
     const name = tableName(collection, generation);
     const columns = allColumns(c.schema);
     let upsert: Statement | undefined;
+    let rewrite: Statement | undefined;
+    // Where each of the rewrite's parameters is among the upsert's values (see columnsByIndexing).
+    const { plain, indexed } = columnsByIndexing(c.schema);
+    const at = (col: string) => columns.indexOf(col);
+    const rewriteParams = [...plain.map(at), at('id'), at('revision'), ...indexed.map(at)];
     table = {
       name,
       generation,
@@ -553,6 +565,11 @@ export class SqliteReadStore implements ReadStore {
              .join(', ')}
            WHERE excluded.revision > ${name}.revision`,
         )),
+      rewrite: (values) =>
+        (rewrite ??= this.db.prepare(
+          `UPDATE ${name} SET ${plain.map((col) => `${col} = ?`).join(', ')}
+           WHERE id = ? AND revision < ? AND ${indexed.map((col) => `${col} = ?`).join(' AND ')}`,
+        )).run(...rewriteParams.map((i) => values[i])).changes === 1,
       // The live generation as a subquery, not a join: SQLite 3.54 (better-sqlite3 13, on Node 22+)
       // ran the join form three times slower than 3.53 (24 µs against 9), this form in 8.
       selectOne: this.db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, ${DOCUMENT} FROM ${name} WHERE id = ? AND account_id = ? AND deleted = 0`),
@@ -571,6 +588,18 @@ export class SqliteReadStore implements ReadStore {
 const LIVE_GENERATION = "SELECT generation FROM read_model_generations WHERE collection = ? AND state = 'live'";
 
 const idIndex = (table: string) => `CREATE UNIQUE INDEX IF NOT EXISTS ${table}_by_id ON ${table} (id);`;
+
+/** The filters with an index of their own: exact ones; a `contains-ci` filter scans the account's rows. */
+const indexedFilters = (schema: CollectionSchema) => Object.keys(schema.filters).filter((f) => schema.filters[f] !== 'contains-ci');
+
+/**
+ * A document table's columns but id, parted by whether an index reads them (the partial indexes'
+ * `deleted` included): a rewrite sets the plain ones and matches the indexed ones.
+ */
+function columnsByIndexing(schema: CollectionSchema): { plain: string[]; indexed: string[] } {
+  const indexed = ['account_id', 'seq', 'deleted', ...indexedFilters(schema).map(filterColumn)];
+  return { plain: allColumns(schema).filter((col) => col !== 'id' && !indexed.includes(col)), indexed };
+}
 
 /** A document table's columns, id first. */
 function allColumns(schema: CollectionSchema): string[] {

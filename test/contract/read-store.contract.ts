@@ -79,6 +79,31 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
       await expect(store.get(schema.name, 'acc-1', d.id)).resolves.toMatchObject({ revision: 4, fields: { email: 'newer@x.io' } });
     });
 
+    it('moves a document between filters as its newer revisions change them, whichever column changes', async () => {
+      const byFilter = async (filters: Record<string, string>) =>
+        (await store.find(schema.name, query(filters, { accountId: 'acc-moves' }))).documents.map((found) => found.revision);
+      const d = doc({ accountId: 'acc-moves', fields: { name: 'Ann', email: 'ann@x.io', tel: '01', company: 'Acme' } });
+      await save(d);
+      // Only values no filter reads, then the unindexed filter, then each indexed one, then the tombstone.
+      await save({ ...d, revision: 1, fields: { ...d.fields, name: 'Anne' } });
+      await expect(store.get(schema.name, 'acc-moves', d.id)).resolves.toEqual({ ...d, revision: 1, fields: { ...d.fields, name: 'Anne' } });
+      await expect(byFilter({ email: 'ann@x.io', tel: '01', company: 'acme' })).resolves.toEqual([1]);
+      await save({ ...d, revision: 2, fields: { ...d.fields, company: 'Globex' } });
+      await expect(byFilter({ company: 'acme' })).resolves.toEqual([]);
+      await expect(byFilter({ company: 'globex' })).resolves.toEqual([2]);
+      await save({ ...d, revision: 3, fields: { ...d.fields, company: 'Globex', email: 'anne@x.io' } });
+      await expect(byFilter({ email: 'ann@x.io' })).resolves.toEqual([]);
+      await expect(byFilter({ email: 'ANNE@x.io' })).resolves.toEqual([3]);
+      await save({ ...d, revision: 4, fields: { ...d.fields, company: 'Globex', email: 'anne@x.io', tel: '02' } });
+      await expect(byFilter({ tel: '01' })).resolves.toEqual([]);
+      await expect(byFilter({ tel: '02', email: 'anne@x.io' })).resolves.toEqual([4]);
+      await save({ ...d, revision: 5, deleted: true, fields: { ...d.fields, company: 'Globex', email: 'anne@x.io', tel: '02' } });
+      await expect(byFilter({})).resolves.toEqual([]);
+      await expect(byFilter({ tel: '02' })).resolves.toEqual([]);
+      await expect(store.get(schema.name, 'acc-moves', d.id)).resolves.toBeNull();
+      expect((await store.getMany(schema.name, [d.id])).get(d.id)).toMatchObject({ revision: 5, deleted: true });
+    });
+
     const query = (filters: Record<string, string>, over: object = {}) => ({
       accountId: 'acc-f',
       filters,
