@@ -30,6 +30,8 @@ interface Waiter {
 }
 
 const RETRY_DELAY_MS = 1000;
+/** Documents a folder keeps as it wrote them, least recently written dropped first (see Projector.written). */
+const WRITTEN_KEPT = 10_000;
 /**
  * Events read per batch at most. Following the head, batches hold what is new; catching up (a first
  * start on a large store), each batch is one transaction, and fewer, larger ones fold several times
@@ -44,7 +46,9 @@ const MAX_BATCH = 5000;
  * the persisted checkpoint says how far the model really is: the CLI's status and a rebuild's
  * promotion compare it.
  *
- * `began` is the event store's head when this fold began (see the end).
+ * `began` is the event store's head when this fold began (see the end). `known` holds documents as
+ * this folder last wrote them to this generation: those are not read again. Returns the documents
+ * the batch wrote.
  */
 export async function foldBatch(
   projection: Projection,
@@ -52,7 +56,8 @@ export async function foldBatch(
   generation: number,
   batch: EventBatch,
   began: Position,
-): Promise<void> {
+  known?: ReadonlyMap<string, ReadDocument>,
+): Promise<ReadDocument[]> {
   const prefix = `${projection.streamPrefix}-`;
   const relevant = batch.events.filter((e) => e.streamId.startsWith(prefix));
   const collection = projection.schema.name;
@@ -67,7 +72,14 @@ export async function foldBatch(
     if (event.revision === 0) started.add(id);
     else if (!started.has(id)) existing.add(id);
   }
-  const documents = await readStore.getMany(collection, [...existing], generation);
+  const documents = new Map<string, ReadDocument>();
+  const unknown: string[] = [];
+  for (const id of existing) {
+    const document = known?.get(id);
+    if (document) documents.set(id, document);
+    else unknown.push(id);
+  }
+  for (const [id, document] of await readStore.getMany(collection, unknown, generation)) documents.set(id, document);
   const changed = new Map<string, ReadDocument>();
   for (const event of relevant) {
     const id = idOf(event.streamId);
@@ -82,7 +94,8 @@ export async function foldBatch(
     documents.set(id, next);
     changed.set(id, next);
   }
-  await readStore.commit(collection, [...changed.values()], { generation, position: batch.position });
+  const written = [...changed.values()];
+  await readStore.commit(collection, written, { generation, position: batch.position });
   // An erasure appended since this fold began: a batch of this fold may have been opened before the
   // key went and written after the eraser's scrub and truncation (a rebuild running beside the
   // erasure, in any process), putting the values back in a generation and in the store's log.
@@ -91,6 +104,7 @@ export async function foldBatch(
   // fold opened any batch, so a rebuild of an old store pays nothing for its erasures.
   const erased = relevant.filter((e) => e.type === projection.erasure && comparePositions(e.position, began) > 0).map((e) => idOf(e.streamId));
   if (erased.length > 0) await readStore.erase(collection, [...new Set(erased)]);
+  return written;
 }
 
 /** Who this projector is to the lease, and for how long a lease it holds (see Projector). */
@@ -133,6 +147,14 @@ export class Projector {
   failure?: Error;
   /** True while this instance holds the lease and folds; false while it follows another. */
   folding = false;
+  /**
+   * The documents this folder wrote last, by id, in `generation`: the next batch to change one need
+   * not read it. Only the lease holder writes a generation, and a document is the same fold of its
+   * stream whoever wrote it (an erasure's scrub aside, which its erasure event's fold repeats), so
+   * they stay right while this instance folds; forgotten when it starts folding again, and on any
+   * failure (a rebuild's promotion of another generation is one).
+   */
+  private readonly written = new Map<string, ReadDocument>();
 
   constructor(
     readonly projection: Projection,
@@ -243,6 +265,8 @@ export class Projector {
       // The previous holder may have moved the checkpoint on since this instance last looked.
       // The head: where this fold begins, for the erasures appended while it runs (see foldBatch).
       let began: Position;
+      // Written by the holders before, while this instance followed.
+      this.written.clear();
       try {
         await this.loadLiveGeneration();
         began = await this.eventStore.headPosition();
@@ -259,6 +283,8 @@ export class Projector {
             await nextTurn();
           }
         } catch (error) {
+          // A commit that failed may have been kept in part, or one acknowledged lost: read them again.
+          this.written.clear();
           if (error instanceof PoisonEventError) return await this.stopOnPoison(error);
           if (error instanceof GenerationReplacedError) {
             const replaced = this.generation;
@@ -345,7 +371,11 @@ export class Projector {
   }
 
   private async apply(batch: EventBatch, began: Position): Promise<void> {
-    await foldBatch(this.projection, this.readStore, this.generation, batch, began);
+    for (const document of await foldBatch(this.projection, this.readStore, this.generation, batch, began, this.written)) {
+      this.written.delete(document.id); // re-inserted last: the Map's order is the order of writing
+      this.written.set(document.id, document);
+    }
+    while (this.written.size > WRITTEN_KEPT) this.written.delete(this.written.keys().next().value!);
     this.position = batch.position;
     this.resolveWaiters();
     if (batch.events.length > 0) siblings.tell('folded');

@@ -148,6 +148,49 @@ describe('Projector', () => {
     warned.mockRestore();
   });
 
+  it('folds a document it wrote without reading it again, until a failure or another generation', async () => {
+    const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const logged = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    const asked: string[] = [];
+    let failNext = false;
+    const watched = standIn({
+      getMany: async (collection, ids, generation) => {
+        asked.push(...ids);
+        return reads.getMany(collection, ids, generation);
+      },
+      commit: async (...args) => {
+        if (!failNext) return reads.commit(...args);
+        failNext = false;
+        throw new StoreUnavailableError('MongoDB', 'connection reset');
+      },
+    });
+    const p = await startProjector(watched);
+    const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
+    let revision = 0;
+    const rename = async (name: string) => {
+      const { position } = await events.appendToStream(`customer-${a.id}`, [ev('CustomerUpdated', { name })], revision++);
+      await p.waitFor(position, 5000);
+    };
+    await p.waitFor(a.position, 2000);
+    await rename('Ada L.');
+    await rename('Ada Lovelace');
+    expect(asked).toEqual([]);
+    expect(await get(a.id)).toMatchObject({ revision: 2, fields: { name: 'Ada Lovelace', email: 'ada@x.io' } });
+
+    failNext = true; // refolded from the stored checkpoint a second later
+    await rename('Ada King');
+    expect(asked).toEqual([a.id]);
+    expect(await get(a.id)).toMatchObject({ revision: 3, fields: { name: 'Ada King', email: 'ada@x.io' } });
+
+    await rebuildProjections([customerProjection], events, reads, { signal: new AbortController().signal, graceMs: 0 });
+    await rename('Ada, Countess of Lovelace');
+    expect(asked).toEqual([a.id, a.id]);
+    expect((await reads.status('customers')).live.generation).toBe(2);
+    expect(await get(a.id)).toMatchObject({ revision: 4, fields: { name: 'Ada, Countess of Lovelace', email: 'ada@x.io' } });
+    warned.mockRestore();
+    logged.mockRestore();
+  });
+
   it('lets a wait time out when the read model does not get there', async () => {
     const p = await startProjector();
     const far = { commit: 10_000n, prepare: 10_000n };
