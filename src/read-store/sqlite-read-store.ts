@@ -58,7 +58,8 @@ interface Table {
    * Parameters by position (collection, id, account): binding by name cost a quarter of the statement.
    */
   selectOne: Statement<[string, string, string], LiveRow<DocumentRow>>;
-  selectOldest: Statement<[string], DocumentRow>;
+  /** The account's oldest live document, with the generation live now, like selectOne. */
+  selectOldest: Statement<[string, string], LiveRow<DocumentRow>>;
   /** Takes the ids as one JSON array, so one statement serves any number of them. */
   selectMany: Statement<[string], DocumentRow>;
   /** Prepared find statements by filter combination, order and limit, built on first use. */
@@ -211,16 +212,12 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async get(collection: string, accountId: string, id: string): Promise<ReadDocument | null> {
-    const { row } = this.readLive(collection, (table) => {
-      const found = table.selectOne.get(collection, id, accountId);
-      // No row, no generation with it: a miss (a 404) looks the live one up on its own.
-      return { live: found ? found.live_generation : (this.selectLive.get(collection) ?? null), row: found };
-    });
+    const { row } = this.readLive(collection, (table) => this.withLive(collection, table.selectOne.get(collection, id, accountId)));
     return row ? toDocument(row) : null;
   }
 
   async oldest(collection: string, accountId: string): Promise<ReadDocument | null> {
-    const row = this.table(collection, this.liveGeneration(collection)).selectOldest.get(accountId);
+    const { row } = this.readLive(collection, (table) => this.withLive(collection, table.selectOldest.get(collection, accountId)));
     return row ? toDocument(row) : null;
   }
 
@@ -261,6 +258,11 @@ export class SqliteReadStore implements ReadStore {
       table.finds.set(key, statements);
     }
     return statements;
+  }
+
+  /** A row read with the generation live then; no row, no generation with it: a miss (a 404) looks the live one up on its own. */
+  private withLive<T>(collection: string, found: LiveRow<T> | undefined): { live: number | null; row: LiveRow<T> | undefined } {
+    return { live: found ? found.live_generation : (this.selectLive.get(collection) ?? null), row: found };
   }
 
   /**
@@ -573,7 +575,7 @@ export class SqliteReadStore implements ReadStore {
       // The live generation as a subquery, not a join: SQLite 3.54 (better-sqlite3 13, on Node 22+)
       // ran the join form three times slower than 3.53 (24 µs against 9), this form in 8.
       selectOne: this.db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, ${DOCUMENT} FROM ${name} WHERE id = ? AND account_id = ? AND deleted = 0`),
-      selectOldest: this.db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE account_id = ? AND deleted = 0 ORDER BY seq LIMIT 1`),
+      selectOldest: this.db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, ${DOCUMENT} FROM ${name} WHERE account_id = ? AND deleted = 0 ORDER BY seq LIMIT 1`),
       selectMany: this.db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE id IN (SELECT value FROM json_each(?))`),
       finds: new Map(),
     };

@@ -143,6 +143,7 @@ describe('SqliteReadStore rebuilds', () => {
     const generation = await builder.startRebuild(schema.name);
     await builder.commit(schema.name, [rebuilt], at(2n, generation));
     await builder.promote(schema.name, generation);
+    expect(await reader.oldest(schema.name, 'acc')).toEqual(rebuilt); // the first read since the promotion
     expect(await reader.get(schema.name, 'acc', before.id)).toEqual(rebuilt);
     expect(await reader.find(schema.name, query)).toEqual({ documents: [rebuilt], total: 1 });
 
@@ -157,6 +158,7 @@ describe('SqliteReadStore rebuilds', () => {
     await builder.commit(schema.name, [rebuilt], at(4n, fourth));
     await builder.promote(schema.name, fourth);
     await builder.dropRetired(schema.name, -1_000); // drops generation 3, the one `reader` read last
+    expect(await reader.oldest(schema.name, 'acc')).toEqual(rebuilt);
     expect(await reader.get(schema.name, 'acc', before.id)).toEqual(rebuilt);
     expect(await reader.find(schema.name, query)).toEqual({ documents: [rebuilt], total: 1 });
     expect(await late.get(schema.name, 'acc', randomUUID())).toBeNull();
