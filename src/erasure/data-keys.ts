@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { createCipheriv, createDecipheriv, createHmac, randomFillSync } from 'node:crypto';
 import type { KeyStore } from './key-store.port';
 
@@ -74,20 +75,23 @@ export const digest = (key: Buffer, text: string) => createHmac('sha256', key).u
  * the erasure event (every read path also goes by that event, so a stale key shows nothing).
  */
 export class DataKeys {
-  private readonly cache = new Map<string, Buffer>();
+  private readonly cache: LRUCache<string, Buffer>;
 
   constructor(
     readonly store: KeyStore,
-    private readonly keepAtMost = KEYS_KEPT,
-  ) {}
+    keepAtMost = KEYS_KEPT,
+  ) {
+    this.cache = new LRUCache({ max: keepAtMost });
+  }
 
   /** The record's key, made if it has none (`isNew`: see KeyStore.obtain). RecordErasedError once it is destroyed. */
   async forWriting(keyId: string, { isNew = false } = {}): Promise<Buffer> {
     const cached = this.cache.get(keyId);
-    if (cached) return this.keep(keyId, cached);
+    if (cached) return cached;
     const key = await this.store.obtain(keyId, { isNew });
     if (!key) throw new RecordErasedError(keyId);
-    return this.keep(keyId, key);
+    this.cache.set(keyId, key);
+    return key;
   }
 
   /**
@@ -104,7 +108,9 @@ export class DataKeys {
       else missing.push(keyId);
     }
     for (const [keyId, key] of await this.store.getMany(missing)) {
-      if (key) found.set(keyId, keep ? this.keep(keyId, key) : key);
+      if (!key) continue;
+      found.set(keyId, key);
+      if (keep) this.cache.set(keyId, key);
     }
     return found;
   }
@@ -128,12 +134,5 @@ export class DataKeys {
   forget(keyId: string): void {
     // Not zeroed: a write under way may still hold this very buffer, and must not seal with zeros.
     this.cache.delete(keyId);
-  }
-
-  private keep(keyId: string, key: Buffer): Buffer {
-    this.cache.delete(keyId); // re-inserted last: the Map's order is the order of use
-    this.cache.set(keyId, key);
-    if (this.cache.size > this.keepAtMost) this.cache.delete(this.cache.keys().next().value!);
-    return key;
   }
 }

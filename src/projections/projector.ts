@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { comparePositions, EventBatch, EventStore, Position, START } from '../event-store/event-store.port';
 import { GenerationReplacedError, ReadDocument, ReadStore } from '../read-store/read-store.port';
@@ -30,7 +31,7 @@ interface Waiter {
 }
 
 const RETRY_DELAY_MS = 1000;
-/** Documents a folder keeps as it wrote them, least recently written dropped first (see Projector.written). */
+/** Documents a folder keeps as it wrote them, least recently used dropped first (see Projector.written). */
 const WRITTEN_KEPT = 10_000;
 /**
  * Events read per batch at most. Following the head, batches hold what is new; catching up (a first
@@ -56,7 +57,7 @@ export async function foldBatch(
   generation: number,
   batch: EventBatch,
   began: Position,
-  known?: ReadonlyMap<string, ReadDocument>,
+  known?: { get(id: string): ReadDocument | undefined },
 ): Promise<ReadDocument[]> {
   const prefix = `${projection.streamPrefix}-`;
   const relevant = batch.events.filter((e) => e.streamId.startsWith(prefix));
@@ -154,7 +155,7 @@ export class Projector {
    * they stay right while this instance folds; forgotten when it starts folding again, and on any
    * failure (a rebuild's promotion of another generation is one).
    */
-  private readonly written = new Map<string, ReadDocument>();
+  private readonly written = new LRUCache<string, ReadDocument>({ max: WRITTEN_KEPT });
 
   constructor(
     readonly projection: Projection,
@@ -372,10 +373,8 @@ export class Projector {
 
   private async apply(batch: EventBatch, began: Position): Promise<void> {
     for (const document of await foldBatch(this.projection, this.readStore, this.generation, batch, began, this.written)) {
-      this.written.delete(document.id); // re-inserted last: the Map's order is the order of writing
       this.written.set(document.id, document);
     }
-    while (this.written.size > WRITTEN_KEPT) this.written.delete(this.written.keys().next().value!);
     this.position = batch.position;
     this.resolveWaiters();
     if (batch.events.length > 0) siblings.tell('folded');

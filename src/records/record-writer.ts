@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { v7 as timeOrderedUuid } from 'uuid';
 import { RecordErasedError } from '../erasure/data-keys';
 import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
@@ -78,7 +79,7 @@ const NO_STREAM = { state: null, revision: 'no_stream', position: undefined } as
  * the expected revision and decided again.
  */
 export class RecordWriter {
-  private readonly folded = new Map<string, Folded>();
+  private readonly folded: LRUCache<string, Folded>;
   /** By record id: the last write asked for here, settled once it has decided and appended (see oneAtATime). */
   private readonly underWay = new Map<string, Promise<void>>();
 
@@ -86,8 +87,10 @@ export class RecordWriter {
     private readonly kind: RecordKind,
     private readonly eventStore: EventStore,
     private readonly projections: ProjectionsService,
-    private readonly keepAtMost = FOLDED_RECORDS_KEPT,
-  ) {}
+    keepAtMost = FOLDED_RECORDS_KEPT,
+  ) {
+    this.folded = new LRUCache({ max: keepAtMost });
+  }
 
   async load(id: string): Promise<Folded | typeof NO_STREAM> {
     const kept = this.folded.get(id);
@@ -209,11 +212,9 @@ export class RecordWriter {
   }
 
   private keep(id: string, folded: Folded): void {
-    const kept = this.folded.get(id);
+    const kept = this.folded.peek(id);
     // A slower concurrent load may bring an older fold: keep the newer.
     if (kept && kept.revision > folded.revision) return;
-    this.folded.delete(id); // re-inserted last: the Map's order is the order of use
     this.folded.set(id, folded);
-    if (this.folded.size > this.keepAtMost) this.folded.delete(this.folded.keys().next().value!);
   }
 }
