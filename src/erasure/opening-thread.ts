@@ -63,6 +63,10 @@ export class OpeningThread {
 
   async close(): Promise<void> {
     this.closed = true;
+    // Referenced until it has ended (see started: an answer still arriving no longer unreferences
+    // it). Else a CLI whose last wait is this one exits on the spot, with code 0, before its own
+    // exit code is set: a rebuild's 130 on Ctrl-C.
+    this.worker?.ref();
     await this.worker?.terminate();
   }
 
@@ -70,7 +74,7 @@ export class OpeningThread {
     if (this.worker) return this.worker;
     const worker = new Worker(SCRIPT);
     const settled = () => {
-      if (this.waiting.size === 0) worker.unref(); // idle, it keeps no process alive
+      if (this.waiting.size === 0 && !this.closed) worker.unref(); // idle, it keeps no process alive
     };
     worker.on('message', ({ id, opened }: OpenAnswer) => {
       this.waiting.get(id)?.resolve(opened);
