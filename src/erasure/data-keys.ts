@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { createCipheriv, createDecipheriv, createHmac, randomFillSync } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, createSecretKey, KeyObject, randomFillSync } from 'node:crypto';
 import type { KeyStore } from './key-store.port';
 
 /** A write needed the key of a record that has been erased: the record does not exist any more. */
@@ -34,12 +34,28 @@ export function randomBytesPooled(size: number): Buffer {
 }
 
 /**
+ * Each key's bytes as a KeyObject, made once per buffer: the cipher and HMAC set-up imports raw key
+ * bytes on every call, about 12 µs on Node 24 (OpenSSL 3) against 2 with a KeyObject (on Node 20, 2.7
+ * and 1.8). Kept as long as the buffer is: the key cache's buffers, or a batch's.
+ */
+const keyObjects = new WeakMap<Uint8Array, KeyObject>();
+
+function keyObject(key: Uint8Array): KeyObject {
+  let made = keyObjects.get(key);
+  if (!made) {
+    made = createSecretKey(key);
+    keyObjects.set(key, made);
+  }
+  return made;
+}
+
+/**
  * AES-256-GCM: authenticated, so a sealed value moved to another event (`context`, the event's id)
  * or altered does not open. Sealed: base64 of iv | ciphertext | tag.
  */
 export function seal(key: Buffer, plaintext: string, context: string): string {
   const iv = randomBytesPooled(IV_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const cipher = createCipheriv('aes-256-gcm', keyObject(key), iv);
   cipher.setAAD(Buffer.from(context));
   const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
   return Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64');
@@ -47,7 +63,7 @@ export function seal(key: Buffer, plaintext: string, context: string): string {
 
 export function open(key: Uint8Array, sealed: string, context: string): string {
   const bytes = Buffer.from(sealed, 'base64');
-  const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES));
+  const decipher = createDecipheriv('aes-256-gcm', keyObject(key), bytes.subarray(0, IV_BYTES));
   decipher.setAAD(Buffer.from(context));
   decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
   const plaintext = decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)).toString('utf8');
@@ -66,7 +82,7 @@ export function openOrNull(key: Uint8Array | undefined, sealed: string, context:
 }
 
 /** A keyed digest: compares request bodies without keeping a guessable hash of their personal data. */
-export const digest = (key: Buffer, text: string) => createHmac('sha256', key).update(text).digest('hex');
+export const digest = (key: Buffer, text: string) => createHmac('sha256', keyObject(key)).update(text).digest('hex');
 
 /**
  * The records' data keys, read through a cache of the most recently used ones, so a read or a write
