@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
 import { siblings } from '../instance';
-import { SqliteDatabase, WalSync } from '../storage/sqlite-database';
+import { SqliteDatabase, TEXT_KEY, WalSync } from '../storage/sqlite-database';
 import {
   AppendResult,
   EventBatch,
@@ -109,7 +109,7 @@ export class SqliteEventStore implements EventStore {
       );
     `);
     const selectLastRevision = db.prepare<[string], { rev: number | null }>(
-      'SELECT max(stream_revision) AS rev FROM events WHERE stream_id = ?',
+      `SELECT max(stream_revision) AS rev FROM events WHERE stream_id = ${TEXT_KEY}`,
     );
     const selectById = db.prepare<[string], EventRow>('SELECT * FROM events WHERE event_id = ?');
     const insert = db.prepare(
@@ -118,7 +118,7 @@ export class SqliteEventStore implements EventStore {
     );
     this.selectStream = db
       .prepare<[string, number], EventTuple>(
-        `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? AND stream_revision >= ? ORDER BY stream_revision`,
+        `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ${TEXT_KEY} AND stream_revision >= ? ORDER BY stream_revision`,
       )
       .raw();
     this.selectHead = db.prepare('SELECT max(global_position) AS pos FROM events');

@@ -1,6 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import { comparePositions, Position, START } from '../event-store/event-store.port';
-import { checkpointAndTruncate, SqliteDatabase } from '../storage/sqlite-database';
+import { checkpointAndTruncate, SqliteDatabase, TEXT_KEY } from '../storage/sqlite-database';
 import {
   Checkpoint,
   CollectionSchema,
@@ -150,7 +150,7 @@ export class SqliteReadStore implements ReadStore {
         expires_at INTEGER NOT NULL
       );
     `);
-    this.selectGenerations = db.prepare('SELECT * FROM read_model_generations WHERE collection = ? ORDER BY generation');
+    this.selectGenerations = db.prepare(`SELECT * FROM read_model_generations WHERE collection = ${TEXT_KEY} ORDER BY generation`);
     this.selectGeneration = db.prepare('SELECT * FROM read_model_generations WHERE collection = ? AND generation = ?');
     this.selectLive = db
       .prepare<[string], number>("SELECT generation FROM read_model_generations WHERE collection = ? AND state = 'live'")
@@ -244,11 +244,11 @@ export class SqliteReadStore implements ReadStore {
     const { schema } = this.collection(collection);
     let statements = table.finds.get(key);
     if (!statements) {
-      const where = ['account_id = ?', 'deleted = 0'];
+      const where = [`account_id = ${TEXT_KEY}`, 'deleted = 0'];
       for (const f of fields) {
         const kind = schema.filters[f];
         if (!kind) throw new Error(`Collection ${collection} has no filter ${f}`);
-        where.push(kind === 'contains-ci' ? `instr(${filterColumn(f)}, ?) > 0` : `${filterColumn(f)} = ?`);
+        where.push(kind === 'contains-ci' ? `instr(${filterColumn(f)}, ?) > 0` : `${filterColumn(f)} = ${TEXT_KEY}`);
       }
       const clause = where.join(' AND ');
       statements = {
@@ -575,7 +575,7 @@ export class SqliteReadStore implements ReadStore {
       // The live generation as a subquery, not a join: SQLite 3.54 (better-sqlite3 13, on Node 22+)
       // ran the join form three times slower than 3.53 (24 µs against 9), this form in 8.
       selectOne: this.db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, ${DOCUMENT} FROM ${name} WHERE id = ? AND account_id = ? AND deleted = 0`),
-      selectOldest: this.db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, ${DOCUMENT} FROM ${name} WHERE account_id = ? AND deleted = 0 ORDER BY seq LIMIT 1`),
+      selectOldest: this.db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, ${DOCUMENT} FROM ${name} WHERE account_id = ${TEXT_KEY} AND deleted = 0 ORDER BY seq LIMIT 1`),
       selectMany: this.db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE id IN (SELECT value FROM json_each(?))`),
       finds: new Map(),
     };
