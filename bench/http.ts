@@ -76,7 +76,7 @@ export async function main(args: string[]): Promise<void> {
     only: args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined,
   };
   console.log(
-    `Load: ${options.connections} connections, ${options.durationSeconds} s per row, generator ${generatorName(options.autocannon)} in a process of its own; service at WORKERS=${options.workers.join(' and ')}.`,
+    `Load: ${options.connections} connections, ${options.durationSeconds} s per row (after ${WARM_UP_SECONDS} s of each load unmeasured), generator ${generatorName(options.autocannon)} in a process of its own; service at WORKERS=${options.workers.join(' and ')}.`,
   );
 
   const small = await smallDataRun(options);
@@ -196,16 +196,20 @@ function cpuSeconds(pid: number): number | undefined {
   }
 }
 
+/** Seconds of each row's load a process runs before anything is measured (see runRows). */
+const WARM_UP_SECONDS = 2;
+
 const FLOOR = 'floor: bare NestJS + Express';
 const LIMIT = 'limit: raw node:http';
 const BORN_FLOOR = 'floor, prototypes set once (as the service)';
 
 /**
  * Each row in its own load process, at each WORKERS setting one after the other, between two runs
- * of the floor: on a shared machine the load drifts, so each row is set against the floor of its own
- * moment, and the settings against each other at nearly the same moment. The floor row is their
+ * of the floor: on a shared machine the load drifts, so each row is set against the floor of its
+ * own moment, and the settings against each other at nearly the same moment. The floor row is their
  * mean; the limit and the floor with Express's prototypes set once run at the start and at the end,
- * and are set against the floor the same way.
+ * and are set against the floor the same way. Before any of it, every process runs each load it
+ * will be measured under for WARM_UP_SECONDS.
  */
 async function runRows(services: Service[], yardsticks: Yardsticks, rows: Row[], options: Options): Promise<Map<string, RowResult>> {
   const run = async (target: Service, name: string, spec: ReturnType<Row['spec']>): Promise<LoadResult & { cpuSeconds?: number }> => {
@@ -223,6 +227,12 @@ async function runRows(services: Service[], yardsticks: Yardsticks, rows: Row[],
     return { ...result, cpuSeconds: cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore };
   };
   const constant: ReturnType<Row['spec']> = { method: 'GET', paths: ['/v1/customers'] };
+  // Unmeasured: each process first runs the load it will be measured under, so that every row finds
+  // its code compiled by V8's optimizing tiers, as in a service that has run for a while.
+  const warmUp = (target: Service, spec: ReturnType<Row['spec']>) =>
+    load({ ...spec, url: target.url, token: TOKEN, connections: options.connections, durationSeconds: WARM_UP_SECONDS, autocannon: options.autocannon });
+  for (const target of Object.values(yardsticks)) await warmUp(target, constant);
+  for (const row of rows) for (const [i, service] of services.entries()) await warmUp(service, row.spec(i));
   const floors = [await run(yardsticks.floor, FLOOR, constant)];
   const limits = [await run(yardsticks.limit, LIMIT, constant)];
   const bornFloors = [await run(yardsticks.bornFloor, BORN_FLOOR, constant)];
