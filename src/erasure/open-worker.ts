@@ -4,8 +4,7 @@ import { KEY_BYTES, openOrNull } from './data-keys';
 import type { OpenAnswer, OpenRequest } from './opening-thread';
 
 parentPort!.on('message', ({ id, sealed, contexts, keyTable, keyOf }: OpenRequest) => {
-  // One view per key, so that the values of one record share its key's set-up (see keyObject).
-  const keys = Array.from({ length: keyTable.length / KEY_BYTES }, (_, k) => keyTable.subarray(k * KEY_BYTES, (k + 1) * KEY_BYTES));
-  const opened = sealed.map((value, i) => openOrNull(keyOf[i] < 0 ? undefined : keys[keyOf[i]], value, contexts[i]));
+  const keyAt = (k: number) => (k < 0 ? undefined : keyTable.subarray(k * KEY_BYTES, (k + 1) * KEY_BYTES));
+  const opened = sealed.map((value, i) => openOrNull(keyAt(keyOf[i]), value, contexts[i]));
   parentPort!.postMessage({ id, opened } satisfies OpenAnswer);
 });
