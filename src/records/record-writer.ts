@@ -204,7 +204,7 @@ export class RecordWriter {
         evolveRecord(this.kind, current, { id, type, data, metadata, streamId, revision: first + i, position, recordedAt }),
       state,
     );
-    this.keep(id, { state: folded, revision: written.revision, position: written.position });
+    this.keep(id, { state: folded, revision: written.revision, position });
   }
 
   private checkPrecondition(record: RecordState, precondition: Precondition): void {

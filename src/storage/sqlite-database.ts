@@ -20,7 +20,7 @@ export type SqliteDatabase = BetterSqlite3.Database;
  * The parameter of a text column's equality in a statement that reads an index in order (ORDER BY,
  * max, min): `stream_id = ${TEXT_KEY}`. Bare, SQLite 3.54 (line 13, on Node 22+) prepares such a
  * statement again on every run, about 4 µs (3.53 does not). BINARY is the collation a text column
- * compares with anyway: same rows, same plan.
+ * compares with when it declares none, as none of the service's do: same rows, same plan.
  */
 export const TEXT_KEY = '? COLLATE BINARY';
 
