@@ -27,10 +27,11 @@ export function isGoneFromThisMachine(instanceId: string): boolean {
 
 /**
  * What a worker of WORKERS=N tells the others as soon as it happens, so they need not wait for
- * their next poll: `appended` (events are in the embedded store: whoever folds, look now),
- * `folded` (a read model's checkpoint moved: whoever waits on it, look now). Outside a cluster
- * worker, nothing is told or heard; other instances go by their polls (FOLLOW_POLL_MS, the
- * embedded store's poll interval).
+ * their next poll: `appended` (events are in the embedded store, in these streams: whoever folds,
+ * look now; whoever kept a fold of one of them, it is behind), `folded` (a read model's checkpoint
+ * moved: whoever waits on it, look now). Outside a cluster worker, nothing is told or heard; other
+ * instances go by their polls (FOLLOW_POLL_MS, the embedded store's poll interval) and by the
+ * expected revision of each append.
  */
 export type SiblingNews = 'appended' | 'folded';
 
@@ -38,15 +39,17 @@ const NEWS = 'siblingNews';
 const ignoreFailure = () => undefined;
 
 export const siblings = {
-  tell(news: SiblingNews): void {
+  /** `streams`: the stream ids the news is about (an append's). */
+  tell(news: SiblingNews, streams: string[] = []): void {
     // News is a shortcut, the polls stay: a send that fails (the primary gone) is dropped, not thrown.
-    if (cluster.isWorker && process.connected) process.send!({ [NEWS]: news }, undefined, undefined, ignoreFailure);
+    if (cluster.isWorker && process.connected) process.send!({ [NEWS]: news, streams }, undefined, undefined, ignoreFailure);
   },
   /** Calls `listener` on each piece of `news` from another worker; returns what stops it. */
-  hear(news: SiblingNews, listener: () => void): () => void {
+  hear(news: SiblingNews, listener: (streams: string[]) => void): () => void {
     if (!cluster.isWorker) return () => undefined;
     const onMessage = (message: unknown) => {
-      if ((message as Record<string, unknown> | null)?.[NEWS] === news) listener();
+      const told = message as { [NEWS]?: unknown; streams?: unknown } | null;
+      if (told?.[NEWS] === news) listener(Array.isArray(told.streams) ? told.streams : []);
     };
     process.on('message', onMessage);
     return () => void process.off('message', onMessage);

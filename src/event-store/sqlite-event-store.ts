@@ -207,7 +207,7 @@ export class SqliteEventStore implements EventStore {
       else append.reject(outcome.error);
     });
     this.wakeSubscribers();
-    siblings.tell('appended');
+    siblings.tell('appended', group.filter((_, i) => 'result' in outcomes[i]).map((append) => append.streamId));
   }
 
   /** Resolves once every event up to `position` is on disk (one sync of the file covers every process's commits). */

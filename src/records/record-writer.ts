@@ -13,6 +13,7 @@ import {
   WrongExpectedRevisionError,
 } from '../event-store/event-store.port';
 import type { RequestContext } from '../http/request-context';
+import { siblings } from '../instance';
 import type { ProjectionsService } from '../projections/projections.service';
 import { evolveRecord, ownedRecord, RecordKind, RecordState, streamIdOf } from './record';
 
@@ -57,6 +58,8 @@ interface Folded {
   state: RecordState;
   revision: number;
   position: Position;
+  /** Another worker has appended to the stream since (its news): the next write reads the events after this fold first. */
+  behind?: true;
 }
 
 const noop = () => undefined;
@@ -76,12 +79,16 @@ const NO_STREAM = { state: null, revision: 'no_stream', position: undefined } as
  * kept fold plus the events after it is the fold of the whole stream, whoever appended them. That
  * keeps the cache right beside other instances (WORKERS, or other services on the same stores):
  * their appends are read as the stream's tail, and an append racing one of theirs is refused by
- * the expected revision and decided again.
+ * the expected revision and decided again. Other workers of this service (WORKERS) say which streams
+ * they appended to, and a fold kept of one of them is read up to date before the next write decides
+ * on it, rather than refused once and decided again.
  */
 export class RecordWriter {
   private readonly folded: LRUCache<string, Folded>;
   /** By record id: the last write asked for here, settled once it has decided and appended (see oneAtATime). */
   private readonly underWay = new Map<string, Promise<void>>();
+  private readonly streamPrefix: string;
+  private readonly unhear: () => void;
 
   constructor(
     private readonly kind: RecordKind,
@@ -90,10 +97,18 @@ export class RecordWriter {
     keepAtMost = FOLDED_RECORDS_KEPT,
   ) {
     this.folded = new LRUCache({ max: keepAtMost });
+    this.streamPrefix = streamIdOf(kind, '');
+    this.unhear = siblings.hear('appended', (streams) => this.markBehind(streams));
+  }
+
+  onModuleDestroy(): void {
+    this.unhear();
   }
 
   async load(id: string): Promise<Folded | typeof NO_STREAM> {
     const kept = this.folded.get(id);
+    // Before the read: news of an append heard while it runs marks the fold behind again.
+    if (kept) delete kept.behind;
     const events = await this.eventStore.readStream(streamIdOf(this.kind, id), kept ? kept.revision + 1 : 0);
     let state = kept?.state ?? null;
     for (const event of events) state = evolveRecord(this.kind, state, event);
@@ -140,7 +155,7 @@ export class RecordWriter {
     { precondition, isNew = false }: WriteOptions,
   ): Promise<{ written: AppendResult | null; shownAt?: Position }> {
     for (let attempt = 1; ; attempt++) {
-      const guess = attempt === 1 ? (isNew ? NO_STREAM : this.folded.get(id)) : undefined;
+      const guess = attempt === 1 ? (isNew ? NO_STREAM : this.upToDate(id)) : undefined;
       const { state, revision, position } = guess ?? (await this.load(id));
       let events: DomainEvent[];
       try {
@@ -213,6 +228,20 @@ export class RecordWriter {
       'PRECONDITION_FAILED',
       `The ${this.kind.label.toLowerCase()} has changed since: its current ETag is "${record.revision}".`,
     );
+  }
+
+  /** The fold kept of the record, unless another worker has appended to it since. */
+  private upToDate(id: string): Folded | undefined {
+    const kept = this.folded.get(id);
+    return kept?.behind ? undefined : kept;
+  }
+
+  private markBehind(streams: string[]): void {
+    for (const streamId of streams) {
+      if (!streamId.startsWith(this.streamPrefix)) continue;
+      const kept = this.folded.peek(streamId.slice(this.streamPrefix.length));
+      if (kept) kept.behind = true;
+    }
   }
 
   private keep(id: string, folded: Folded): void {

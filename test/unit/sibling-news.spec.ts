@@ -32,23 +32,23 @@ describe('news between the workers of a cluster', () => {
       });
     } else {
       const role = process.env.ROLE;
-      siblings.hear('appended', () => process.send({ heard: role + ' heard appended' }));
+      siblings.hear('appended', (streams) => process.send({ heard: role + ' heard appended to ' + streams.join('+') }));
       siblings.hear('folded', () => process.send({ heard: role + ' heard folded' }));
       process.on('message', (message) => {
-        if (message === 'go') siblings.tell('appended');
+        if (message === 'go') siblings.tell('appended', ['customer-1', 'profile-2']);
         if (message === 'finish') setTimeout(() => process.send('done'), 200);
       });
       process.send('ready');
     }`;
 
-  it('reach every other worker, and not the teller', () => {
+  it('reach every other worker with the streams they name, and not the teller', () => {
     // A file, not -e: the workers run the primary's script.
     const dir = mkdtempSync(join(tmpdir(), 'sibling-news-'));
     writeFileSync(join(dir, 'cluster.js'), script);
     const run = spawnSync(process.execPath, [join(dir, 'cluster.js')], { encoding: 'utf8', timeout: 30_000 });
     rmSync(dir, { recursive: true, force: true });
     expect(run.stderr).toBe('');
-    expect(run.stdout).toBe('hearer heard appended,hearer heard appended\n');
+    expect(run.stdout).toBe('hearer heard appended to customer-1+profile-2,hearer heard appended to customer-1+profile-2\n');
   });
 
   it('are neither told nor heard outside a cluster worker', () => {
