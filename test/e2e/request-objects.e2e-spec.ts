@@ -11,7 +11,7 @@ describeUnlessWorkers('request and response objects', 'it looks inside the app, 
 
   // Express sets these prototypes on every request; set already, it changes nothing (see json-express.adapter.ts).
   it('are born with the prototypes Express gives them', async () => {
-    const app = t.app.getHttpAdapter().getInstance<ExpressApp>();
+    const app = t.app.getHttpAdapter().getInstance() as ExpressApp;
     const handle = app.handle;
     const born: [object, object][] = [];
     app.handle = function (req, res, next) {
