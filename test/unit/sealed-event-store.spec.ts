@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import * as dataKeys from '../../src/erasure/data-keys';
 import { DataKeys, open, seal } from '../../src/erasure/data-keys';
 import { SealedEventStore } from '../../src/erasure/sealed-event-store';
 import { SqliteKeyStore } from '../../src/erasure/sqlite-key-store';
-import { NewEvent, START } from '../../src/event-store/event-store.port';
+import { NewEvent, START, StoredEvent, WrongExpectedRevisionError } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { RECORD_KINDS } from '../../src/read-models';
 import { openTempSqlite } from '../support/temp-sqlite';
@@ -96,6 +97,34 @@ describe('SealedEventStore', () => {
     const [batch] = await first(fresh.subscribeToAll(START, { signal: AbortSignal.timeout(5000), maxBatchSize: 100 }));
     expect(batch.events.map((e) => e.data.name)).toEqual(streams);
     expect(getMany).toHaveBeenCalledTimes(1);
+  });
+
+  it('hands a subscription of this process the values appended here, without opening them again', async () => {
+    const before = `customer-${randomUUID()}`;
+    await store.appendToStream(before, [event('CustomerCreated', { name: 'Before' })], 'no_stream');
+    const stop = new AbortController();
+    const batches = store.subscribeToAll(START, { signal: stop.signal })[Symbol.asyncIterator]();
+    const opened = jest.spyOn(dataKeys, 'openOrNull');
+    const seen: StoredEvent[] = [];
+    const read = async (count: number) => {
+      while (seen.length < count) seen.push(...((await batches.next()).value as { events: StoredEvent[] }).events);
+    };
+    await read(1);
+    expect(opened).toHaveBeenCalledTimes(1); // appended before the subscription began: opened
+
+    const stream = `customer-${randomUUID()}`;
+    await store.appendToStream(stream, [event('CustomerCreated', { name: 'Ada' }), event('CustomerUpdated', { name: 'Eve' })], 'no_stream');
+    await expect(store.appendToStream(stream, [event('CustomerUpdated', { name: 'Lost' })], 0)).rejects.toThrow(WrongExpectedRevisionError);
+    // Another process's append (a store of its own on the same files): opened.
+    await new SealedEventStore(inner, new DataKeys(keyStore), RECORD_KINDS).appendToStream(stream, [event('CustomerUpdated', { name: 'Bob' })], 1);
+    await read(4);
+    stop.abort();
+    await batches.return?.(undefined);
+    expect(seen.map((e) => e.data)).toEqual([{ name: 'Before' }, { name: 'Ada' }, { name: 'Eve' }, { name: 'Bob' }]);
+    expect(opened).toHaveBeenCalledTimes(2);
+    // Nothing kept: what was taken is gone, and so are the values of the refused append.
+    expect((store as unknown as { appendedHere: Map<string, string> }).appendedHere.size).toBe(0);
+    opened.mockRestore();
   });
 
   it('hands out every batch in order, reading ahead, and none once its caller’s signal aborts', async () => {
