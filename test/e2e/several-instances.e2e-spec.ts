@@ -158,7 +158,7 @@ describeUnlessWorkers('several instances on one store configuration', 'it starts
             metricsBy.set(text.match(/service_instance="([^"]+)"/)![1], text);
             expect(metricsBy.size).toBe(2);
           });
-          /** The sum over both workers of a sample with these labels, and each worker's. */
+          /** Each worker's count of the samples with these labels. */
           const count = (name: string, labels: Record<string, string>) =>
             [...metricsBy.values()].map((text) =>
               text

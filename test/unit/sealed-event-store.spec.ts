@@ -105,26 +105,30 @@ describe('SealedEventStore', () => {
     const stop = new AbortController();
     const batches = store.subscribeToAll(START, { signal: stop.signal })[Symbol.asyncIterator]();
     const opened = jest.spyOn(dataKeys, 'openOrNull');
-    const seen: StoredEvent[] = [];
-    const read = async (count: number) => {
-      while (seen.length < count) seen.push(...((await batches.next()).value as { events: StoredEvent[] }).events);
-    };
-    await read(1);
-    expect(opened).toHaveBeenCalledTimes(1); // appended before the subscription began: opened
+    try {
+      const seen: StoredEvent[] = [];
+      const read = async (count: number) => {
+        while (seen.length < count) seen.push(...((await batches.next()).value as { events: StoredEvent[] }).events);
+      };
+      await read(1);
+      expect(opened).toHaveBeenCalledTimes(1); // appended before the subscription began: opened
 
-    const stream = `customer-${randomUUID()}`;
-    await store.appendToStream(stream, [event('CustomerCreated', { name: 'Ada' }), event('CustomerUpdated', { name: 'Eve' })], 'no_stream');
-    await expect(store.appendToStream(stream, [event('CustomerUpdated', { name: 'Lost' })], 0)).rejects.toThrow(WrongExpectedRevisionError);
-    // Another process's append (a store of its own on the same files): opened.
-    await new SealedEventStore(inner, new DataKeys(keyStore), RECORD_KINDS).appendToStream(stream, [event('CustomerUpdated', { name: 'Bob' })], 1);
-    await read(4);
-    stop.abort();
-    await batches.return?.(undefined);
-    expect(seen.map((e) => e.data)).toEqual([{ name: 'Before' }, { name: 'Ada' }, { name: 'Eve' }, { name: 'Bob' }]);
-    expect(opened).toHaveBeenCalledTimes(2);
-    // Nothing kept: what was taken is gone, and so are the values of the refused append.
-    expect((store as unknown as { appendedHere: Map<string, string> }).appendedHere.size).toBe(0);
-    opened.mockRestore();
+      const stream = `customer-${randomUUID()}`;
+      await store.appendToStream(stream, [event('CustomerCreated', { name: 'Ada' }), event('CustomerUpdated', { name: 'Eve' })], 'no_stream');
+      await expect(store.appendToStream(stream, [event('CustomerUpdated', { name: 'Lost' })], 0)).rejects.toThrow(WrongExpectedRevisionError);
+      // Another process's append (a store of its own on the same files): opened.
+      await new SealedEventStore(inner, new DataKeys(keyStore), RECORD_KINDS).appendToStream(stream, [event('CustomerUpdated', { name: 'Bob' })], 1);
+      await read(4);
+      // Nothing kept while the subscription still runs: what it took is gone, and so are the
+      // values of the refused append.
+      expect((store as unknown as { appendedHere: Map<string, string> }).appendedHere.size).toBe(0);
+      stop.abort();
+      await batches.return?.(undefined);
+      expect(seen.map((e) => e.data)).toEqual([{ name: 'Before' }, { name: 'Ada' }, { name: 'Eve' }, { name: 'Bob' }]);
+      expect(opened).toHaveBeenCalledTimes(2);
+    } finally {
+      opened.mockRestore();
+    }
   });
 
   it('hands out every batch in order, reading ahead, and none once its caller’s signal aborts', async () => {
