@@ -170,8 +170,12 @@ export class SealedEventStore implements EventStore {
       if (this.erasureTypes.has(event.type)) this.keys.forget(event.streamId);
       else if (isSealed(event) && this.isRecord(event.streamId)) {
         const values = known?.get(event.id);
-        if (values === undefined) keyIds.add(event.streamId);
-        else (known!.delete(event.id), setValues(event, values));
+        if (values === undefined) {
+          keyIds.add(event.streamId);
+        } else {
+          known!.delete(event.id);
+          setValues(event, values);
+        }
       }
     }
     if (keyIds.size === 0) return events;

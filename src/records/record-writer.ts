@@ -15,7 +15,7 @@ import {
 import type { RequestContext } from '../http/request-context';
 import { siblings } from '../instance';
 import type { ProjectionsService } from '../projections/projections.service';
-import { evolveRecord, ownedRecord, RecordKind, RecordState, streamIdOf } from './record';
+import { evolveRecord, ownedRecord, RecordKind, RecordState, recordIdOf, streamIdOf } from './record';
 
 /** 1: field values in plaintext (events written before encryption); 2: sealed with the record's key. */
 export const SCHEMA_VERSION = SEALED_SCHEMA_VERSION;
@@ -239,7 +239,7 @@ export class RecordWriter {
   private markBehind(streams: string[]): void {
     for (const streamId of streams) {
       if (!streamId.startsWith(this.streamPrefix)) continue;
-      const kept = this.folded.peek(streamId.slice(this.streamPrefix.length));
+      const kept = this.folded.peek(recordIdOf(this.kind, streamId));
       if (kept) kept.behind = true;
     }
   }

@@ -29,6 +29,9 @@ export interface Versioned<View> {
 
 export const streamIdOf = (kind: RecordKind, id: string) => `${kind.streamPrefix}-${id}`;
 
+/** The record id of one of the kind's stream ids (`streamIdOf` undone). */
+export const recordIdOf = (kind: RecordKind, streamId: string) => streamId.slice(kind.streamPrefix.length + 1);
+
 export const recordEvents = (kind: RecordKind) => {
   const { created, updated, deleted } = kind.events;
   return {
@@ -44,7 +47,7 @@ export function evolveRecord(kind: RecordKind, state: RecordState | null, event:
   switch (event.type) {
     case kind.events.created:
       return {
-        id: event.streamId.slice(kind.streamPrefix.length + 1),
+        id: recordIdOf(kind, event.streamId),
         accountId: event.metadata.accountId,
         revision: event.revision,
         seq: Number(event.position.commit),
