@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { createCipheriv, createDecipheriv, createHmac, createSecretKey, KeyObject, randomFillSync } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, createSecretKey, KeyObject, randomFillSync, randomUUID } from 'node:crypto';
 import type { KeyStore } from './key-store.port';
 
 /** A write needed the key of a record that has been erased: the record does not exist any more. */
@@ -12,6 +12,8 @@ export class RecordErasedError extends Error {
 
 /** Keys kept in memory at most; rebuilds fetch theirs a batch at a time anyway. */
 const KEYS_KEPT = 10_000;
+/** New records' ids whose keys are made ahead, per kind: made this many at a time, when fewer than half are left. */
+const SPARE_KEYS = 32;
 export const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
@@ -87,6 +89,9 @@ export const digest = (key: Buffer, text: string) => createHmac('sha256', cipher
  */
 export class DataKeys {
   private readonly cache: LRUCache<string, Buffer>;
+  /** By key-id prefix: new records' ids whose keys are made, stored durably and cached (see newRecordId). */
+  private readonly spare = new Map<string, string[]>();
+  private readonly refilling = new Set<string>();
 
   constructor(
     readonly store: KeyStore,
@@ -103,6 +108,43 @@ export class DataKeys {
     if (!key) throw new RecordErasedError(keyId);
     this.keep(keyId, key);
     return key;
+  }
+
+  /**
+   * An id for a new record, its key (`keyIdPrefix` + id) already made, on disk and cached: a create
+   * then waits for no key store write of its own. The keys are made ahead in groups (one
+   * transaction and one sync for SPARE_KEYS on SQLite), in the background. With none ready (the
+   * first create, or a key store failing), the key is made at once, as without this. Ids made
+   * ahead and never used (at most SPARE_KEYS per kind when the process stops) leave keys that no
+   * record uses: random bytes, nothing personal.
+   */
+  async newRecordId(keyIdPrefix: string): Promise<string> {
+    const spare = this.spare.get(keyIdPrefix) ?? [];
+    this.spare.set(keyIdPrefix, spare);
+    if (spare.length < SPARE_KEYS / 2 && !this.refilling.has(keyIdPrefix)) void this.makeAhead(keyIdPrefix, spare);
+    const ready = spare.pop();
+    if (ready !== undefined) return ready;
+    const id = randomUUID();
+    await this.forWriting(keyIdPrefix + id, { isNew: true });
+    return id;
+  }
+
+  private async makeAhead(keyIdPrefix: string, spare: string[]): Promise<void> {
+    this.refilling.add(keyIdPrefix);
+    try {
+      const ids = Array.from({ length: SPARE_KEYS }, () => randomUUID());
+      const keys = await Promise.all(ids.map((id) => this.store.obtain(keyIdPrefix + id, { isNew: true })));
+      ids.forEach((id, i) => {
+        const key = keys[i];
+        if (!key) return; // destroyed: not a new id after all
+        this.keep(keyIdPrefix + id, key);
+        spare.push(id);
+      });
+    } catch {
+      // Nothing to report here: a create finding none ready makes its own key and meets the failure itself.
+    } finally {
+      this.refilling.delete(keyIdPrefix);
+    }
   }
 
   /**

@@ -81,7 +81,8 @@ export class IdempotentCreates {
     request: { kind: RecordKind; fields: Fields },
     create: (recordId: string) => Promise<CreatedResponse>,
   ): Promise<CreatedResponse> {
-    if (key === undefined) return create(randomUUID());
+    const newRecordId = () => this.keys.newRecordId(streamIdOf(request.kind, ''));
+    if (key === undefined) return create(await newRecordId());
     if (!KEY.test(key)) {
       throw validationFailed([{ field: 'Idempotency-Key', message: 'Idempotency-Key must be 1 to 255 printable ASCII characters, no spaces' }]);
     }
@@ -114,8 +115,8 @@ export class IdempotentCreates {
         if (live.answer) return openAnswer(live.answer.data as unknown as StoredAnswer, dataKey, streamId);
         claimRevision = live.claim.revision;
       } else {
-        const recordId = randomUUID();
-        dataKey = await this.keys.forWriting(keyOf(recordId), { isNew: true });
+        const recordId = await newRecordId();
+        dataKey = await this.keys.forWriting(keyOf(recordId));
         claim = { fingerprint: digest(dataKey, sha256(canonical)), recordId, resource };
         try {
           const claimed = await this.eventStore.appendToStream(

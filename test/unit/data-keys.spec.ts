@@ -1,0 +1,67 @@
+import { DataKeys } from '../../src/erasure/data-keys';
+import { SqliteKeyStore } from '../../src/erasure/sqlite-key-store';
+import { openTempSqlite } from '../support/temp-sqlite';
+
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+describe('DataKeys.newRecordId', () => {
+  let keysDb: ReturnType<typeof openTempSqlite>;
+  let keyStore: SqliteKeyStore;
+  let keys: DataKeys;
+  let obtain: jest.SpyInstance;
+  beforeEach(() => {
+    keysDb = openTempSqlite();
+    keyStore = new SqliteKeyStore(keysDb.db);
+    keys = new DataKeys(keyStore);
+    obtain = jest.spyOn(keyStore, 'obtain');
+  });
+  afterEach(async () => {
+    obtain.mockRestore();
+    await keyStore.close();
+    keysDb.dispose();
+  });
+
+  /** Every key the store was asked for so far has been made (or failed), and what waited on them has run. */
+  const settled = async () => {
+    await Promise.allSettled(obtain.mock.results.map((r) => r.value));
+    await new Promise(setImmediate);
+  };
+
+  it('hands out new ids whose keys are on disk already, made ahead in groups', async () => {
+    const first = await keys.newRecordId('customer-');
+    await settled();
+    // Nothing was ready: its own key, and a group of 32 made ahead.
+    expect(obtain).toHaveBeenCalledTimes(33);
+    const ids: string[] = [];
+    for (let i = 0; i < 16; i++) ids.push(await keys.newRecordId('customer-'));
+    expect(obtain).toHaveBeenCalledTimes(33); // taken from the group: no key store call of their own
+
+    const all = [first, ...ids];
+    for (const id of all) expect(id).toMatch(UUID_V4);
+    expect(new Set(all).size).toBe(all.length);
+    const stored = await keyStore.getMany(all.map((id) => `customer-${id}`));
+    expect([...stored.values()].filter((key) => key?.length === 32)).toHaveLength(all.length);
+
+    // Fewer than half left: the next call starts the next group.
+    await keys.newRecordId('customer-');
+    await keys.newRecordId('customer-');
+    expect(obtain).toHaveBeenCalledTimes(65);
+    // Another prefix has groups of its own.
+    await keys.newRecordId('profile-');
+    expect(obtain.mock.calls.slice(65).every(([keyId]) => (keyId as string).startsWith('profile-'))).toBe(true);
+  });
+
+  it('makes the key at once when the group made ahead failed, and tries a group again on the next call', async () => {
+    for (let i = 0; i < 32; i++) obtain.mockRejectedValueOnce(new Error('key store unavailable'));
+    const id = await keys.newRecordId('customer-');
+    expect((await keyStore.getMany([`customer-${id}`])).get(`customer-${id}`)).toHaveLength(32);
+    await settled();
+    expect(obtain).toHaveBeenCalledTimes(33);
+
+    await keys.newRecordId('customer-');
+    await settled();
+    expect(obtain).toHaveBeenCalledTimes(66); // its own again, and a new group
+    await keys.newRecordId('customer-');
+    expect(obtain).toHaveBeenCalledTimes(66); // from that group
+  });
+});
