@@ -119,8 +119,8 @@ export class DataKeys {
    * record uses: random bytes, nothing personal.
    */
   async newRecordId(keyIdPrefix: string): Promise<string> {
-    const spare = this.spare.get(keyIdPrefix) ?? [];
-    this.spare.set(keyIdPrefix, spare);
+    let spare = this.spare.get(keyIdPrefix);
+    if (!spare) this.spare.set(keyIdPrefix, (spare = []));
     if (spare.length < SPARE_KEYS / 2 && !this.refilling.has(keyIdPrefix)) void this.makeAhead(keyIdPrefix, spare);
     const ready = spare.pop();
     if (ready !== undefined) return ready;

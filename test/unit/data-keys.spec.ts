@@ -42,7 +42,7 @@ describe('DataKeys.newRecordId', () => {
     const stored = await keyStore.getMany(all.map((id) => `customer-${id}`));
     expect([...stored.values()].filter((key) => key?.length === 32)).toHaveLength(all.length);
 
-    // Fewer than half left: the next call starts the next group.
+    // 16 left: the next call takes one, leaving fewer than half, and the one after starts the next group.
     await keys.newRecordId('customer-');
     await keys.newRecordId('customer-');
     expect(obtain).toHaveBeenCalledTimes(65);
