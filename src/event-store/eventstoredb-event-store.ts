@@ -8,6 +8,7 @@ import {
   jsonEvent,
   ResolvedEvent,
   START as ESDB_START,
+  StreamDeletedError,
   StreamingRead,
   StreamNotFoundError,
 } from '@eventstore/db-client';
@@ -27,7 +28,9 @@ import {
 } from './event-store.port';
 import {
   fromEsdbRevision,
+  isServerRecord,
   isTransientEsdbError,
+  logPosition,
   retryDelayMs,
   subscriptionFilter,
   toEsdbExpectedRevision,
@@ -116,7 +119,8 @@ export class EventStoreDbEventStore implements EventStore {
         if (resolved.event) events.push(toStoredEvent(resolved.event));
       });
     } catch (error) {
-      if (error instanceof StreamNotFoundError) return [];
+      // A stream deleted on the server (by hand: the service never deletes one) holds no record, as one never written.
+      if (error instanceof StreamNotFoundError || error instanceof StreamDeletedError) return [];
       throw translateEsdbError(error);
     }
     return events;
@@ -190,6 +194,9 @@ export class EventStoreDbEventStore implements EventStore {
             if (comparePositions(message.checkpoint, batchPosition) > 0 && (await this.isInLog(message.checkpoint))) {
               batchPosition = message.checkpoint;
             }
+          } else if (message.event && isServerRecord(message.event)) {
+            // Not an event of this service: it only moves the position on.
+            batchPosition = logPosition(message.event);
           } else if (message.event) {
             const event = toStoredEvent(message.event);
             events.push(event);

@@ -14,7 +14,7 @@ import {
   WrongExpectedVersionError,
 } from '@eventstore/db-client';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
-import { EventMetadata, ExpectedRevision, StoredEvent, WrongExpectedRevisionError } from './event-store.port';
+import { EventMetadata, ExpectedRevision, Position, StoredEvent, WrongExpectedRevisionError } from './event-store.port';
 
 /** The pure half of the EventStoreDB adapter: how the port's values and errors map to the client's. */
 
@@ -63,15 +63,28 @@ export function translateEsdbError(error: unknown, streamId?: string, expected?:
   return error;
 }
 
+/**
+ * A record the server writes into a stream of ours, with a type of its own (`$…`): the tombstone of
+ * a hard-deleted stream (`$streamDeleted`, not JSON, at revision 2^63-1), which reads of $all return
+ * until a scavenge (KurrentDB v24.10.4: LogRecord.cs lines 119-126, StorageWriterService.cs lines
+ * 482-484, ReaderIndex/AllReader.cs lines 111-118).
+ */
+export const isServerRecord = (recorded: RecordedEvent): boolean => recorded.type.startsWith('$');
+
+/** A recorded event's position in $all: reads of $all and of a stream give every event one. */
+export function logPosition(recorded: RecordedEvent): Position {
+  if (!recorded.position) throw new Error(`Event ${recorded.id} of ${recorded.streamId} came without a position`);
+  return { commit: recorded.position.commit, prepare: recorded.position.prepare };
+}
+
 /** Events of this service's streams are all JSON, written by the adapter with the port's metadata. */
 export function toStoredEvent(recorded: RecordedEvent): StoredEvent {
   if (!recorded.isJson) throw new Error(`Event ${recorded.id} of ${recorded.streamId} is not JSON`);
-  if (!recorded.position) throw new Error(`Event ${recorded.id} of ${recorded.streamId} came without a position`);
   return {
     id: recorded.id,
     streamId: recorded.streamId,
     revision: fromEsdbRevision(recorded.revision),
-    position: { commit: recorded.position.commit, prepare: recorded.position.prepare },
+    position: logPosition(recorded),
     type: recorded.type,
     data: recorded.data as Record<string, unknown>,
     metadata: recorded.metadata as unknown as EventMetadata,

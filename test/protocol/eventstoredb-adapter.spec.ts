@@ -16,9 +16,11 @@ import {
   confirmationMessage,
   describeRead,
   eventMessage,
+  failStreamDeleted,
   ScriptedEvent,
   ScriptedServer,
   startScriptedEventStoreDb,
+  tombstoneMessage,
 } from '../support/scripted-eventstoredb';
 import { openTempSqlite } from '../support/temp-sqlite';
 
@@ -187,6 +189,41 @@ describe('EventStoreDB adapter: subscriptions', () => {
     const subscriptions = server!.reads.map(describeRead).filter((r) => r.subscription);
     expect(subscriptions[0]).toMatchObject({ fromStart: true });
     expect(logged).toContain('error: Position 18446744073709551615/18446744073709551615 is beyond the end of the log: folding again from the start');
+  });
+});
+
+describe('EventStoreDB adapter: a stream deleted on the server', () => {
+  it("moves a subscription past a hard-deleted stream's tombstone, folding the events around it", async () => {
+    const s = await open({
+      read: (call) => {
+        call.write(confirmationMessage());
+        call.write(eventMessage({ streamId: 'customer-1', revision: 0, commit: 100n }));
+        call.write(tombstoneMessage('customer-2', 200n));
+        call.write(eventMessage({ streamId: 'customer-3', revision: 0, commit: 300n }));
+        call.write(tombstoneMessage('customer-3', 400n));
+      },
+    });
+    const abort = new AbortController();
+    const iterator = s.subscribeToAll(START, { signal: abort.signal, streamPrefix: 'customer-' })[Symbol.asyncIterator]();
+    const seen: string[] = [];
+    let position: Position = START;
+    while (position.commit < 400n) {
+      const batch: EventBatch = (await iterator.next()).value;
+      seen.push(...batch.events.map((e) => e.streamId));
+      position = batch.position;
+    }
+    abort.abort();
+    await iterator.return?.();
+    // Before: the tombstone (not JSON, revision 2^63-1) failed the subscription, and it failed
+    // again on every resubscription from the same position.
+    expect(seen).toEqual(['customer-1', 'customer-3']);
+    expect(position).toEqual({ commit: 400n, prepare: 400n });
+    expect(server!.reads.filter((call) => describeRead(call).subscription)).toHaveLength(1);
+  });
+
+  it('reads a hard-deleted stream as one with no events', async () => {
+    const s = await open({ read: (call) => failStreamDeleted(call, describeRead(call).stream!) });
+    await expect(s.readStream('customer-1')).resolves.toEqual([]);
   });
 });
 

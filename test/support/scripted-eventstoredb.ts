@@ -107,6 +107,40 @@ export function eventMessage(e: ScriptedEvent): ReadResp {
   return new ReadResp().setEvent(read);
 }
 
+/**
+ * The tombstone a hard delete writes into the stream, as a read of $all sends it: type
+ * `$streamDeleted`, no data, not JSON, event number 2^63-1 (LogRecord.cs v24.10.4 lines 119-126,
+ * StorageWriterService.cs lines 482-484, EventNumber.cs line 7; reads of $all keep it until a
+ * scavenge: ReaderIndex/AllReader.cs lines 111-118; content type: Streams.Read.cs lines 340-342).
+ */
+export function tombstoneMessage(streamId: string, commit: bigint): ReadResp {
+  const recorded = new ReadResp.ReadEvent.RecordedEvent()
+    .setId(new UUID().setString(randomUUID()))
+    .setStreamIdentifier(new StreamIdentifier().setStreamName(Buffer.from(streamId)))
+    .setStreamRevision(String(2n ** 63n - 1n))
+    .setCommitPosition(String(commit))
+    .setPreparePosition(String(commit))
+    .setData(Buffer.alloc(0))
+    .setCustomMetadata(Buffer.alloc(0));
+  recorded.getMetadataMap().set('type', '$streamDeleted');
+  recorded.getMetadataMap().set('created', String(BigInt(Date.now()) * 10_000n + 621_355_968_000_000_000n));
+  recorded.getMetadataMap().set('content-type', 'application/octet-stream');
+  const read = new ReadResp.ReadEvent().setEvent(recorded).setCommitPosition(String(commit));
+  return new ReadResp().setEvent(read);
+}
+
+/**
+ * Ends a read of a hard-deleted stream as the server does: status FAILED_PRECONDITION with the
+ * `exception: stream-deleted` trailer (Streams.Read.cs v24.10.4 lines 304-305, RpcExceptions.cs
+ * lines 68-73).
+ */
+export function failStreamDeleted(call: ReadCall, streamId: string): void {
+  const metadata = new grpc.Metadata();
+  metadata.set('exception', 'stream-deleted');
+  metadata.set('stream-name', streamId);
+  call.emit('error', { code: grpc.status.FAILED_PRECONDITION, details: `Event stream '${streamId}' is deleted.`, metadata });
+}
+
 /** Streams.Read.cs v24.10.4 lines 262-266: the first message of a subscription. */
 export const confirmationMessage = () => new ReadResp().setConfirmation(new ReadResp.SubscriptionConfirmation().setSubscriptionId(randomUUID()));
 
