@@ -157,10 +157,14 @@ const DUPLICATE_KEY = 11000;
 
 /**
  * Indexes of the bulk write's operations that failed on a duplicate _id: a guarded upsert whose
- * guard did not match an existing document tried to insert it. Null when anything else failed.
+ * guard did not match an existing document tried to insert it. Null when anything else failed,
+ * the write concern too: the driver throws for write errors first and leaves a write concern
+ * error beside them in the result only (mongodb 7.9 lib/bulk/common.js, handleWriteError), and
+ * writes not confirmed by a majority must not be taken as stored.
  */
 export function duplicateKeyFailures(error: unknown): number[] | null {
   if (!(error instanceof MongoBulkWriteError)) return null;
+  if (error.result?.getWriteConcernError?.()) return null;
   const writeErrors = Array.isArray(error.writeErrors) ? error.writeErrors : [error.writeErrors];
   if (writeErrors.length === 0 || writeErrors.some((w) => w.code !== DUPLICATE_KEY)) return null;
   return writeErrors.map((w) => w.index);
@@ -229,11 +233,12 @@ function isUnavailable(error: unknown): boolean {
     // without the original's class: no code, no write error.
     if (error.code === undefined && writeErrors.length === 0) return true;
     if (writeErrors.some((w) => UNAVAILABLE_CODES.has(w.code))) return true;
+    // Writes a majority did not confirm (in time): the cluster cannot say they are stored, now.
+    if (error.result?.getWriteConcernError?.()) return true;
   }
   return error instanceof MongoError && typeof error.code === 'number' && UNAVAILABLE_CODES.has(error.code);
 }
 
-/** The port's error for a driver error: no server to talk to, or one that cannot answer now, becomes StoreUnavailableError. */
 /**
  * A client connected within `timeoutMs` (which also bounds every later operation), so a wrong or
  * unreachable server stops the start with a clear error: ConfigError for a URI that cannot be
@@ -256,6 +261,7 @@ export async function connectMongoClient(uri: string, timeoutMs: number): Promis
   }
 }
 
+/** The port's error for a driver error: no server to talk to, or one that cannot answer now, becomes StoreUnavailableError. */
 export function translateMongoError(error: unknown): unknown {
   return isUnavailable(error) ? new StoreUnavailableError('MongoDB', (error as Error).message) : error;
 }

@@ -22,15 +22,18 @@ import { StoreUnavailableError } from '../../src/storage/store-unavailable.error
 const schema: CollectionSchema = { name: 'customers', filters: { email: 'exact-ci', tel: 'exact', company: 'contains-ci' } };
 const query = (filters: Record<string, string>) => ({ accountId: 'acc', filters, order: 'newest' as const, offset: 0, limit: 10 });
 
-/** The driver's errors, built with its internal constructors; write errors reduced to what is read of them. */
-const bulkError = (codes: number[]) =>
+/**
+ * The driver's errors, built with its internal constructors; write errors reduced to what is read
+ * of them, and the result to its write concern error (none, or 64: w:majority timed out).
+ */
+const bulkError = (codes: number[], writeConcernCode?: number) =>
   new MongoBulkWriteError(
     {
       message: 'bulk failed',
       code: codes[0],
       writeErrors: codes.map((code, index) => ({ index, code }) as WriteError),
     },
-    {} as never,
+    { getWriteConcernError: () => (writeConcernCode ? { code: writeConcernCode, errmsg: 'waiting for replication timed out' } : undefined) } as never,
   );
 
 describe('MongoDB mapping', () => {
@@ -118,6 +121,9 @@ describe('MongoDB mapping', () => {
   it('tells guarded upserts that lost to a newer document from real failures', () => {
     expect(duplicateKeyFailures(bulkError([11000, 11000]))).toEqual([0, 1]);
     expect(duplicateKeyFailures(bulkError([11000, 121]))).toBeNull();
+    // Duplicates beside a write concern error: the other writes may not have reached a majority.
+    expect(duplicateKeyFailures(bulkError([11000, 11000], 64))).toBeNull();
+    expect(translateMongoError(bulkError([11000, 11000], 64))).toBeInstanceOf(StoreUnavailableError);
     expect(duplicateKeyFailures(new Error('other'))).toBeNull();
     expect(isDuplicateKey(new MongoServerError({ message: 'dup', code: 11000 }))).toBe(true);
     expect(isDuplicateKey(new MongoServerError({ message: 'other', code: 2 }))).toBe(false);
