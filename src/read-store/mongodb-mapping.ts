@@ -77,6 +77,12 @@ export function readModelCollection(name: string, generation: number): string {
   return `rm_${name}__g${generation}`;
 }
 
+/** A filter on collection names matching every generation's collection of a read model, whatever its records say. */
+export function readModelCollections(name: string): { name: RegExp } {
+  readModelCollection(name, 1); // the name's check
+  return { name: new RegExp(`^rm_${name}__g[0-9]+$`) };
+}
+
 export function checkFieldNames(schema: CollectionSchema): void {
   for (const field of Object.keys(schema.filters)) {
     if (!NAME.test(field)) throw new Error(`Invalid field name: ${field}`);

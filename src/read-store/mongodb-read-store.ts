@@ -18,6 +18,7 @@ import {
   MongoReadModel,
   READ_MODELS_COLLECTION,
   readModelCollection,
+  readModelCollections,
   toMongoCheckpoint,
   toMongoDocument,
   translateMongoError,
@@ -140,6 +141,7 @@ export class MongoDbReadStore implements ReadStore {
       return { replaceOne: { filter: { _id, revision: { $lt: d.revision } }, replacement, upsert: true } };
     });
     await this.guard(() => this.writeGuarded(this.collection(collection, generation), operations));
+    await this.refuseIfDropped(collection, generation);
     // Compare-and-set: the checkpoint only moves forward, whatever order writers arrive in.
     const next = toMongoCheckpoint(position);
     const _id = generationId(collection, generation);
@@ -241,12 +243,13 @@ export class MongoDbReadStore implements ReadStore {
     this.liveCache.delete(collection);
   }
 
+  /** In every collection of the read model there is, by name: one a late commit made again after its drop included (refuseIfDropped). */
   async erase(collection: string, ids: string[]): Promise<void> {
     const schema = this.schema(collection);
     const blanks = Object.fromEntries(Object.keys(schema.filters).map((f) => [`match.${f}`, '']));
-    const stored = await this.guard(() => this.generations.find({ collection, dropped: { $ne: true } }).toArray());
-    for (const { generation } of stored) {
-      await this.guard(() => this.collection(collection, generation).updateMany({ _id: { $in: ids } }, { $set: { fields: {}, deleted: true, ...blanks } }));
+    const names = await this.guard(() => this.db.listCollections(readModelCollections(collection), { nameOnly: true }).toArray());
+    for (const { name } of names) {
+      await this.guard(() => this.db.collection<MongoReadDocument>(name).updateMany({ _id: { $in: ids } }, { $set: { fields: {}, deleted: true, ...blanks } }));
     }
   }
 
@@ -328,6 +331,18 @@ export class MongoDbReadStore implements ReadStore {
       });
       await this.generations.updateOne({ _id: generationId(collection, generation) }, { $set: { dropped: true, updatedAt: new Date() } });
     });
+  }
+
+  /**
+   * A commit checks its generation before writing, and a rebuild may drop it in between: MongoDB
+   * then makes the collection again at the first upsert, with no index and in no list. Such a
+   * collection is dropped again and the commit refused, as it would have been a moment earlier.
+   */
+  private async refuseIfDropped(collection: string, generation: number): Promise<void> {
+    const record = await this.guard(() => this.generations.findOne({ _id: generationId(collection, generation) }));
+    if (!record?.dropped) return;
+    await this.dropGeneration(collection, generation);
+    throw new GenerationReplacedError(collection, generation);
   }
 
   private async readModel(collection: string): Promise<MongoReadModel> {

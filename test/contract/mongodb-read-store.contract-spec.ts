@@ -2,7 +2,7 @@ import { MongoClient } from 'mongodb';
 import { randomUUID } from 'node:crypto';
 import { MongoDbReadStore } from '../../src/read-store/mongodb-read-store';
 import { GENERATIONS_COLLECTION, generationId, READ_MODELS_COLLECTION, readModelCollection } from '../../src/read-store/mongodb-mapping';
-import type { CollectionSchema } from '../../src/read-store/read-store.port';
+import { CollectionSchema, GenerationReplacedError } from '../../src/read-store/read-store.port';
 import { readStoreContract } from './read-store.contract';
 
 /**
@@ -60,6 +60,30 @@ if (uri) {
       await mongo.db.collection(READ_MODELS_COLLECTION).updateOne({ _id: 'crash' as never }, { $set: { building: 2, next: 3 } });
       await expect(mongo.store.startRebuild('crash')).resolves.toBe(3);
       await expect(mongo.store.status('crash')).resolves.toMatchObject({ live: { generation: 1 }, building: { generation: 3 } });
+    });
+
+    it('drops again, and refuses, a commit whose generation was dropped after its check: its writes made the collection again', async () => {
+      const building = await mongo.store.startRebuild('crash');
+      const store = mongo.store as unknown as { writeGuarded: (...args: unknown[]) => Promise<void> };
+      const write = store.writeGuarded.bind(mongo.store);
+      // The rebuild is given up between the commit's check and its writes.
+      jest.spyOn(store, 'writeGuarded').mockImplementationOnce(async (...args) => {
+        await mongo.store.abandonRebuild('crash', building);
+        await write(...args);
+      });
+      const doc = { id: randomUUID(), accountId: 'acc', revision: 0, seq: 1, deleted: false, created: 1, fields: { company: 'Acme' } };
+      await expect(mongo.store.commit('crash', [doc], { generation: building, position: { commit: 1n, prepare: 1n } })).rejects.toThrow(GenerationReplacedError);
+      const names = (await mongo.db.listCollections().toArray()).map((c) => c.name);
+      expect(names).not.toContain(readModelCollection('crash', building));
+    });
+
+    it('erases in a collection of the read model its records call dropped (left by a crash before it was dropped again)', async () => {
+      const building = await mongo.store.startRebuild('crash');
+      await mongo.store.abandonRebuild('crash', building);
+      const id = randomUUID();
+      await mongo.db.collection(readModelCollection('crash', building)).insertOne({ _id: id as never, accountId: 'acc', fields: { company: 'Acme' }, deleted: false });
+      await mongo.store.erase('crash', [id]);
+      await expect(mongo.db.collection(readModelCollection('crash', building)).findOne({ _id: id as never })).resolves.toMatchObject({ fields: {}, deleted: true });
     });
 
     it('drops a generation replaced by a promotion that crashed before stamping it retired', async () => {

@@ -1,5 +1,6 @@
 import type { Document } from 'mongodb';
 import { MongoDbReadStore } from '../../src/read-store/mongodb-read-store';
+import { GenerationReplacedError } from '../../src/read-store/read-store.port';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 import { SilentMongo, startSilentMongo } from '../support/scripted-mongodb';
 
@@ -50,13 +51,16 @@ describe('MongoDB adapter: a bulk write cut off is unavailable, not a bug (findi
 });
 
 describe('MongoDB adapter: an erasure of several records scrubs each of them in every generation', () => {
-  it('sends one update per generation that still has storage, matching every id and changing every match', async () => {
-    // A read model with a live and a building generation; the updates on their documents are kept.
+  it('sends one update per collection of the read model there is, by name, matching every id and changing every match', async () => {
+    // The live and building generations' collections, and one the generations' records call
+    // dropped, made again by a commit that wrote as it was dropped; the updates on them are kept.
     const scrubs: Document[] = [];
+    let listed: Document | undefined;
     mongo = await startSilentMongo((command) => {
-      if (command.find === 'read_model_generations') {
-        const generations = [1, 2].map((generation) => ({ _id: `customers:${generation}`, collection: 'customers', generation }));
-        return { cursor: { firstBatch: generations, id: 0n, ns: 'erase.read_model_generations' }, ok: 1 };
+      if (command.listCollections) {
+        listed = command;
+        const names = [1, 2, 3].map((generation) => ({ name: `rm_customers__g${generation}`, type: 'collection' }));
+        return { cursor: { firstBatch: names, id: 0n, ns: 'erase.$cmd.listCollections' }, ok: 1 };
       }
       if (typeof command.update === 'string' && command.update.startsWith('rm_customers__g')) {
         scrubs.push(command);
@@ -69,7 +73,8 @@ describe('MongoDB adapter: an erasure of several records scrubs each of them in 
 
     await store.erase('customers', ['c1', 'c2']);
 
-    expect(scrubs.map((c) => c.update)).toEqual(['rm_customers__g1', 'rm_customers__g2']);
+    expect(listed).toMatchObject({ filter: { name: /^rm_customers__g[0-9]+$/ }, nameOnly: true });
+    expect(scrubs.map((c) => c.update)).toEqual(['rm_customers__g1', 'rm_customers__g2', 'rm_customers__g3']);
     for (const { updates } of scrubs) {
       expect(updates).toEqual([
         expect.objectContaining({
@@ -79,5 +84,35 @@ describe('MongoDB adapter: an erasure of several records scrubs each of them in 
         }),
       ]);
     }
+  });
+});
+
+describe('MongoDB adapter: a commit whose generation is dropped while it writes', () => {
+  it('drops the collection its writes made again, and refuses the commit', async () => {
+    // Generation 2 is building when the commit checks it; once its documents are written, its
+    // record says a rebuild dropped it meanwhile.
+    const seen: string[] = [];
+    mongo = await startSilentMongo((command) => {
+      if (command.update === 'rm_customers__g2') {
+        seen.push('write rm_customers__g2');
+        return { n: 1, nModified: 0, upserted: [{ index: 0, _id: 'c1' }], ok: 1 };
+      }
+      if (command.find === 'read_model_generations') {
+        const dropped = { _id: 'customers:2', collection: 'customers', generation: 2, dropped: true };
+        return { cursor: { firstBatch: [dropped], id: 0n, ns: 'late.read_model_generations' }, ok: 1 };
+      }
+      if (command.drop) {
+        seen.push(`drop ${command.drop}`);
+        return { ok: 1 };
+      }
+      return ensureCollectionReply(command, 'late', { _id: 'customers', live: 1, building: 2, next: 3 });
+    });
+    store = await MongoDbReadStore.connect(mongo.uri, 'late', 2000);
+    await store.ensureCollection({ name: 'customers', filters: {} });
+    const doc = { id: 'c1', accountId: 'acc', revision: 0, seq: 1, deleted: false, created: 1, fields: {} };
+    await expect(store.commit('customers', [doc], { generation: 2, position: { commit: 1n, prepare: 1n } })).rejects.toThrow(
+      GenerationReplacedError,
+    );
+    expect(seen).toEqual(['write rm_customers__g2', 'drop rm_customers__g2']);
   });
 });
