@@ -2,12 +2,11 @@ import 'reflect-metadata';
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { eventsTail } from './cli/events';
+import { failureLine, MissingStoreError } from './cli/output';
 import { projectionsRebuild, projectionsStatus } from './cli/projections';
-import { AppConfig, ConfigError, loadConfig } from './config/config';
-import { PoisonEventError } from './projections/projector';
+import { AppConfig, loadConfig } from './config/config';
 import { REBUILD_GRACE_MS, RebuildInterruptedError } from './projections/rebuild';
 import { READ_MODELS } from './read-models';
-import { StoreUnavailableError } from './storage/store-unavailable.error';
 import { openStores, usesSqliteFile } from './storage/storage.module';
 
 // Operator commands, run beside the service against the same stores: `node dist/cli.js <command>`
@@ -15,6 +14,8 @@ import { openStores, usesSqliteFile } from './storage/storage.module';
 
 const NAMES = READ_MODELS.map((p) => p.name).join(', ');
 const DEFAULT_GRACE_SECONDS = REBUILD_GRACE_MS / 1000;
+/** A day: longer is no grace period anyone means (and past about 24 days Node's timers fire at once). */
+const MAX_GRACE_SECONDS = 86_400;
 
 const HELP: Record<string, string> = {
   main: `Usage: npm run cli -- <command> [options]     (or: node dist/cli.js <command> [options])
@@ -51,7 +52,7 @@ or the service's next start to drop.
 
 Options:
   --json                One JSON document instead of the table
-  --grace-seconds <n>   How long the replaced storage stays readable before it is dropped (default ${DEFAULT_GRACE_SECONDS})
+  --grace-seconds <n>   How long the replaced storage stays readable before it is dropped (default ${DEFAULT_GRACE_SECONDS}, at most ${MAX_GRACE_SECONDS})
   --help                This help
 `,
   'events tail': `Usage: npm run cli -- events tail [--stream <id>]
@@ -65,7 +66,6 @@ Options:
 };
 
 class UsageError extends Error {}
-class MissingStoreError extends Error {}
 
 /** Which stores the command works on, for stderr: connection strings are named, never shown (they may hold a password). */
 function storesOf(config: Omit<AppConfig, 'accessTokens'>): string {
@@ -116,7 +116,9 @@ async function main(argv: string[]): Promise<number> {
     throw new UsageError(`No read model named "${rest[0]}": use ${NAMES} or all.`, { cause: command });
   }
   const grace = values['grace-seconds'] ?? String(DEFAULT_GRACE_SECONDS);
-  if (!/^\d+$/.test(grace)) throw new UsageError(`--grace-seconds must be a whole number of seconds; got "${grace}".`, { cause: command });
+  if (!/^\d+$/.test(grace) || Number(grace) > MAX_GRACE_SECONDS) {
+    throw new UsageError(`--grace-seconds must be a whole number of seconds from 0 to ${MAX_GRACE_SECONDS}; got "${grace}".`, { cause: command });
+  }
 
   const config = loadConfig();
   process.stderr.write(`${storesOf(config)}\n`);
@@ -174,11 +176,7 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`${error.message}\n\n${HELP[command]}`);
       process.exit(2);
     }
-    if (error instanceof ConfigError) process.stderr.write(`Configuration error: ${error.message}\n`);
-    else if (error instanceof MissingStoreError) process.stderr.write(`${error.message}\n`);
-    else if (error instanceof PoisonEventError) process.stderr.write(`Rebuild stopped, the live read model is unchanged: ${error.message}\n`);
-    else if (error instanceof StoreUnavailableError) process.stderr.write(`${error.message}\n`);
-    else process.stderr.write(`${error?.stack ?? error}\n`);
+    process.stderr.write(`${failureLine(error) ?? error?.stack ?? error}\n`);
     process.exit(1);
   },
 );
