@@ -16,8 +16,15 @@ const PAGE = 5000;
  * other. Other events (slugs, deletions) only move to the new version. EventStoreDB's events cannot
  * be rewritten: there, plaintext events stay as they are (see docs/operators.md).
  */
-export async function sealPlaintextEvents(store: SqliteEventStore, keys: DataKeys, kinds: RecordKind[]): Promise<number> {
+export async function sealPlaintextEvents(
+  store: SqliteEventStore,
+  keys: DataKeys,
+  kinds: RecordKind[],
+  /** Told once, before the first page, when there is anything to seal: on a large store it takes a while. */
+  starting: () => void = () => undefined,
+): Promise<number> {
   if (!store.mayHoldPlaintext) return 0;
+  if (store.plaintextEvents(0, 1).length > 0) starting();
   const kindOf = (streamId: string) => kinds.find((k) => streamId.startsWith(`${k.streamPrefix}-`));
   /** The record an idempotency event is about, by the stream that exists for its id. */
   const recordStream = async (recordId: string) => {

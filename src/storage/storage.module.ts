@@ -57,7 +57,9 @@ export async function openEventStore(
     return new SealedEventStore(store, keys, RECORD_KINDS);
   }
   const store = new SqliteEventStore(sqlite ?? openSqliteDatabase(config.sqliteFile, { durable: true }));
-  const sealed = await sealPlaintextEvents(store, keys, RECORD_KINDS);
+  const sealed = await sealPlaintextEvents(store, keys, RECORD_KINDS, () =>
+    log(`Sealing the events written before encryption with their records' keys, once (10,000-30,000 events/s; if stopped, the next start or command finishes it)`),
+  );
   if (sealed > 0) log(`Sealed ${sealed} events written before encryption with their records' keys`);
   return new SealedEventStore(store, keys, RECORD_KINDS);
 }
