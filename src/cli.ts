@@ -94,6 +94,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (!command) throw new UsageError('No command given.');
+  const actions = Object.keys(HELP).filter((c) => c.startsWith(`${group} `));
+  if (!action && actions.length > 0) throw new UsageError(`"${group}" needs an action: ${actions.join(' or ')}.`);
   if (!HELP[command] || command === 'main') throw new UsageError(`Unknown command "${command}".`);
   if (values.help) {
     process.stdout.write(HELP[command]);

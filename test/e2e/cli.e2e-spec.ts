@@ -57,6 +57,7 @@ describe('CLI usage', () => {
   it.each([
     [[], /^No command given\./],
     [['projections', 'drop'], /^Unknown command "projections drop"\./],
+    [['projections', '--help'], /^"projections" needs an action: projections status or projections rebuild\./],
     [['projections', 'rebuild'], /^projections rebuild needs one read model name \(profiles, customers\) or all\./],
     [['projections', 'rebuild', 'invoices'], /^No read model named "invoices": use profiles, customers or all\./],
     [['projections', 'rebuild', 'all', '--grace-seconds', 'soon'], /--grace-seconds must be a whole number/],
