@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash, randomUUID } from 'node:crypto';
+import { isErased } from '../audit/record-history';
 import { DataKeys, digest, open, seal } from '../erasure/data-keys';
 import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
 import { ApiError, validationFailed } from '../errors';
@@ -49,6 +50,11 @@ export function liveClaim(events: StoredEvent[], now: number): { claim: StoredEv
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+const createdRecordErased = (kind: RecordKind) =>
+  new ApiError('CONFLICT', `The ${kind.label.toLowerCase()} this Idempotency-Key created has been erased; use a new key to create a new one.`, [
+    { field: 'Idempotency-Key', message: 'Idempotency-Key belongs to an erased record' },
+  ]);
 
 const usedWithAnotherRequest = () =>
   new ApiError('CONFLICT', 'This Idempotency-Key was used with a different request; use a new key for a new request.', [
@@ -105,11 +111,11 @@ export class IdempotentCreates {
         const sealed = live.claim.metadata.schemaVersion >= SEALED_SCHEMA_VERSION;
         if (sealed) {
           dataKey = (await this.keys.current(keyOf(claim.recordId))) ?? undefined;
-          if (!dataKey) {
-            throw new ApiError('CONFLICT', `The ${request.kind.label.toLowerCase()} this Idempotency-Key created has been erased; use a new key to create a new one.`, [
-              { field: 'Idempotency-Key', message: 'Idempotency-Key belongs to an erased record' },
-            ]);
-          }
+          if (!dataKey) throw createdRecordErased(request.kind);
+        } else if (isErased(request.kind, await this.eventStore.readStream(keyOf(claim.recordId)))) {
+          // A claim from before schema 2, its answer in plain (EventStoreDB cannot seal old events):
+          // no key to miss, so the record's own stream says whether it was erased since.
+          throw createdRecordErased(request.kind);
         }
         if (claim.fingerprint !== (dataKey ? digest(dataKey, sha256(canonical)) : sha256(canonical))) throw usedWithAnotherRequest();
         if (live.answer) return openAnswer(live.answer.data as unknown as StoredAnswer, dataKey, streamId);

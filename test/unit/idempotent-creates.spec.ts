@@ -1,0 +1,60 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { CUSTOMER } from '../../src/customers/customer.decider';
+import { DataKeys } from '../../src/erasure/data-keys';
+import { SqliteKeyStore } from '../../src/erasure/sqlite-key-store';
+import { ApiError } from '../../src/errors';
+import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
+import { IdempotentCreates } from '../../src/idempotency/idempotent-creates';
+import { openTempSqlite } from '../support/temp-sqlite';
+
+/**
+ * An Idempotency-Key claimed before schema 2: its claim and answer are in plain, as EventStoreDB
+ * keeps them (it cannot rewrite events; the embedded store seals them at its first start).
+ */
+describe('IdempotentCreates: a claim kept in plain from before encryption', () => {
+  const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+  const account = 'acc';
+  const key = 'order-1';
+  const fields = { name: 'Hafez', email: 'hafez@example.com' };
+  const context = { accountId: account, requestId: 'r2' };
+  const metadata = { accountId: account, correlationId: 'r1', causationId: 'r1', schemaVersion: 1 };
+  let events: ReturnType<typeof openTempSqlite>;
+  let keys: ReturnType<typeof openTempSqlite>;
+  let store: SqliteEventStore;
+  let creates: IdempotentCreates;
+  let id: string;
+  const body = () => ({ data: { Customer: { id, ...fields } }, success: true, status: 201 });
+
+  beforeEach(async () => {
+    events = openTempSqlite();
+    keys = openTempSqlite();
+    store = new SqliteEventStore(events.db);
+    creates = new IdempotentCreates(store, new DataKeys(new SqliteKeyStore(keys.db)));
+    id = randomUUID();
+    const stream = `idempotency-${sha256(`${account}\n${key}`)}`;
+    const fingerprint = sha256(JSON.stringify(['customers', Object.entries(fields).sort(([a], [b]) => (a < b ? -1 : 1))]));
+    await store.appendToStream(stream, [{ id: randomUUID(), type: 'IdempotencyKeyClaimed', data: { fingerprint, recordId: id }, metadata }], 'no_stream');
+    await store.appendToStream(`customer-${id}`, [{ id: randomUUID(), type: CUSTOMER.events.created, data: fields, metadata }], 'no_stream');
+    await store.appendToStream(stream, [{ id: randomUUID(), type: 'IdempotencyKeyAnswered', data: { body: body(), revision: 0 }, metadata }], 0);
+  });
+  afterEach(() => {
+    events.dispose();
+    keys.dispose();
+  });
+
+  const retry = () =>
+    creates.run(context, key, { kind: CUSTOMER, fields }, () => {
+      throw new Error('a replay creates nothing');
+    });
+
+  it('replays its answer while the record lives', async () => {
+    await expect(retry()).resolves.toEqual({ body: body(), revision: 0 });
+  });
+
+  it('answers 409, not the erased record\'s data, once the record is erased', async () => {
+    await store.appendToStream(`customer-${id}`, [{ id: randomUUID(), type: CUSTOMER.events.erased, data: {}, metadata }], 0);
+    const refused = await retry().catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(ApiError);
+    expect(refused).toMatchObject({ code: 'CONFLICT', message: 'The customer this Idempotency-Key created has been erased; use a new key to create a new one.' });
+  });
+});
