@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, notFound } from '../errors';
 import type { RequestContext } from '../http/request-context';
 import type { ReadStore } from '../read-store/read-store.port';
+import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import { decideErasure, RecordKind, RecordState, streamIdOf } from '../records/record';
 import type { RecordWriter } from '../records/record-writer';
 import type { DataKeys } from './data-keys';
@@ -55,7 +56,12 @@ export class RecordEraser {
     try {
       await this.writer.write(id, context, causationId, (current) => decideErasure(this.kind, current, context.accountId));
     } catch (error) {
-      if (!isLagging(error)) throw error;
+      if (!isLagging(error)) {
+        // The key is gone, the erasure not written (a store down, too many writers): finished in the
+        // background as a retry would, so that the read models do not show the record until one.
+        if (!this.finishing.has(id)) void this.finishOnceShown(id, context);
+        throw error;
+      }
       lagging = error;
     }
     await this.readStore.erase(this.collection, [id]);
@@ -65,7 +71,10 @@ export class RecordEraser {
     if (lagging) throw lagging;
   }
 
-  /** Finishes an erasure once the read models show it, trying every RETRY_MS while they lag. */
+  /**
+   * Finishes an erasure: appends it if it is not yet, and once the read models show it, scrubs and
+   * marks it finished; tries every RETRY_MS while they lag or a store is down.
+   */
   private async finishOnceShown(id: string, context: RequestContext): Promise<void> {
     const streamId = streamIdOf(this.kind, id);
     this.finishing.add(id);
@@ -73,13 +82,13 @@ export class RecordEraser {
       for (;;) {
         await sleep(RETRY_MS, undefined, { ref: false });
         try {
-          // Appends nothing now: waits for the read models to show the erasure appended before.
+          // Appends the erasure if it is not yet, else nothing: waits for the read models to show it.
           await this.writer.write(id, context, randomUUID(), (current) => decideErasure(this.kind, current, context.accountId));
           await this.readStore.erase(this.collection, [id]);
           await this.keys.store.finishErasure(streamId);
           return;
         } catch (error) {
-          if (isLagging(error)) continue;
+          if (isLagging(error) || error instanceof StoreUnavailableError || isConflict(error)) continue;
           this.logger.warn(`Left the erasure of ${streamId} pending, to be finished at the next start: ${(error as Error).message}`);
           return;
         }
@@ -110,3 +119,5 @@ export class RecordEraser {
 
 /** A write saved, that the read models did not show in time. */
 const isLagging = (error: unknown): error is ApiError => error instanceof ApiError && error.code === 'UNAVAILABLE';
+/** Too many writers at once on the record: worth another try. */
+const isConflict = (error: unknown) => error instanceof ApiError && error.code === 'CONFLICT';

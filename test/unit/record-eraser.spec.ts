@@ -13,6 +13,7 @@ import { foldBatch, Projector } from '../../src/projections/projector';
 import type { ProjectionsService } from '../../src/projections/projections.service';
 import { RECORD_KINDS } from '../../src/read-models';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
+import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 import { RecordWriter } from '../../src/records/record-writer';
 import { openTempSqlite } from '../support/temp-sqlite';
 import { filesContaining } from '../support/test-app';
@@ -79,6 +80,24 @@ describe('RecordEraser', () => {
       if (Date.now() - started > 10_000) throw new Error('the erasure was never finished');
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
+    expect((await reads.getMany('customers', [id])).get(id)).toMatchObject({ deleted: true, fields: {} });
+  });
+
+  it('finishes in the background an erasure whose event could not be written after its key was destroyed', async () => {
+    const writer = new RecordWriter(CUSTOMER, events, readModels);
+    const id = randomUUID();
+    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    const append = jest.spyOn(events, 'appendToStream').mockRejectedValueOnce(new StoreUnavailableError('SQLite', 'the disk is gone for a moment'));
+    const eraser = new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), reads);
+    await expect(eraser.erase(id, context, randomUUID())).rejects.toThrow(StoreUnavailableError);
+    // The key is gone, the erasure event not written: before, the read models showed the record until a retry or a restart.
+    for (const started = Date.now(); (await keyStore.pendingErasures('customer-')).length > 0; ) {
+      if (Date.now() - started > 10_000) throw new Error('the erasure was never finished');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    append.mockRestore();
+    expect((await events.readStream(`customer-${id}`)).map((e) => e.type)).toEqual(['CustomerCreated', 'CustomerErased']);
+    expect(await reads.get('customers', 'acc', id)).toBeNull();
     expect((await reads.getMany('customers', [id])).get(id)).toMatchObject({ deleted: true, fields: {} });
   });
 
