@@ -166,8 +166,10 @@ export class SealedEventStore implements EventStore {
    */
   private async openAll(events: StoredEvent[], keep: boolean, known?: Map<string, string>): Promise<StoredEvent[]> {
     const keyIds = new Set<string>();
+    const plain: StoredEvent[] = [];
     for (const event of events) {
       if (this.erasureTypes.has(event.type)) this.keys.forget(event.streamId);
+      else if (!isSealed(event) && this.isRecord(event.streamId) && Object.keys(event.data).length > 0) plain.push(event);
       else if (isSealed(event) && this.isRecord(event.streamId)) {
         const values = known?.get(event.id);
         if (values === undefined) {
@@ -178,6 +180,7 @@ export class SealedEventStore implements EventStore {
         }
       }
     }
+    if (plain.length > 0) await this.blankErased(plain);
     if (keyIds.size === 0) return events;
     const keys = await this.keys.forReading(keyIds, { keep });
     const sealed = events.filter((event) => keyIds.has(event.streamId) && isSealed(event));
@@ -189,6 +192,19 @@ export class SealedEventStore implements EventStore {
         : sealed.map((event) => openOrNull(keyOf(event), valuesOf(event), event.id));
     sealed.forEach((event, i) => setValues(event, opened[i]));
     return events;
+  }
+
+  /**
+   * Events written before values were sealed stay in plain where the store cannot rewrite them
+   * (EventStoreDB). Once their record is erased (its key destroyed, though it may never have held
+   * one), they read with every value '', as sealed ones do: no read or fold, a rebuild's included,
+   * writes them anywhere again.
+   */
+  private async blankErased(plain: StoredEvent[]): Promise<void> {
+    const keys = await this.keys.store.getMany([...new Set(plain.map((e) => e.streamId))]);
+    for (const event of plain) {
+      if (keys.get(event.streamId) === null) event.data = Object.fromEntries(Object.keys(event.data).map((field) => [field, '']));
+    }
   }
 }
 

@@ -79,6 +79,18 @@ describe('SealedEventStore', () => {
     await expect(store.appendToStream(stream, [event('CustomerUpdated', { name: 'Eve' })], 0)).rejects.toThrow(`${stream} has been erased`);
   });
 
+  it('reads events kept in plain from before sealing (as EventStoreDB keeps them) with every value "" once their record is erased', async () => {
+    const stream = `customer-${randomUUID()}`;
+    const old = { ...metadata, schemaVersion: 1 };
+    await inner.appendToStream(stream, [{ ...event('CustomerCreated', { name: 'Ada', email: 'ada@x.io' }), metadata: old }], 'no_stream');
+    expect((await store.readStream(stream))[0].data).toEqual({ name: 'Ada', email: 'ada@x.io' });
+    await keyStore.destroy(stream, 'acc-1'); // the erasure of a record that never had a key
+    expect((await store.readStream(stream))[0].data).toEqual({ name: '', email: '' });
+    // A rebuild's subscription too: before, it folded the plain values into the read models again.
+    const [batch] = await first(store.subscribeToAll(START, { signal: AbortSignal.timeout(5000) }));
+    expect(batch.events.find((e) => e.streamId === stream)?.data).toEqual({ name: '', email: '' });
+  });
+
   it('forgets a cached key when it reads the record’s erasure event (another process destroyed it)', async () => {
     const stream = `customer-${randomUUID()}`;
     await store.appendToStream(stream, [event('CustomerCreated', { name: 'Ada' })], 'no_stream');
