@@ -4,9 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, notFound } from '../errors';
 import type { RequestContext } from '../http/request-context';
 import type { ReadStore } from '../read-store/read-store.port';
-import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import { decideErasure, RecordKind, RecordState, streamIdOf } from '../records/record';
 import type { RecordWriter } from '../records/record-writer';
+import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import type { DataKeys } from './data-keys';
 
 /** How often an erasure the read models were slow to show looks again. */

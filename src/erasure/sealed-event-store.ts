@@ -163,14 +163,17 @@ export class SealedEventStore implements EventStore {
   /**
    * Opens the sealed events of record streams, fetching the keys they need in one go (and keeping
    * them, or not). Those whose values are `known` (appended here) take them from there instead.
+   * Plain ones (from before sealing) of erased records are blanked.
    */
   private async openAll(events: StoredEvent[], keep: boolean, known?: Map<string, string>): Promise<StoredEvent[]> {
     const keyIds = new Set<string>();
     const plain: StoredEvent[] = [];
     for (const event of events) {
       if (this.erasureTypes.has(event.type)) this.keys.forget(event.streamId);
-      else if (!isSealed(event) && this.isRecord(event.streamId) && Object.keys(event.data).length > 0) plain.push(event);
-      else if (isSealed(event) && this.isRecord(event.streamId)) {
+      else if (!this.isRecord(event.streamId)) continue;
+      else if (!isSealed(event)) {
+        if (Object.keys(event.data).length > 0) plain.push(event);
+      } else {
         const values = known?.get(event.id);
         if (values === undefined) {
           keyIds.add(event.streamId);
