@@ -24,7 +24,6 @@ export async function sealPlaintextEvents(
   starting: () => void = () => undefined,
 ): Promise<number> {
   if (!store.mayHoldPlaintext) return 0;
-  if (store.plaintextEvents(0, 1).length > 0) starting();
   const kindOf = (streamId: string) => kinds.find((k) => streamId.startsWith(`${k.streamPrefix}-`));
   /** The record an idempotency event is about, by the stream that exists for its id. */
   const recordStream = async (recordId: string) => {
@@ -37,6 +36,7 @@ export async function sealPlaintextEvents(
   let after = 0;
   let sealed = 0;
   for (let page = store.plaintextEvents(after, PAGE); page.length > 0; page = store.plaintextEvents(after, PAGE)) {
+    if (sealed === 0) starting();
     // The page's record keys in one go: made together, they share one transaction of the key store.
     const recordStreams = new Set(page.filter((e) => kindOf(e.streamId) && Object.keys(e.data).length > 0).map((e) => e.streamId));
     await Promise.all([...recordStreams].map((streamId) => keys.forWriting(streamId)));

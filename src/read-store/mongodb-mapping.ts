@@ -71,16 +71,20 @@ export const generationId = (collection: string, generation: number) => `${colle
 
 const NAME = /^[a-z][a-z0-9_]*$/;
 
+/** What the names of a read model's collections start with, the generation's number following. */
+function collectionPrefix(name: string): string {
+  if (!NAME.test(name) || name.includes('__')) throw new Error(`Invalid collection name: ${name}`);
+  return `rm_${name}__g`;
+}
+
 /** The physical collection of one generation of a read model. Every name goes through here. */
 export function readModelCollection(name: string, generation: number): string {
-  if (!NAME.test(name) || name.includes('__')) throw new Error(`Invalid collection name: ${name}`);
-  return `rm_${name}__g${generation}`;
+  return `${collectionPrefix(name)}${generation}`;
 }
 
 /** A filter on collection names matching every generation's collection of a read model, whatever its records say. */
 export function readModelCollections(name: string): { name: RegExp } {
-  readModelCollection(name, 1); // the name's check
-  return { name: new RegExp(`^rm_${name}__g[0-9]+$`) };
+  return { name: new RegExp(`^${collectionPrefix(name)}[0-9]+$`) };
 }
 
 export function checkFieldNames(schema: CollectionSchema): void {
@@ -169,12 +173,14 @@ const DUPLICATE_KEY = 11000;
  * writes not confirmed by a majority must not be taken as stored.
  */
 export function duplicateKeyFailures(error: unknown): number[] | null {
-  if (!(error instanceof MongoBulkWriteError)) return null;
-  if (error.result?.getWriteConcernError?.()) return null;
+  if (!(error instanceof MongoBulkWriteError) || unconfirmed(error)) return null;
   const writeErrors = Array.isArray(error.writeErrors) ? error.writeErrors : [error.writeErrors];
   if (writeErrors.length === 0 || writeErrors.some((w) => w.code !== DUPLICATE_KEY)) return null;
   return writeErrors.map((w) => w.index);
 }
+
+/** Writes a majority did not confirm (in time): the cluster cannot say they are stored, now. */
+const unconfirmed = (error: MongoBulkWriteError) => error.result?.getWriteConcernError?.() !== undefined;
 
 export function isDuplicateKey(error: unknown): boolean {
   return error instanceof MongoServerError && error.code === DUPLICATE_KEY;
@@ -239,8 +245,7 @@ function isUnavailable(error: unknown): boolean {
     // without the original's class: no code, no write error.
     if (error.code === undefined && writeErrors.length === 0) return true;
     if (writeErrors.some((w) => UNAVAILABLE_CODES.has(w.code))) return true;
-    // Writes a majority did not confirm (in time): the cluster cannot say they are stored, now.
-    if (error.result?.getWriteConcernError?.()) return true;
+    if (unconfirmed(error)) return true;
   }
   return error instanceof MongoError && typeof error.code === 'number' && UNAVAILABLE_CODES.has(error.code);
 }

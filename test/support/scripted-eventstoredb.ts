@@ -87,24 +87,38 @@ export interface ScriptedEvent {
 }
 
 /**
- * An event as the server sends it in a ReadResp: metadata type, created (ticks) and content-type,
- * JSON data and custom metadata (src/EventStore.Core/Services/Transport/Grpc/Streams.Read.cs,
- * v24.10.4 lines 321-366, ConvertToRecordedEvent and ConvertToReadEvent).
+ * A record as the server sends it in a ReadResp: metadata type, created (ticks) and content-type,
+ * data and custom metadata (src/EventStore.Core/Services/Transport/Grpc/Streams.Read.cs, v24.10.4
+ * lines 321-366, ConvertToRecordedEvent and ConvertToReadEvent).
  */
-export function eventMessage(e: ScriptedEvent): ReadResp {
+function recordMessage(r: { streamId: string; revision: string; commit: bigint; prepare: bigint; type: string; data: Buffer; metadata: Buffer; json: boolean }): ReadResp {
   const recorded = new ReadResp.ReadEvent.RecordedEvent()
     .setId(new UUID().setString(randomUUID()))
-    .setStreamIdentifier(new StreamIdentifier().setStreamName(Buffer.from(e.streamId)))
-    .setStreamRevision(String(e.revision))
-    .setCommitPosition(String(e.commit))
-    .setPreparePosition(String(e.prepare ?? e.commit))
-    .setData(Buffer.from(JSON.stringify(e.data ?? {})))
-    .setCustomMetadata(Buffer.from(JSON.stringify({ accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 })));
-  recorded.getMetadataMap().set('type', e.type ?? 'SomethingHappened');
+    .setStreamIdentifier(new StreamIdentifier().setStreamName(Buffer.from(r.streamId)))
+    .setStreamRevision(r.revision)
+    .setCommitPosition(String(r.commit))
+    .setPreparePosition(String(r.prepare))
+    .setData(r.data)
+    .setCustomMetadata(r.metadata);
+  recorded.getMetadataMap().set('type', r.type);
   recorded.getMetadataMap().set('created', String(BigInt(Date.now()) * 10_000n + 621_355_968_000_000_000n));
-  recorded.getMetadataMap().set('content-type', 'application/json');
-  const read = new ReadResp.ReadEvent().setEvent(recorded).setCommitPosition(String(e.commit));
+  recorded.getMetadataMap().set('content-type', r.json ? 'application/json' : 'application/octet-stream');
+  const read = new ReadResp.ReadEvent().setEvent(recorded).setCommitPosition(String(r.commit));
   return new ReadResp().setEvent(read);
+}
+
+/** An event of the service's: JSON data and the port's metadata. */
+export function eventMessage(e: ScriptedEvent): ReadResp {
+  return recordMessage({
+    streamId: e.streamId,
+    revision: String(e.revision),
+    commit: e.commit,
+    prepare: e.prepare ?? e.commit,
+    type: e.type ?? 'SomethingHappened',
+    data: Buffer.from(JSON.stringify(e.data ?? {})),
+    metadata: Buffer.from(JSON.stringify({ accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 })),
+    json: true,
+  });
 }
 
 /**
@@ -114,19 +128,8 @@ export function eventMessage(e: ScriptedEvent): ReadResp {
  * scavenge: ReaderIndex/AllReader.cs lines 111-118; content type: Streams.Read.cs lines 340-342).
  */
 export function tombstoneMessage(streamId: string, commit: bigint): ReadResp {
-  const recorded = new ReadResp.ReadEvent.RecordedEvent()
-    .setId(new UUID().setString(randomUUID()))
-    .setStreamIdentifier(new StreamIdentifier().setStreamName(Buffer.from(streamId)))
-    .setStreamRevision(String(2n ** 63n - 1n))
-    .setCommitPosition(String(commit))
-    .setPreparePosition(String(commit))
-    .setData(Buffer.alloc(0))
-    .setCustomMetadata(Buffer.alloc(0));
-  recorded.getMetadataMap().set('type', '$streamDeleted');
-  recorded.getMetadataMap().set('created', String(BigInt(Date.now()) * 10_000n + 621_355_968_000_000_000n));
-  recorded.getMetadataMap().set('content-type', 'application/octet-stream');
-  const read = new ReadResp.ReadEvent().setEvent(recorded).setCommitPosition(String(commit));
-  return new ReadResp().setEvent(read);
+  const none = Buffer.alloc(0);
+  return recordMessage({ streamId, revision: String(2n ** 63n - 1n), commit, prepare: commit, type: '$streamDeleted', data: none, metadata: none, json: false });
 }
 
 /**
