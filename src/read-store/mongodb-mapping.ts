@@ -39,6 +39,12 @@ export interface MongoReadModel {
   building: number | null;
   /** The number the next rebuild takes: numbers are never reused. */
   next: number;
+  /**
+   * The live generation's checkpoint (its `key`), moved by each commit into it only while it is
+   * live, and compared by a promotion in the update that swaps: a commit and a promotion are
+   * ordered on this one document. Absent until the first commit after an upgrade.
+   */
+  liveKey?: string;
 }
 
 /** One generation's checkpoint and failure. */
@@ -192,9 +198,18 @@ export function isDuplicateKey(error: unknown): boolean {
  * it (driver 7 ignores `timeoutMS`; a socket timeout closes the connection and fails the
  * operation as a network error). An acknowledged write is on disk (journal) and, on a replica
  * set, on a majority of its members, so a commit the projector moved past cannot vanish in a
- * crash of the server.
+ * crash of the server. The wait for that majority is bounded by half of `timeoutMs`, so a lagging
+ * replica set answers a write concern error (WriteConcernTimeout, unavailable) well before the
+ * socket times out, on a connection still usable, rather than a network error that closes it.
+ *
+ * Reads go to the primary with majority read concern, whatever the URI says: a write's 2xx, a
+ * checkpoint a request waits for and a record's data key must be seen by the next read on any
+ * instance, which a secondary or a local read of a deposed primary may not show. Options given
+ * here take precedence over the URI's (mongodb 7.9 src/connection_string.ts, parseOptions: the
+ * object's value comes first).
  */
 export function mongoClientOptions(timeoutMs: number): MongoClientOptions {
+  const wtimeoutMS = Math.max(1, Math.floor(timeoutMs / 2));
   return {
     appName: 'profiles-customers-service',
     serverSelectionTimeoutMS: timeoutMs,
@@ -202,6 +217,11 @@ export function mongoClientOptions(timeoutMs: number): MongoClientOptions {
     waitQueueTimeoutMS: timeoutMs,
     socketTimeoutMS: timeoutMs,
     writeConcern: { w: 'majority', journal: true },
+    // Each also a key of its own: the URI's key would override the one inside writeConcern or readConcern.
+    journal: true,
+    wtimeoutMS,
+    readConcernLevel: 'majority',
+    readPreference: 'primary',
   };
 }
 

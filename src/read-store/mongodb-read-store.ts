@@ -16,6 +16,7 @@ import {
   MongoLease,
   MongoReadDocument,
   MongoReadModel,
+  positionKey,
   READ_MODELS_COLLECTION,
   readModelCollection,
   readModelCollections,
@@ -37,9 +38,6 @@ import {
   RebuildBehindError,
 } from './read-store.port';
 
-/** How long a process keeps using the live generation it looked up: well under a rebuild's grace period. */
-const LIVE_CACHE_MS = 1000;
-
 /**
  * Read store on MongoDB (driver 7). Each read model's generations are collections of their own
  * (`rm_<model>__g<n>`) with partial indexes over live documents in creation order; one document
@@ -48,14 +46,19 @@ const LIVE_CACHE_MS = 1000;
  * checkpoint and failure live in `read_model_generations`, the checkpoint moved only forward. A
  * standalone server has no multi-document transactions, so a commit writes the documents first
  * and the checkpoint last: after a crash in between, the projector refolds the batch from the
- * older checkpoint and the revision guard makes the replay change nothing.
+ * older checkpoint and the revision guard makes the replay change nothing. A commit into the live
+ * generation also moves `liveKey` in `read_models`, on condition that the generation is still live,
+ * and a promotion swaps on condition that `liveKey` is not past the rebuild's checkpoint: of a
+ * commit and a promotion racing, either the promotion is refused as behind, or the commit as
+ * replaced, before its waiters are answered, and it is folded again into the new generation.
  */
 export class MongoDbReadStore implements ReadStore {
   private readonly schemas = new Map<string, CollectionSchema>();
   private readonly readModels: Collection<MongoReadModel>;
   private readonly generations: Collection<MongoGeneration>;
   private readonly leases: Collection<MongoLease>;
-  private readonly liveCache = new Map<string, { generation: number; at: number }>();
+  /** The live generation last seen, by read model: what a read tries first (see readLive). */
+  private readonly lastLive = new Map<string, number>();
 
   constructor(
     private readonly client: MongoClient,
@@ -97,43 +100,45 @@ export class MongoDbReadStore implements ReadStore {
     this.schema(collection);
     const found = new Map<string, ReadDocument>();
     if (ids.length === 0) return found;
-    if (generation !== undefined) await this.assertWritable(collection, generation);
-    const g = generation ?? (await this.liveGeneration(collection));
-    const docs = await this.guard(() => this.collection(collection, g).find({ _id: { $in: ids } }).toArray());
+    const read = (g: number) => this.collection(collection, g).find({ _id: { $in: ids } }).toArray();
+    let docs: MongoReadDocument[];
+    if (generation === undefined) docs = await this.readLive(collection, read);
+    else {
+      await this.assertWritable(collection, generation);
+      docs = await this.guard(() => read(generation));
+    }
     for (const d of docs) found.set(d._id, fromMongoDocument(d));
     return found;
   }
 
   async get(collection: string, accountId: string, id: string): Promise<ReadDocument | null> {
     this.schema(collection);
-    const g = await this.liveGeneration(collection);
-    const d = await this.guard(() => this.collection(collection, g).findOne({ _id: id, accountId, deleted: false }));
+    const d = await this.readLive(collection, (g) => this.collection(collection, g).findOne({ _id: id, accountId, deleted: false }));
     return d ? fromMongoDocument(d) : null;
   }
 
   async oldest(collection: string, accountId: string): Promise<ReadDocument | null> {
     this.schema(collection);
-    const g = await this.liveGeneration(collection);
-    const d = await this.guard(() => this.collection(collection, g).findOne({ accountId, deleted: false }, { sort: { seq: 1 } }));
+    const d = await this.readLive(collection, (g) => this.collection(collection, g).findOne({ accountId, deleted: false }, { sort: { seq: 1 } }));
     return d ? fromMongoDocument(d) : null;
   }
 
   async find(collection: string, query: FindQuery): Promise<FindResult> {
     const filter = findFilter(collection, this.schema(collection), query);
-    const c = this.collection(collection, await this.liveGeneration(collection));
-    const [docs, total] = await this.guard(() =>
-      Promise.all([
+    const [docs, total] = await this.readLive(collection, (g) => {
+      const c = this.collection(collection, g);
+      return Promise.all([
         c.find(filter).sort({ seq: query.order === 'newest' ? -1 : 1 }).skip(query.offset).limit(query.limit).toArray(),
         c.countDocuments(filter),
-      ]),
-    );
+      ]);
+    });
     return { documents: docs.map(fromMongoDocument), total };
   }
 
   async commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
     const schema = this.schema(collection);
     const { generation, position } = checkpoint;
-    await this.assertWritable(collection, generation);
+    const { live } = await this.assertWritable(collection, generation);
     const operations: AnyBulkWriteOperation<MongoReadDocument>[] = documents.map((d) => {
       const { _id, ...replacement } = toMongoDocument(schema, d);
       // Replaces only an older revision; when the guard fails on an existing document, the upsert
@@ -141,9 +146,10 @@ export class MongoDbReadStore implements ReadStore {
       return { replaceOne: { filter: { _id, revision: { $lt: d.revision } }, replacement, upsert: true } };
     });
     await this.guard(() => this.writeGuarded(this.collection(collection, generation), operations));
-    await this.refuseIfDropped(collection, generation);
-    // Compare-and-set: the checkpoint only moves forward, whatever order writers arrive in.
     const next = toMongoCheckpoint(position);
+    if (generation === live) await this.moveLiveKey(collection, generation, next.key);
+    else await this.refuseIfDropped(collection, generation);
+    // Compare-and-set: the checkpoint only moves forward, whatever order writers arrive in.
     const _id = generationId(collection, generation);
     await this.guard(async () => {
       const moved = await this.generations.updateOne(
@@ -162,9 +168,6 @@ export class MongoDbReadStore implements ReadStore {
 
   async status(collection: string): Promise<CollectionStatus> {
     const model = await this.readModel(collection);
-    // Fresher than the cache: a write answered from this status (a follower's, or after a rebuild's
-    // promotion) must be read from the generation it names, not the one cached before it.
-    this.liveCache.set(collection, { generation: model.live, at: Date.now() });
     const wanted = [model.live, ...(model.building === null ? [] : [model.building])].map((g) => generationId(collection, g));
     const docs = await this.guard(() => this.generations.find({ _id: { $in: wanted } }).toArray());
     const statusOf = (generation: number): GenerationStatus => {
@@ -230,17 +233,26 @@ export class MongoDbReadStore implements ReadStore {
     const model = await this.readModel(collection);
     if (model.building !== generation) throw new GenerationReplacedError(collection, generation);
     const { live, building } = await this.status(collection);
-    if (comparePositions(building!.position ?? START, live.position ?? START) < 0) throw new RebuildBehindError(collection);
+    const built = building!.position ?? START;
+    if (comparePositions(built, live.position ?? START) < 0) throw new RebuildBehindError(collection);
+    const builtKey = positionKey(built);
     await this.guard(async () => {
+      // Not past the live checkpoint as the swap sees it: a commit into the live generation moves
+      // liveKey first, and one that moves it after the swap is refused (moveLiveKey). Without
+      // liveKey (no commit since an upgrade) the check above is all there is.
       const swapped = await this.readModels.updateOne(
-        { _id: collection, live: model.live, building: generation },
-        { $set: { live: generation, building: null } },
+        { _id: collection, live: model.live, building: generation, $or: [{ liveKey: { $exists: false } }, { liveKey: { $lte: builtKey } }] },
+        { $set: { live: generation, building: null, liveKey: builtKey } },
       );
-      if (swapped.matchedCount === 0) throw new GenerationReplacedError(collection, generation);
+      if (swapped.matchedCount === 0) {
+        const now = await this.readModel(collection);
+        if (now.live === model.live && now.building === generation) throw new RebuildBehindError(collection);
+        throw new GenerationReplacedError(collection, generation);
+      }
       const now = new Date();
       await this.generations.updateOne({ _id: generationId(collection, model.live) }, { $set: { retiredAt: now, updatedAt: now } });
     });
-    this.liveCache.delete(collection);
+    this.lastLive.set(collection, generation);
   }
 
   /** In every collection of the read model there is, by name: one a late commit made again after its drop included (refuseIfDropped). */
@@ -345,24 +357,44 @@ export class MongoDbReadStore implements ReadStore {
     throw new GenerationReplacedError(collection, generation);
   }
 
+  /**
+   * Moves the live checkpoint a promotion compares, if `generation` is still live: else a promotion
+   * replaced it while the commit wrote, and the commit is refused (its collection dropped again if
+   * the grace period ran out meanwhile), before the projector answers any write it holds: it folds
+   * the batch again into the new live generation.
+   */
+  private async moveLiveKey(collection: string, generation: number, key: string): Promise<void> {
+    const moved = await this.guard(() => this.readModels.updateOne({ _id: collection, live: generation }, { $max: { liveKey: key } }));
+    if (moved.matchedCount > 0) return;
+    await this.refuseIfDropped(collection, generation);
+    throw new GenerationReplacedError(collection, generation);
+  }
+
   private async readModel(collection: string): Promise<MongoReadModel> {
     const model = await this.guard(() => this.readModels.findOne({ _id: collection }));
     if (!model) throw new Error(`Unknown collection ${collection}: call ensureCollection first`);
     return model;
   }
 
-  /** The live generation, looked up at most once a second per process: retired ones stay readable far longer. */
-  private async liveGeneration(collection: string): Promise<number> {
-    const cached = this.liveCache.get(collection);
-    if (cached && Date.now() - cached.at < LIVE_CACHE_MS) return cached.generation;
-    const { live } = await this.readModel(collection);
-    this.liveCache.set(collection, { generation: live, at: Date.now() });
-    return live;
+  /**
+   * `read` of the live generation. The generation last seen is read alongside the read model's
+   * document, not before it (one round trip): if that document names another live generation, the
+   * read is made again there. A write answered before this read began is in the generation the
+   * document names (a promotion swaps only once the new generation holds every commit into the
+   * old one), and in the old one too as long as the old one was live when the document was read.
+   */
+  private async readLive<T>(collection: string, read: (generation: number) => Promise<T>): Promise<T> {
+    const guess = this.lastLive.get(collection) ?? 1;
+    const [model, result] = await this.guard(() => Promise.all([this.readModels.findOne({ _id: collection }), read(guess)]));
+    if (!model) throw new Error(`Unknown collection ${collection}: call ensureCollection first`);
+    this.lastLive.set(collection, model.live);
+    return model.live === guess ? result : this.guard(() => read(model.live));
   }
 
-  private async assertWritable(collection: string, generation: number): Promise<void> {
-    const { live, building } = await this.readModel(collection);
-    if (generation !== live && generation !== building) throw new GenerationReplacedError(collection, generation);
+  private async assertWritable(collection: string, generation: number): Promise<MongoReadModel> {
+    const model = await this.readModel(collection);
+    if (generation !== model.live && generation !== model.building) throw new GenerationReplacedError(collection, generation);
+    return model;
   }
 
   private async ignoreDuplicate(operation: () => Promise<unknown>): Promise<void> {

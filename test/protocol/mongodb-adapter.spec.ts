@@ -1,8 +1,9 @@
 import type { Document } from 'mongodb';
 import { MongoDbReadStore } from '../../src/read-store/mongodb-read-store';
-import { GenerationReplacedError } from '../../src/read-store/read-store.port';
+import { toMongoCheckpoint } from '../../src/read-store/mongodb-mapping';
+import { GenerationReplacedError, RebuildBehindError } from '../../src/read-store/read-store.port';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
-import { SilentMongo, startSilentMongo } from '../support/scripted-mongodb';
+import { ScriptedReplicaSet, SilentMongo, startScriptedReplicaSet, startSilentMongo } from '../support/scripted-mongodb';
 
 /**
  * The MongoDB adapter against a scripted endpoint (test/support/scripted-mongodb.ts) that completes
@@ -114,5 +115,175 @@ describe('MongoDB adapter: a commit whose generation is dropped while it writes'
       GenerationReplacedError,
     );
     expect(seen).toEqual(['write rm_customers__g2', 'drop rm_customers__g2']);
+  });
+});
+
+/** A `find` reply: the documents as one batch, the cursor closed. */
+const cursor = (ns: string, documents: Document[]) => ({ cursor: { firstBatch: documents, id: 0n, ns }, ok: 1 });
+
+describe('MongoDB adapter on a replica set: reads that must see a write go to the primary, whatever the URI says (issue 33, item 4)', () => {
+  let rs: ScriptedReplicaSet | undefined;
+  afterEach(async () => {
+    await store?.close().catch(() => undefined);
+    store = undefined;
+    await rs?.close();
+    rs = undefined;
+  });
+
+  it('sends the checkpoint poll and a GET to the primary, with majority read concern, though the URI asks for a secondary and local reads', async () => {
+    const reads: { member: string; command: Document }[] = [];
+    const model = { _id: 'customers', live: 1, building: null, next: 2 };
+    const checkpoint = { _id: 'customers:1', collection: 'customers', generation: 1, commit: '5', prepare: '5', failure: null, updatedAt: new Date() };
+    const doc = { _id: 'c1', accountId: 'acc', revision: 0, seq: 1, deleted: false, created: 1, fields: { name: 'Ada' }, match: {} };
+    rs = await startScriptedReplicaSet((member, command) => {
+      if (command.find) reads.push({ member, command });
+      if (command.find === 'read_model_generations') return cursor('rs.read_model_generations', [checkpoint]);
+      if (command.find === 'rm_customers__g1') return cursor('rs.rm_customers__g1', [doc]);
+      return ensureCollectionReply(command, 'rs', model);
+    });
+    store = await MongoDbReadStore.connect(`${rs.uri}&readPreference=secondary&readConcernLevel=local`, 'rs', 2000);
+    await store.ensureCollection({ name: 'customers', filters: {} });
+
+    await expect(store.status('customers')).resolves.toMatchObject({ live: { position: { commit: 5n, prepare: 5n } } });
+    await expect(store.get('customers', 'acc', 'c1')).resolves.toMatchObject({ id: 'c1', fields: { name: 'Ada' } });
+
+    expect(reads.map((r) => `${r.member} ${r.command.find}`)).toEqual(
+      expect.arrayContaining(['primary read_models', 'primary read_model_generations', 'primary rm_customers__g1']),
+    );
+    for (const { member, command } of reads) {
+      expect(member).toBe('primary');
+      expect(command.readConcern).toEqual({ level: 'majority' });
+      // For mode primary the driver sends no $readPreference (mongodb 7.9 src/cmap/connection.ts, prepareCommand).
+      expect(command.$readPreference).toBeUndefined();
+    }
+  });
+});
+
+describe('MongoDB adapter: a majority write is bounded below the socket timeout (issue 33, item 7)', () => {
+  it('asks for wtimeout half of STORE_TIMEOUT_MS and answers a write concern timeout as unavailable, not after the socket times out', async () => {
+    const writes: Document[] = [];
+    mongo = await startSilentMongo((command) => {
+      if (command.update === 'rm_customers__g1') return { n: 1, nModified: 1, ok: 1 };
+      if (command.update === 'read_models' && command.updates[0].u.$max) {
+        writes.push(command);
+        // ok: 1 with a writeConcernError, as a primary answers when the wait for w times out:
+        // mongodb/mongo jstests/replsets/maxtime_and_wtimeout.js, code 64 (WriteConcernFailed, later named WriteConcernTimeout).
+        return { n: 1, nModified: 1, ok: 1, writeConcernError: { code: 64, codeName: 'WriteConcernTimeout', errmsg: 'waiting for replication timed out', errInfo: { wtimeout: true } } };
+      }
+      return ensureCollectionReply(command, 'wc', { _id: 'customers', live: 1, building: null, next: 2 });
+    });
+    store = await MongoDbReadStore.connect(mongo.uri, 'wc', 4000);
+    await store.ensureCollection({ name: 'customers', filters: {} });
+    const doc = { id: 'c1', accountId: 'acc', revision: 0, seq: 1, deleted: false, created: 1, fields: {} };
+    const started = Date.now();
+    await expect(store.commit('customers', [doc], { generation: 1, position: { commit: 1n, prepare: 1n } })).rejects.toThrow(StoreUnavailableError);
+    expect(Date.now() - started).toBeLessThan(1000); // the server's answer, not the 4 s socket timeout
+    expect(writes[0].writeConcern).toEqual({ w: 'majority', j: true, wtimeout: 2000 });
+  });
+});
+
+/**
+ * A promotion and a commit from two processes (two clients) against one endpoint that keeps the
+ * `read_models` document and applies to it the updates the adapter sends, matching their filters
+ * as the server does for the operators used ($or, $exists, $lte, equality; $set, $max on a string:
+ * BSON order, https://www.mongodb.com/docs/manual/reference/operator/update/max/). The generations'
+ * checkpoints are fixed: the live one and the rebuild's both at position 5.
+ */
+describe('MongoDB adapter: a rebuild\'s promotion racing a commit into the live generation (issue 33, item 5)', () => {
+  let folder: MongoDbReadStore | undefined;
+  afterEach(async () => {
+    await folder?.close().catch(() => undefined);
+    folder = undefined;
+  });
+
+  const at = (n: bigint) => ({ commit: n, prepare: n });
+  const checkpoint = (generation: number) => ({ _id: `customers:${generation}`, collection: 'customers', generation, ...toMongoCheckpoint(at(5n)), failure: null, updatedAt: new Date() });
+  const doc = { id: 'c1', accountId: 'acc', revision: 3, seq: 1, deleted: false, created: 1, fields: {} };
+
+  function matches(filter: Document, d: Document): boolean {
+    return Object.entries(filter).every(([field, wanted]) => {
+      if (field === '$or') return (wanted as Document[]).some((f) => matches(f, d));
+      if (wanted && typeof wanted === 'object' && '$exists' in wanted) return (d[field] !== undefined) === wanted.$exists;
+      if (wanted && typeof wanted === 'object' && '$lte' in wanted) return d[field] !== undefined && d[field] <= wanted.$lte;
+      return d[field] === wanted;
+    });
+  }
+
+  /** The endpoint; `hold` keeps the commit's document writes unanswered until it is resolved. */
+  async function racing(hold: Promise<void>) {
+    const model: Document = { _id: 'customers', live: 1, building: 2, next: 3 };
+    const checkpointsWritten: Document[] = [];
+    mongo = await startSilentMongo(async (command) => {
+      if (command.find === 'read_models') return cursor('race.read_models', [{ ...model }]);
+      if (command.find === 'read_model_generations') return cursor('race.read_model_generations', [checkpoint(1), checkpoint(2)]);
+      if (command.update === 'read_models') {
+        const [{ q, u }] = command.updates;
+        if (!matches(q, model)) return { n: 0, nModified: 0, ok: 1 };
+        Object.assign(model, u.$set ?? {});
+        for (const [field, value] of Object.entries(u.$max ?? {})) if (model[field] === undefined || model[field] < (value as string)) model[field] = value;
+        return { n: 1, nModified: 1, ok: 1 };
+      }
+      if (command.update === 'rm_customers__g1') {
+        await hold;
+        return { n: 1, nModified: 1, ok: 1 };
+      }
+      if (command.update === 'read_model_generations') {
+        if (command.updates[0].u.$set?.key) checkpointsWritten.push(command.updates[0]);
+        return { n: 1, nModified: 1, ok: 1 };
+      }
+      if (command.createIndexes) return { ok: 1 };
+      return null;
+    });
+    store = await MongoDbReadStore.connect(mongo.uri, 'race', 2000); // the rebuild's process
+    folder = await MongoDbReadStore.connect(mongo.uri, 'race', 2000); // the instance that folds
+    await store.ensureCollection({ name: 'customers', filters: {} });
+    await folder.ensureCollection({ name: 'customers', filters: {} });
+    return { model, checkpointsWritten };
+  }
+
+  it('refuses a commit whose documents were written as the promotion swapped, before it moves any checkpoint (the projector then folds the batch again into the new generation)', async () => {
+    let release!: () => void;
+    const { model, checkpointsWritten } = await racing(new Promise<void>((resolve) => (release = resolve)));
+    const committing = folder!.commit('customers', [doc], { generation: 1, position: at(6n) });
+    committing.catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // checked generation 1, writing its documents
+
+    await store!.promote('customers', 2);
+    expect(model).toMatchObject({ live: 2, building: null, liveKey: toMongoCheckpoint(at(5n)).key });
+    release();
+
+    await expect(committing).rejects.toThrow(GenerationReplacedError);
+    expect(checkpointsWritten).toEqual([]); // generation 1's checkpoint never says 6: no follower answers from it
+  });
+
+  it('refuses the promotion as behind when a commit moved the live checkpoint just before the swap, and leaves the live generation as it is', async () => {
+    const { model } = await racing(Promise.resolve());
+    await folder!.commit('customers', [doc], { generation: 1, position: at(6n) });
+    expect(model.liveKey).toBe(toMongoCheckpoint(at(6n)).key);
+
+    // The rebuild read both checkpoints at 5 (the stored generations still say so here): only the swap's own filter sees the commit.
+    await expect(store!.promote('customers', 2)).rejects.toThrow(RebuildBehindError);
+    expect(model).toMatchObject({ live: 1, building: 2 });
+  });
+
+  it('reads a GET from the generation the read model names, not one this process saw live before the swap', async () => {
+    const reads: string[] = [];
+    const model = { _id: 'customers', live: 1, building: null, next: 3 };
+    mongo = await startSilentMongo((command) => {
+      if (command.find === 'read_models') return cursor('swap.read_models', [{ ...model }]);
+      if (typeof command.find === 'string' && command.find.startsWith('rm_customers__g')) {
+        reads.push(command.find);
+        const fields = { name: command.find === 'rm_customers__g1' ? 'old' : 'new' };
+        return cursor(`swap.${command.find}`, [{ _id: 'c1', accountId: 'acc', revision: 0, seq: 1, deleted: false, created: 1, fields, match: {} }]);
+      }
+      return ensureCollectionReply(command, 'swap', model);
+    });
+    store = await MongoDbReadStore.connect(mongo.uri, 'swap', 2000);
+    await store.ensureCollection({ name: 'customers', filters: {} });
+    await expect(store.get('customers', 'acc', 'c1')).resolves.toMatchObject({ fields: { name: 'old' } });
+    model.live = 2; // another process promoted generation 2
+    await expect(store.get('customers', 'acc', 'c1')).resolves.toMatchObject({ fields: { name: 'new' } });
+    await expect(store.get('customers', 'acc', 'c1')).resolves.toMatchObject({ fields: { name: 'new' } });
+    expect(reads).toEqual(['rm_customers__g1', 'rm_customers__g1', 'rm_customers__g2', 'rm_customers__g2']);
   });
 });

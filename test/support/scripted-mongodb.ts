@@ -1,12 +1,13 @@
-import { BSON, Document } from 'mongodb';
+import { BSON, Document, ObjectId } from 'mongodb';
 import { createServer, Server, Socket } from 'node:net';
 
 /**
  * A TCP endpoint speaking just enough of MongoDB's wire protocol for the driver to take it for a
- * standalone mongod 7.0 (wire version 21): it answers the handshake (legacy hello over OP_QUERY,
- * https://www.mongodb.com/docs/manual/reference/mongodb-wire-protocol/) and later hello and ping
- * commands (OP_MSG), any other command as the test's `reply` says, and leaves unanswered those it
- * has no reply for. It is no MongoDB: it shows what the adapter does when a server stops answering
+ * standalone mongod 7.0 (wire version 21), or for the members of a replica set
+ * (startScriptedReplicaSet): it answers the handshake (legacy hello over OP_QUERY,
+ * https://www.mongodb.com/docs/manual/reference/mongodb-wire-protocol/) and later hello, ping and endSessions
+ * commands (OP_MSG), any other command as the test's `reply` says (at once, or when its promise
+ * settles: a server busy with it), and leaves unanswered those it has no reply for. It is no MongoDB: it shows what the adapter does when a server stops answering
  * mid-operation, nothing about the server.
  */
 const OP_REPLY = 1;
@@ -27,6 +28,9 @@ const HELLO: Document = {
   ok: 1,
 };
 
+/** What a test answers to a command: null leaves it unanswered; a promise answers when it settles. */
+export type Reply = Document | null | Promise<Document | null>;
+
 export interface SilentMongo {
   uri: string;
   /** Commands received that were left unanswered, by name. */
@@ -34,7 +38,54 @@ export interface SilentMongo {
   close(): Promise<void>;
 }
 
-export async function startSilentMongo(reply: (command: Document) => Document | null = () => null): Promise<SilentMongo> {
+export async function startSilentMongo(reply: (command: Document) => Reply = () => null): Promise<SilentMongo> {
+  const endpoint = await listen(reply, () => HELLO);
+  return { uri: `mongodb://${endpoint.address}/?directConnection=true`, unanswered: endpoint.unanswered, close: endpoint.close };
+}
+
+export interface ScriptedReplicaSet {
+  /** Both members and the set's name, as a replica set's URI names them; its options follow a `&`. */
+  uri: string;
+  unanswered: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * A replica set `rs0` of two scripted members, a primary and a secondary, each answering hello as
+ * a member does (the fields the driver's server description reads: mongodb 7.9
+ * src/sdam/server_description.ts, and the topology's checks of setName, setVersion and electionId:
+ * src/sdam/topology_description.ts, updateRsFromPrimary). `reply` is told which member a command
+ * reached.
+ */
+export async function startScriptedReplicaSet(reply: (member: 'primary' | 'secondary', command: Document) => Reply): Promise<ScriptedReplicaSet> {
+  const hosts: string[] = [];
+  const member = (secondary: boolean): Document => ({
+    ...HELLO,
+    isWritablePrimary: !secondary,
+    ismaster: !secondary,
+    secondary,
+    setName: 'rs0',
+    setVersion: 1,
+    hosts,
+    primary: hosts[0],
+    me: hosts[secondary ? 1 : 0],
+    ...(secondary ? {} : { electionId: new ObjectId('7fffffff0000000000000001') }),
+    lastWrite: { lastWriteDate: new Date() },
+  });
+  const primary = await listen((command) => reply('primary', command), () => member(false));
+  const secondary = await listen((command) => reply('secondary', command), () => member(true));
+  hosts.push(primary.address, secondary.address);
+  return {
+    uri: `mongodb://${hosts.join(',')}/?replicaSet=rs0`,
+    unanswered: primary.unanswered,
+    close: async () => {
+      await primary.close();
+      await secondary.close();
+    },
+  };
+}
+
+async function listen(reply: (command: Document) => Reply, hello: () => Document) {
   const unanswered: string[] = [];
   const sockets = new Set<Socket>();
   let connectionId = 0;
@@ -49,14 +100,13 @@ export async function startSilentMongo(reply: (command: Document) => Document | 
       while (buffered.length >= 4 && buffered.length >= buffered.readInt32LE(0)) {
         const message = buffered.subarray(0, buffered.readInt32LE(0));
         buffered = buffered.subarray(message.length);
-        const answered = answer(message, { ...HELLO, connectionId: id, localTime: new Date() }, reply, unanswered);
-        if (answered) socket.write(answered);
+        void answer(message, { ...hello(), connectionId: id, localTime: new Date() }, reply, unanswered).then((answered) => answered && socket.write(answered));
       }
     });
   });
   const port = await new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
   return {
-    uri: `mongodb://127.0.0.1:${port}/?directConnection=true`,
+    address: `127.0.0.1:${port}`,
     unanswered,
     close: () =>
       new Promise<void>((resolve) => {
@@ -67,7 +117,7 @@ export async function startSilentMongo(reply: (command: Document) => Document | 
 }
 
 /** The reply to one message, or null to leave it unanswered. */
-function answer(message: Buffer, hello: Document, reply: (command: Document) => Document | null, unanswered: string[]): Buffer | null {
+async function answer(message: Buffer, hello: Document, reply: (command: Document) => Reply, unanswered: string[]): Promise<Buffer | null> {
   const requestId = message.readInt32LE(4);
   const opCode = message.readInt32LE(12);
   if (opCode === OP_QUERY) {
@@ -80,8 +130,8 @@ function answer(message: Buffer, hello: Document, reply: (command: Document) => 
     const command = opMsgCommand(message);
     const name = Object.keys(command)[0];
     if (isHello(command)) return opMsg(requestId, hello);
-    if (name === 'ping') return opMsg(requestId, { ok: 1 });
-    const scripted = reply(command);
+    if (name === 'ping' || name === 'endSessions') return opMsg(requestId, { ok: 1 });
+    const scripted = await reply(command);
     if (scripted) return opMsg(requestId, scripted);
     unanswered.push(name);
     return null;

@@ -161,6 +161,14 @@ describe('MongoDB mapping', () => {
     // Parsed by the driver itself; no connection is made.
     const client = new MongoClient('mongodb://127.0.0.1:1/', mongoClientOptions(1234));
     expect(client.options).toMatchObject({ serverSelectionTimeoutMS: 1234, connectTimeoutMS: 1234, waitQueueTimeoutMS: 1234, socketTimeoutMS: 1234 });
-    expect(client.options.writeConcern).toMatchObject({ w: 'majority', journal: true });
+    expect(client.options.writeConcern).toMatchObject({ w: 'majority', journal: true, wtimeoutMS: 617 });
+  });
+
+  it('reads from the primary with majority read concern and waits for a majority, whatever the URI asks', () => {
+    const uri = 'mongodb://127.0.0.1:1/?readPreference=secondary&readConcernLevel=local&w=1&journal=false&wtimeoutMS=0';
+    const client = new MongoClient(uri, mongoClientOptions(5000));
+    expect(client.options.readPreference.mode).toBe('primary');
+    expect(client.options.readConcern).toMatchObject({ level: 'majority' });
+    expect(client.options.writeConcern).toMatchObject({ w: 'majority', journal: true, wtimeoutMS: 2500 });
   });
 });
