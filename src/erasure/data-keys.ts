@@ -148,12 +148,12 @@ export class DataKeys {
   }
 
   /**
-   * The keys of these records that still exist; a destroyed or missing one is absent. Keys fetched
-   * are kept unless `keep` is false: a subscription's batches (a rebuild reads every record once)
-   * would only push out the keys that requests use.
+   * The keys of these records: null for a destroyed one, and absent where the key store has none
+   * (see KeyStore.getMany). Keys fetched are kept unless `keep` is false: a subscription's batches
+   * (a rebuild reads every record once) would only push out the keys that requests use.
    */
-  async forReading(keyIds: Iterable<string>, { keep = true } = {}): Promise<Map<string, Buffer>> {
-    const found = new Map<string, Buffer>();
+  async forReading(keyIds: Iterable<string>, { keep = true } = {}): Promise<Map<string, Buffer | null>> {
+    const found = new Map<string, Buffer | null>();
     const missing: string[] = [];
     for (const keyId of keyIds) {
       const cached = this.cache.get(keyId);
@@ -161,9 +161,8 @@ export class DataKeys {
       else missing.push(keyId);
     }
     for (const [keyId, key] of await this.store.getMany(missing)) {
-      if (!key) continue;
       found.set(keyId, key);
-      if (keep) this.keep(keyId, key);
+      if (key && keep) this.keep(keyId, key);
     }
     return found;
   }
@@ -171,10 +170,11 @@ export class DataKeys {
   /**
    * The record's key as the key store has it now, past this cache: for a read that goes by the key
    * alone, with no erasure event to tell it (an Idempotency-Key replay), since another instance
-   * may have destroyed it since this one cached it. null once destroyed or never made.
+   * may have destroyed it since this one cached it. null once destroyed; undefined where the key
+   * store has none (see KeyStore.getMany).
    */
-  async current(keyId: string): Promise<Buffer | null> {
-    const key = (await this.store.getMany([keyId])).get(keyId) ?? null;
+  async current(keyId: string): Promise<Buffer | null | undefined> {
+    const key = (await this.store.getMany([keyId])).get(keyId);
     if (!key) this.forget(keyId);
     return key;
   }

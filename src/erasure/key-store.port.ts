@@ -12,6 +12,8 @@ export interface PendingErasure {
 }
 
 export interface KeyStore {
+  /** Which store keeps the keys, for errors that name it. */
+  readonly name: 'MongoDB' | 'SQLite';
   /**
    * The key of `keyId`, made (32 random bytes) and stored durably first if it has none; null if it
    * was destroyed (a destroyed key is never made again).
@@ -20,7 +22,11 @@ export interface KeyStore {
    * looking for it first (a retried create still gets the key it made before).
    */
   obtain(keyId: string, options?: { isNew?: boolean }): Promise<Buffer | null>;
-  /** Keys by id: a Buffer, or null when destroyed. An id that never had a key is absent. */
+  /**
+   * Keys by id: a Buffer, or null when destroyed (a destroyed key leaves a tombstone for good, so
+   * that a record erased is never taken for one whose key is not there yet). An id whose key this
+   * read does not find (never made, or not yet visible to it) is absent.
+   */
   getMany(keyIds: string[]): Promise<Map<string, Buffer | null>>;
   /**
    * Destroys the key for good, so that no page, freed page or journal of the store still holds it

@@ -1,5 +1,6 @@
 import { Binary, Collection, MongoClient } from 'mongodb';
 import { connectMongoClient, isDuplicateKey, translateMongoError } from '../read-store/mongodb-mapping';
+import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import { KEY_BYTES, randomBytesPooled } from './data-keys';
 import type { KeyStore, PendingErasure } from './key-store.port';
 
@@ -23,6 +24,8 @@ export const DATA_KEYS_COLLECTION = 'data_keys';
  * what MongoDB keeps beyond the service's reach (the oplog window, backups) is in docs/operators.md.
  */
 export class MongoDbKeyStore implements KeyStore {
+  readonly name = 'MongoDB';
+
   constructor(
     private readonly client: MongoClient,
     private readonly keys: Collection<MongoDataKey>,
@@ -44,12 +47,18 @@ export class MongoDbKeyStore implements KeyStore {
     return this.guard(async () => {
       const found = isNew ? null : await this.keys.findOne({ _id: keyId });
       if (found) return bufferOf(found.key);
+      const key = randomBytesPooled(KEY_BYTES);
       try {
-        await this.keys.insertOne({ _id: keyId, key: new Binary(randomBytesPooled(KEY_BYTES)) });
+        await this.keys.insertOne({ _id: keyId, key: new Binary(key) });
+        return key;
       } catch (error) {
-        if (!isDuplicateKey(error)) throw error; // made by a racing writer: take theirs
+        if (!isDuplicateKey(error)) throw error;
       }
-      return bufferOf((await this.keys.findOne({ _id: keyId }))!.key);
+      // Made (or destroyed) by a racing writer: take theirs, once a majority has it. The primary
+      // refuses the duplicate as soon as it holds their insert, before a majority read shows it.
+      const theirs = await this.keys.findOne({ _id: keyId });
+      if (!theirs) throw new StoreUnavailableError('MongoDB', `the data key of ${keyId}, made by another writer, is not yet on a majority`);
+      return bufferOf(theirs.key);
     });
   }
 

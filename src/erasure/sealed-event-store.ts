@@ -9,6 +9,7 @@ import type {
   SubscribeOptions,
 } from '../event-store/event-store.port';
 import type { RecordKind } from '../records/record';
+import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import { DataKeys, openOrNull, seal } from './data-keys';
 import { OpeningThread } from './opening-thread';
 
@@ -45,7 +46,10 @@ const isSealed = (event: StoredEvent) =>
  *
  * Once a record's key is destroyed its events open with every value '' (field names kept): folds,
  * rebuilds and history go on, with nothing left to show. Reading a record's erasure event makes
- * this process forget the key it may have cached.
+ * this process forget the key it may have cached. A sealed event whose key the key store does not
+ * have is unavailable (StoreUnavailableError: the read, or the projector's subscription, is tried
+ * again), never read as erased: a key made on another instance may not show yet where this read
+ * goes.
  */
 export class SealedEventStore implements EventStore {
   private readonly prefixes: string[];
@@ -186,8 +190,9 @@ export class SealedEventStore implements EventStore {
     if (plain.length > 0) await this.blankErased(plain);
     if (keyIds.size === 0) return events;
     const keys = await this.keys.forReading(keyIds, { keep });
+    await this.checkErased([...keyIds].filter((keyId) => !keys.has(keyId)));
     const sealed = events.filter((event) => keyIds.has(event.streamId) && isSealed(event));
-    const keyOf = (event: StoredEvent) => keys.get(event.streamId);
+    const keyOf = (event: StoredEvent) => keys.get(event.streamId) ?? undefined;
     const valuesOf = (event: StoredEvent) => (event.data as unknown as SealedData).sealed;
     const opened =
       this.thread && sealed.length >= OPEN_IN_THREAD_FROM
@@ -195,6 +200,21 @@ export class SealedEventStore implements EventStore {
         : sealed.map((event) => openOrNull(keyOf(event), valuesOf(event), event.id));
     sealed.forEach((event, i) => setValues(event, opened[i]));
     return events;
+  }
+
+  /**
+   * Records whose sealed events have no key in the key store, not even a destroyed key's tombstone:
+   * the key is not there yet, as this read sees the key store, and the read fails as unavailable.
+   * Unless the record's stream holds its erasure: then its key was destroyed and its tombstone is
+   * lost (a key store restored from a backup older than the erasure), and its events open blank.
+   */
+  private async checkErased(keyIds: string[]): Promise<void> {
+    for (const keyId of keyIds) {
+      const stream = await this.inner.readStream(keyId);
+      if (!stream.some((event) => this.erasureTypes.has(event.type))) {
+        throw new StoreUnavailableError(this.keys.store.name, `no data key for ${keyId}, whose events are sealed: not there yet`);
+      }
+    }
   }
 
   /**

@@ -21,6 +21,7 @@ interface PendingObtain {
  * appends are: concurrent creates share one fsync, and requests are served while it runs.
  */
 export class SqliteKeyStore implements KeyStore {
+  readonly name = 'SQLite';
   private pending: PendingObtain[] = [];
   private readonly insert: Statement<[string, Buffer], { key: Buffer }>;
   private readonly selectOne: Statement<[string], { key: Buffer | null }>;

@@ -9,6 +9,7 @@ import type { RequestContext } from '../http/request-context';
 import { Fields, RecordKind, streamIdOf } from '../records/record';
 import { eventMetadata, withMetadata } from '../records/record-writer';
 import { DATA_KEYS } from '../storage/storage.module';
+import { StoreUnavailableError } from '../storage/store-unavailable.error';
 
 /** How long a key holds its first response. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -110,7 +111,13 @@ export class IdempotentCreates {
         if (claim.resource !== undefined && claim.resource !== resource) throw usedWithAnotherRequest();
         const sealed = live.claim.metadata.schemaVersion >= SEALED_SCHEMA_VERSION;
         if (sealed) {
-          dataKey = (await this.keys.current(keyOf(claim.recordId))) ?? undefined;
+          const current = await this.keys.current(keyOf(claim.recordId));
+          // No key, not even a destroyed one's tombstone: made on another instance and not shown
+          // yet where this read went (unavailable), unless the record's erasure says it is gone.
+          if (current === undefined && !isErased(request.kind, await this.eventStore.readStream(keyOf(claim.recordId)))) {
+            throw new StoreUnavailableError(this.keys.store.name, `no data key for ${keyOf(claim.recordId)}: not there yet`);
+          }
+          dataKey = current ?? undefined;
           if (!dataKey) throw createdRecordErased(request.kind);
         } else if (isErased(request.kind, await this.eventStore.readStream(keyOf(claim.recordId)))) {
           // A claim from before schema 2, its answer in plain (EventStoreDB cannot seal old events):

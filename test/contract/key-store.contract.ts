@@ -70,7 +70,9 @@ export function keyStoreContract(adapter: string, open: () => Promise<{ store: K
       expect((await store.pendingErasures('customer-')).map((p) => p.keyId)).not.toContain(customer);
       expect(await store.pendingErasures('profile-')).toContainEqual({ keyId: profile, erasedBy: 'acc-2' });
       await store.finishErasure(profile);
-      // Finished stays destroyed, and a second destroy does not make it pending again.
+      // Finished stays destroyed, its tombstone kept (null, never absent: absent is a key not there yet),
+      // and a second destroy does not make it pending again.
+      expect(await store.getMany([customer])).toEqual(new Map([[customer, null]]));
       await store.destroy(customer, 'acc-1');
       expect(await store.obtain(customer)).toBeNull();
       expect((await store.pendingErasures('customer-')).map((p) => p.keyId)).not.toContain(customer);

@@ -1,9 +1,16 @@
-import type { Document } from 'mongodb';
+import { Binary, Document } from 'mongodb';
+import { randomUUID } from 'node:crypto';
+import { DataKeys } from '../../src/erasure/data-keys';
+import { MongoDbKeyStore } from '../../src/erasure/mongodb-key-store';
+import { SealedEventStore } from '../../src/erasure/sealed-event-store';
+import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
+import { RECORD_KINDS } from '../../src/read-models';
 import { MongoDbReadStore } from '../../src/read-store/mongodb-read-store';
 import { toMongoCheckpoint } from '../../src/read-store/mongodb-mapping';
 import { GenerationReplacedError, RebuildBehindError } from '../../src/read-store/read-store.port';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 import { ScriptedReplicaSet, SilentMongo, startScriptedReplicaSet, startSilentMongo } from '../support/scripted-mongodb';
+import { openTempSqlite } from '../support/temp-sqlite';
 
 /**
  * The MongoDB adapter against a scripted endpoint (test/support/scripted-mongodb.ts) that completes
@@ -285,5 +292,88 @@ describe('MongoDB adapter: a rebuild\'s promotion racing a commit into the live 
     await expect(store.get('customers', 'acc', 'c1')).resolves.toMatchObject({ fields: { name: 'new' } });
     await expect(store.get('customers', 'acc', 'c1')).resolves.toMatchObject({ fields: { name: 'new' } });
     expect(reads).toEqual(['rm_customers__g1', 'rm_customers__g1', 'rm_customers__g2', 'rm_customers__g2']);
+  });
+});
+
+describe('MongoDB key store: a key another writer made, not yet on a majority (issue 33, item 3)', () => {
+  let keys: MongoDbKeyStore | undefined;
+  afterEach(async () => {
+    await keys?.close().catch(() => undefined);
+    keys = undefined;
+  });
+
+  it('answers the duplicate with no key to read as unavailable (not a TypeError), and the key once a retry finds it', async () => {
+    const key = Buffer.alloc(32, 9);
+    let majorityHasIt = false;
+    const finds: Document[] = [];
+    mongo = await startSilentMongo((command) => {
+      if (command.createIndexes) return { ok: 1 };
+      if (command.insert === 'data_keys') {
+        // Another writer's insert is on the primary: the unique _id index refuses this one (E11000,
+        // a write error in an ok: 1 reply, https://www.mongodb.com/docs/manual/reference/command/insert/#output).
+        const { _id } = command.documents[0];
+        return { n: 0, ok: 1, writeErrors: [{ index: 0, code: 11000, errmsg: `E11000 duplicate key error collection: keys.data_keys index: _id_ dup key: { _id: "${_id}" }`, keyPattern: { _id: 1 }, keyValue: { _id } }] };
+      }
+      if (command.find === 'data_keys') {
+        finds.push(command);
+        // A majority read shows that insert only once a majority has it.
+        return cursor('keys.data_keys', majorityHasIt ? [{ _id: 'customer-1', key: new Binary(key) }] : []);
+      }
+      return null;
+    });
+    keys = await MongoDbKeyStore.connect(mongo.uri, 'keys', 2000);
+
+    await expect(keys.obtain('customer-1')).rejects.toThrow(StoreUnavailableError);
+    majorityHasIt = true;
+    await expect(keys.obtain('customer-1')).resolves.toEqual(key);
+    for (const find of finds) expect(find.readConcern).toEqual({ level: 'majority' });
+  });
+
+  it('leaves a record created on another instance unread (unavailable) until its key shows, then opens it: never blank', async () => {
+    const stored = new Map<string, Document>();
+    let lagging = true;
+    mongo = await startSilentMongo((command) => {
+      if (command.createIndexes) return { ok: 1 };
+      if (command.insert === 'data_keys') {
+        for (const d of command.documents) stored.set(d._id, d);
+        return { n: command.documents.length, ok: 1 };
+      }
+      // The reading instance's majority read, before and after the key reached it.
+      if (command.find === 'data_keys') return cursor('keys.data_keys', lagging ? [] : command.filter._id.$in.map((id: string) => stored.get(id)));
+      return null;
+    });
+    keys = await MongoDbKeyStore.connect(mongo.uri, 'keys', 2000);
+    const sqlite = openTempSqlite();
+    const events = new SqliteEventStore(sqlite.db);
+    try {
+      const writer = new SealedEventStore(events, new DataKeys(keys), RECORD_KINDS);
+      const reader = new SealedEventStore(events, new DataKeys(keys), RECORD_KINDS);
+      const metadata = { accountId: 'acc', correlationId: 'r', causationId: 'c', schemaVersion: 2 };
+      await writer.appendToStream('customer-3', [{ id: randomUUID(), type: 'CustomerCreated', data: { name: 'Ada' }, metadata }], 'no_stream');
+
+      await expect(reader.readStream('customer-3')).rejects.toThrow(StoreUnavailableError);
+      lagging = false;
+      expect((await reader.readStream('customer-3'))[0].data).toEqual({ name: 'Ada' });
+    } finally {
+      await events.close();
+      sqlite.dispose();
+    }
+  });
+
+  it('makes a new record\'s key with one majority-acknowledged insert and hands out the key it inserted', async () => {
+    const inserts: Document[] = [];
+    mongo = await startSilentMongo((command) => {
+      if (command.createIndexes) return { ok: 1 };
+      if (command.insert === 'data_keys') {
+        inserts.push(command);
+        return { n: 1, ok: 1 };
+      }
+      return null;
+    });
+    keys = await MongoDbKeyStore.connect(mongo.uri, 'keys', 2000);
+    const key = await keys.obtain('customer-2', { isNew: true });
+    expect(Buffer.from(inserts[0].documents[0].key.buffer)).toEqual(key);
+    expect(inserts[0].writeConcern).toEqual({ w: 'majority', j: true, wtimeout: 1000 });
+    expect(mongo.unanswered).toEqual([]); // no read after the insert
   });
 });

@@ -1,10 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { CUSTOMER } from '../../src/customers/customer.decider';
 import { DataKeys } from '../../src/erasure/data-keys';
+import { SealedEventStore } from '../../src/erasure/sealed-event-store';
 import { SqliteKeyStore } from '../../src/erasure/sqlite-key-store';
 import { ApiError } from '../../src/errors';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { IdempotentCreates } from '../../src/idempotency/idempotent-creates';
+import { RECORD_KINDS } from '../../src/read-models';
+import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 import { openTempSqlite } from '../support/temp-sqlite';
 
 /**
@@ -56,5 +59,54 @@ describe('IdempotentCreates: a claim kept in plain from before encryption', () =
     const refused = await retry().catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(ApiError);
     expect(refused).toMatchObject({ code: 'CONFLICT', message: 'The customer this Idempotency-Key created has been erased; use a new key to create a new one.' });
+  });
+});
+
+describe('IdempotentCreates: a sealed claim whose record key the key store does not show', () => {
+  const context = { accountId: 'acc', requestId: 'r' };
+  const fields = { name: 'Hafez' };
+  let events: ReturnType<typeof openTempSqlite>;
+  let keys: ReturnType<typeof openTempSqlite>;
+  let store: SealedEventStore;
+  let keyStore: SqliteKeyStore;
+
+  beforeEach(() => {
+    events = openTempSqlite();
+    keys = openTempSqlite();
+    keyStore = new SqliteKeyStore(keys.db);
+    store = new SealedEventStore(new SqliteEventStore(events.db), new DataKeys(keyStore), RECORD_KINDS);
+  });
+  afterEach(async () => {
+    await store.close();
+    events.dispose();
+    keys.dispose();
+  });
+
+  /** A create under the key on one instance, then its retry on another instance (keys of its own, none cached). */
+  async function createThenRetry() {
+    const create = (recordId: string) =>
+      store
+        .appendToStream(`customer-${recordId}`, [{ id: randomUUID(), type: CUSTOMER.events.created, data: fields, metadata: { accountId: 'acc', correlationId: 'r', causationId: 'c', schemaVersion: 2 } }], 'no_stream')
+        .then(() => ({ body: { id: recordId }, revision: 0 }));
+    const first = await new IdempotentCreates(store, store.keys).run(context, 'order-1', { kind: CUSTOMER, fields }, create);
+    const retry = () => new IdempotentCreates(store, new DataKeys(keyStore)).run(context, 'order-1', { kind: CUSTOMER, fields }, create);
+    return { first, retry };
+  }
+
+  it('answers unavailable (503, to retry), not "erased" (409), while the key is not there as this read sees it', async () => {
+    const { first, retry } = await createThenRetry();
+    jest.spyOn(keyStore, 'getMany').mockResolvedValueOnce(new Map());
+    await expect(retry()).rejects.toThrow(StoreUnavailableError);
+    await expect(retry()).resolves.toEqual(first);
+  });
+
+  it('answers 409 once the record is erased, its key\'s tombstone there or lost', async () => {
+    const { first, retry } = await createThenRetry();
+    const streamId = `customer-${(first.body as { id: string }).id}`;
+    await store.keys.destroy(streamId, 'acc');
+    await store.appendToStream(streamId, [{ id: randomUUID(), type: CUSTOMER.events.erased, data: {}, metadata: { accountId: 'acc', correlationId: 'r', causationId: 'c', schemaVersion: 2 } }], 0);
+    await expect(retry()).rejects.toMatchObject({ code: 'CONFLICT' });
+    keys.db.prepare('DELETE FROM data_keys WHERE key_id = ?').run(streamId);
+    await expect(retry()).rejects.toMatchObject({ code: 'CONFLICT' });
   });
 });

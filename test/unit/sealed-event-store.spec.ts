@@ -6,6 +6,7 @@ import { SqliteKeyStore } from '../../src/erasure/sqlite-key-store';
 import { NewEvent, START, StoredEvent, WrongExpectedRevisionError } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { RECORD_KINDS } from '../../src/read-models';
+import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 import { openTempSqlite } from '../support/temp-sqlite';
 
 const metadata = { accountId: 'acc-1', correlationId: 'r', causationId: 'c', schemaVersion: 2 };
@@ -89,6 +90,29 @@ describe('SealedEventStore', () => {
     // A rebuild's subscription too: before, it folded the plain values into the read models again.
     const [batch] = await first(store.subscribeToAll(START, { signal: AbortSignal.timeout(5000) }));
     expect(batch.events.find((e) => e.streamId === stream)?.data).toEqual({ name: '', email: '' });
+  });
+
+  it('reads a sealed event whose key the key store does not show yet as unavailable, not as erased, and opens it once the key shows', async () => {
+    const stream = `customer-${randomUUID()}`;
+    await store.appendToStream(stream, [event('CustomerCreated', { name: 'Ada' })], 'no_stream');
+    // Another process reads, its key store lagging (a secondary, a deposed primary): no key, no tombstone.
+    const elsewhere = new SealedEventStore(inner, new DataKeys(keyStore), RECORD_KINDS);
+    jest.spyOn(keyStore, 'getMany').mockResolvedValueOnce(new Map()).mockResolvedValueOnce(new Map());
+    await expect(elsewhere.readStream(stream)).rejects.toThrow(StoreUnavailableError);
+    // The projector's subscription fails as unavailable too, and is retried rather than folding blanks.
+    await expect(first(elsewhere.subscribeToAll(START, { signal: AbortSignal.timeout(5000) }))).rejects.toThrow(StoreUnavailableError);
+    expect((await elsewhere.readStream(stream))[0].data).toEqual({ name: 'Ada' });
+  });
+
+  it('opens blank an erased record whose key left no tombstone (a key store restored from before the erasure): its erasure event says so', async () => {
+    const stream = `customer-${randomUUID()}`;
+    await store.appendToStream(stream, [event('CustomerCreated', { name: 'Ada' })], 'no_stream');
+    await store.keys.destroy(stream, 'acc-1');
+    await store.appendToStream(stream, [event('CustomerErased', {})], 0);
+    keysDb.db.prepare('DELETE FROM data_keys WHERE key_id = ?').run(stream);
+    expect((await store.readStream(stream)).map((e) => e.data)).toEqual([{ name: '' }, {}]);
+    const [batch] = await first(store.subscribeToAll(START, { signal: AbortSignal.timeout(5000) }));
+    expect(batch.events[0].data).toEqual({ name: '' });
   });
 
   it('forgets a cached key when it reads the record’s erasure event (another process destroyed it)', async () => {
