@@ -46,29 +46,41 @@ export class RecordEraser {
    * a batch the projector opened before the key went may still be written after this scrub, so the
    * scrub and the log's truncation are done again once they show the erasure, and only then is it
    * marked finished. Until then it stays pending, for the next start should this process stop.
+   * A scrub that fails (a store down) is tried again the same way.
    */
   async erase(id: string, context: RequestContext, causationId: string, freeing?: (before: RecordState) => Promise<void>): Promise<void> {
     const { state } = await this.writer.load(id);
     if (!state || state.accountId !== context.accountId) throw notFound(this.kind.label);
     const streamId = streamIdOf(this.kind, id);
     if (!state.erased) await this.keys.destroy(streamId, context.accountId);
-    let lagging: ApiError | undefined;
+    // Why the erasure is left to finish in the background, answered once the rest is done.
+    let unfinished: unknown;
     try {
       await this.writer.write(id, context, causationId, (current) => decideErasure(this.kind, current, context.accountId));
     } catch (error) {
       if (!isLagging(error)) {
         // The key is gone, the erasure not written (a store down, too many writers): finished in the
         // background as a retry would, so that the read models do not show the record until one.
-        if (!this.finishing.has(id)) void this.finishOnceShown(id, context);
+        this.finishInBackground(id, context);
         throw error;
       }
-      lagging = error;
+      unfinished = error;
     }
-    await this.readStore.erase(this.collection, [id]);
-    if (!lagging) await this.keys.store.finishErasure(streamId);
-    else if (!this.finishing.has(id)) void this.finishOnceShown(id, context);
+    try {
+      await this.readStore.erase(this.collection, [id]);
+      if (!unfinished) await this.keys.store.finishErasure(streamId);
+    } catch (error) {
+      // The scrub is one write per generation, which the driver does not retry (MongoDB's updateMany):
+      // tried again in the background, as the erasure's event is.
+      unfinished ??= error;
+    }
+    if (unfinished) this.finishInBackground(id, context);
     if (!state.erased) await freeing?.(state);
-    if (lagging) throw lagging;
+    if (unfinished) throw unfinished;
+  }
+
+  private finishInBackground(id: string, context: RequestContext): void {
+    if (!this.finishing.has(id)) void this.finishOnceShown(id, context);
   }
 
   /**
@@ -105,14 +117,20 @@ export class RecordEraser {
       const id = keyId.slice(prefix.length);
       const context = { accountId: erasedBy, requestId: randomUUID() };
       try {
-        await this.writer.write(id, context, randomUUID(), (current) => (current ? decideErasure(this.kind, current, erasedBy) : []));
+        try {
+          await this.writer.write(id, context, randomUUID(), (current) => (current ? decideErasure(this.kind, current, erasedBy) : []));
+        } catch (error) {
+          // Saved, but the projectors do not run yet at start: they fold it once they do.
+          if (!isLagging(error)) throw error;
+        }
+        await this.readStore.erase(this.collection, [id]);
+        await this.keys.store.finishErasure(keyId);
+        this.logger.log(`Finished the erasure of ${keyId}, which a stop had interrupted`);
       } catch (error) {
-        // Saved, but the projectors do not run yet at start: they fold it once they do.
-        if (!isLagging(error)) throw error;
+        // A store down at start: finished in the background once it answers, not at the next start.
+        if (!(error instanceof StoreUnavailableError)) throw error;
+        this.finishInBackground(id, context);
       }
-      await this.readStore.erase(this.collection, [id]);
-      await this.keys.store.finishErasure(keyId);
-      this.logger.log(`Finished the erasure of ${keyId}, which a stop had interrupted`);
     }
   }
 }

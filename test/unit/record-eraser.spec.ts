@@ -101,6 +101,42 @@ describe('RecordEraser', () => {
     expect((await reads.getMany('customers', [id])).get(id)).toMatchObject({ deleted: true, fields: {} });
   });
 
+  /** Until no erasure is pending, within 10 s. */
+  async function finished(): Promise<void> {
+    for (const started = Date.now(); (await keyStore.pendingErasures('customer-')).length > 0; ) {
+      if (Date.now() - started > 10_000) throw new Error('the erasure was never finished');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  it('finishes in the background an erasure whose scrub failed (a store down: MongoDB\'s updateMany is not retried by its driver)', async () => {
+    const writer = new RecordWriter(CUSTOMER, events, readModels);
+    const id = randomUUID();
+    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    // The eraser's read store (the projector folds on its own): its first scrub fails.
+    const scrub = jest.fn(reads.erase.bind(reads)).mockRejectedValueOnce(new StoreUnavailableError('MongoDB', 'connection reset'));
+    const freeing = jest.fn(async () => undefined);
+    const eraser = new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), Object.assign(Object.create(reads), { erase: scrub }));
+    await expect(eraser.erase(id, context, randomUUID(), freeing)).rejects.toThrow(StoreUnavailableError);
+    expect(freeing).toHaveBeenCalled(); // the erasure is written: what the record held is freed all the same
+    await finished();
+    expect(scrub).toHaveBeenCalledTimes(2);
+    expect((await reads.getMany('customers', [id])).get(id)).toMatchObject({ deleted: true, fields: {} });
+  });
+
+  it('finishes in the background, not at the next start, an interrupted erasure whose scrub fails at start', async () => {
+    const writer = new RecordWriter(CUSTOMER, events, readModels);
+    const id = randomUUID();
+    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    await keyStore.destroy(`customer-${id}`, 'acc'); // a stop came right after the key went
+    const scrub = jest.fn(reads.erase.bind(reads)).mockRejectedValueOnce(new StoreUnavailableError('MongoDB', 'connection reset'));
+    await new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), Object.assign(Object.create(reads), { erase: scrub })).finishPending();
+    await finished();
+    expect(scrub).toHaveBeenCalledTimes(2);
+    expect((await events.readStream(`customer-${id}`)).map((e) => e.type)).toEqual(['CustomerCreated', 'CustomerErased']);
+    expect((await reads.getMany('customers', [id])).get(id)).toMatchObject({ deleted: true, fields: {} });
+  });
+
   it('leaves no copy of the values in any file when a rebuild writes a batch it opened before the key went after the erasure', async () => {
     const writer = new RecordWriter(CUSTOMER, events, readModels);
     const id = randomUUID();
