@@ -4,10 +4,10 @@ import { randomUUID } from 'node:crypto';
 import { ApiError } from '../errors';
 import type { Position } from '../event-store/event-store.port';
 import type { RequestContext } from '../http/request-context';
-import type { Fields } from '../records/record';
+import type { Fields, RecordState } from '../records/record';
 import { Decision, eventMetadata, Precondition, RecordWriter } from '../records/record-writer';
 import { decideCreateProfile, decideDeleteProfile, decideUpdateProfile, slugKey } from './profile.decider';
-import { SlugReservations } from './slug-reservations';
+import { SlugReservations, slugTaken } from './slug-reservations';
 import type { RecordEraser } from '../erasure/record-eraser';
 
 export const PROFILE_WRITER = Symbol('ProfileWriter');
@@ -53,6 +53,8 @@ export class EraseProfileCommand extends Command<void> {
  * carries it, or a write after this one reserved it again. Released after a success or a refusal;
  * not after any other failure, which may be an append that still lands (a store's deadline passed):
  * such a reservation is taken over once its grace period is past, if the profile does not carry it.
+ * A write whose reservation was taken over while its append was on its way (a slow append) is
+ * undone and answered 409, so that no two profiles carry one slug.
  */
 abstract class SlugAwareHandler {
   constructor(
@@ -71,21 +73,29 @@ abstract class SlugAwareHandler {
     // This command's appends follow one another, so the last one made is the latest.
     let lastAppended: Position | undefined;
     let outcomeKnown = false;
+    // The decision appended: the state it was made on, its changes, and the slug it reserved.
+    let decided: { before: RecordState | null; changes: Fields; reserved?: string } | undefined;
     try {
       const written = await this.profiles.write(id, command.context, command.commandId, async (state) => {
         const events = await decide(state);
         const current = state?.fields ?? {};
         const next = events.length ? newSlug(current) : undefined;
+        decided = { before: state, changes: (events[0]?.data ?? {}) as Fields };
         if (next !== undefined && slugKey(next) !== slugKey(current.slug ?? '')) {
           if (current.slug) touched.add(current.slug);
           if (next) {
             touched.add(next);
             lastAppended = await this.slugs.reserve(next, id, metadata);
+            decided.reserved = next;
           }
         }
         return events;
       }, { precondition: command.precondition, isNew: command.isNew });
       if (written) lastAppended = written.position;
+      if (written && decided?.reserved && !(await this.slugs.holds(decided.reserved, id))) {
+        lastAppended = await this.undo(id, command.context, decided.before, decided.changes);
+        throw slugTaken(decided.reserved);
+      }
       outcomeKnown = true;
     } catch (error) {
       outcomeKnown = error instanceof ApiError;
@@ -93,6 +103,18 @@ abstract class SlugAwareHandler {
     } finally {
       if (outcomeKnown && lastAppended) for (const slug of touched) await this.slugs.release(slug, id, metadata, lastAppended);
     }
+  }
+
+  /**
+   * Undoes a write whose slug another profile took over: a create by deleting the profile, an
+   * update by setting back what it changed. Returns the undoing append's position.
+   */
+  private async undo(id: string, context: RequestContext, before: RecordState | null, changes: Fields): Promise<Position | undefined> {
+    const previous = Object.fromEntries(Object.keys(changes).map((field) => [field, before?.fields[field] ?? '']));
+    const undone = await this.profiles.write(id, context, randomUUID(), (state) =>
+      before ? decideUpdateProfile(state, context.accountId, previous) : decideDeleteProfile(state, context.accountId),
+    );
+    return undone?.position;
   }
 }
 

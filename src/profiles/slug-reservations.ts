@@ -4,7 +4,7 @@ import type { RecordWriter } from '../records/record-writer';
 import { withMetadata } from '../records/record-writer';
 import { slugKey } from './profile.decider';
 
-/** How long a fresh reservation is held even before its profile shows the slug: a write in flight. */
+/** How long a fresh reservation is held even before its profile shows the slug: a write in flight. By the event store's clock. */
 export const RESERVATION_GRACE_MS = 60_000;
 const MAX_ATTEMPTS = 10;
 
@@ -19,7 +19,9 @@ interface Reservation {
  * SlugReserved at the revision read, so of two racing profiles exactly one wins. Giving it up
  * appends SlugReleased. Appends to two streams cannot be atomic, so a reservation whose profile
  * (after a grace period) does not carry the slug, because a crash came between the two appends, is
- * stale and may be taken over.
+ * stale and may be taken over. Nothing fences a profile's append against a takeover, so both sides
+ * check after their append: the taker that its takeover was due (reserve), the profile's write that
+ * it still holds the reservation (holds), undoing itself if not.
  */
 export class SlugReservations {
   constructor(
@@ -37,13 +39,10 @@ export class SlugReservations {
     const streamId = streamOf(slug);
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const last = await this.lastEvent(streamId);
-      if (last?.type === 'SlugReserved') {
-        const holder = (last.data as unknown as Reservation).profileId;
-        if (holder !== profileId && (await this.isHeld(last))) {
-          throw new ApiError('CONFLICT', `The slug "${slug}" is already taken.`, [
-            { field: 'slug', message: 'slug is already taken' },
-          ]);
-        }
+      let takingOver: StoredEvent | undefined;
+      if (last?.type === 'SlugReserved' && (last.data as unknown as Reservation).profileId !== profileId) {
+        if (await this.isHeld(last)) throw slugTaken(slug);
+        takingOver = last;
       }
       try {
         const { position } = await this.eventStore.appendToStream(
@@ -51,6 +50,7 @@ export class SlugReservations {
           withMetadata([{ type: 'SlugReserved', data: { slug, profileId } }], metadata),
           last ? last.revision : 'no_stream',
         );
+        if (takingOver && !(await this.tookOver(streamId, takingOver, metadata))) throw slugTaken(slug);
         return position;
       } catch (error) {
         if (!(error instanceof WrongExpectedRevisionError)) throw error;
@@ -86,10 +86,39 @@ export class SlugReservations {
     }
   }
 
+  /** Whether the profile's reservation is still the slug's last word: checked after its append (see the class). */
+  async holds(slug: string, profileId: string): Promise<boolean> {
+    const last = await this.lastEvent(streamOf(slug));
+    return last?.type === 'SlugReserved' && (last.data as unknown as Reservation).profileId === profileId;
+  }
+
+  /**
+   * Before a takeover: whether the reservation still counts. This host's clock only says when to
+   * try: the takeover's append, timed by the event store, decides (tookOver).
+   */
   private async isHeld(reservation: StoredEvent): Promise<boolean> {
     if (Date.now() - reservation.recordedAt.getTime() < RESERVATION_GRACE_MS) return true;
     const { slug, profileId } = reservation.data as unknown as Reservation;
     return this.carries(profileId, slug);
+  }
+
+  /**
+   * After a takeover's append: it was due if the grace period had passed by the store's clock (the
+   * two reservations' times) and the profile that held it still does not carry the slug (its append
+   * may have landed since it was looked at). If not, the reservation is given back to that profile.
+   */
+  private async tookOver(streamId: string, previous: StoredEvent, metadata: EventMetadata): Promise<boolean> {
+    const [mine] = await this.eventStore.readStream(streamId, previous.revision + 1);
+    const held = previous.data as unknown as Reservation;
+    const due = mine.recordedAt.getTime() - previous.recordedAt.getTime() >= RESERVATION_GRACE_MS && !(await this.carries(held.profileId, held.slug));
+    if (due) return true;
+    try {
+      await this.eventStore.appendToStream(streamId, withMetadata([{ type: 'SlugReserved', data: { ...held } }], metadata), mine.revision);
+    } catch (error) {
+      // Moved on since: the reservation is someone else's to settle.
+      if (!(error instanceof WrongExpectedRevisionError)) throw error;
+    }
+    return false;
   }
 
   private async carries(profileId: string, slug: string): Promise<boolean> {
@@ -104,3 +133,6 @@ export class SlugReservations {
 }
 
 const streamOf = (slug: string) => `profile_slug-${slugKey(slug)}`;
+
+export const slugTaken = (slug: string) =>
+  new ApiError('CONFLICT', `The slug "${slug}" is already taken.`, [{ field: 'slug', message: 'slug is already taken' }]);

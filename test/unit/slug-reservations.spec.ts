@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Position } from '../../src/event-store/event-store.port';
+import type { Position, StoredEvent } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { CreateProfileCommand, CreateProfileHandler, UpdateProfileCommand, UpdateProfileHandler } from '../../src/profiles/profile.commands';
 import { PROFILE } from '../../src/profiles/profile.decider';
@@ -100,5 +100,94 @@ describe('slug reservations, with the profile writes that take and give up slugs
     expect((await new RecordWriter(PROFILE, events, noReadModels).load(X)).state?.fields.slug).toBe('b');
     expect((await reservations('b')).at(-1)).toBe('SlugReserved(X)');
     await expect(slugs.reserve('b', 'Y', metadata)).rejects.toMatchObject({ code: 'CONFLICT' });
+  });
+
+  describe('a takeover, fenced (issue 33, item 6)', () => {
+    /**
+     * Slugs and profiles on the event store as read with some events' times `earlier(event)` ms
+     * before they were stamped: as a store whose clock is behind this host's, or an event from
+     * that long ago.
+     */
+    function stampedEarlier(earlier: (event: StoredEvent) => number): void {
+      const read = events.readStream.bind(events);
+      const store = Object.assign(Object.create(events) as SqliteEventStore, {
+        readStream: async (streamId: string, from?: number) =>
+          (await read(streamId, from)).map((e) => ({ ...e, recordedAt: new Date(e.recordedAt.getTime() - earlier(e)) })),
+      });
+      profiles = new RecordWriter(PROFILE, store, noReadModels);
+      slugs = new SlugReservations(store, profiles);
+    }
+    const isXsReservation = (e: StoredEvent) => e.streamId === 'profile_slug-shop' && e.revision === 0;
+
+    /** X's profile append waits until `land` is called. */
+    function holdXsAppend(): { land: () => void } {
+      let land!: () => void;
+      const landing = new Promise<void>((resolve) => (land = resolve));
+      const append = events.appendToStream.bind(events);
+      jest.spyOn(events, 'appendToStream').mockImplementation(async (streamId, appended, expected) => {
+        if (streamId === 'profile-X') await landing;
+        return append(streamId, appended, expected);
+      });
+      return { land };
+    }
+
+    it('goes by the store\'s clock, not this host\'s: a host 61 s ahead tries too early, gives the reservation back and answers 409', async () => {
+      stampedEarlier(() => 61_000);
+      await slugs.reserve('shop', 'X', metadata); // X's profile is on its way
+      await expect(create('Y', 'shop')).rejects.toMatchObject({ code: 'CONFLICT' });
+      // Once on each of the write's two decisions (the first on a guess), each given back.
+      expect(await reservations('shop')).toEqual(['SlugReserved(X)', 'SlugReserved(?)', 'SlugReserved(X)', 'SlugReserved(?)', 'SlugReserved(X)']);
+      expect((await profiles.load('Y')).state).toBeNull(); // Y's profile never appended
+    });
+
+    it('undoes a create whose append was so slow that another profile took its reservation over meanwhile: one profile carries the slug', async () => {
+      stampedEarlier((e) => (isXsReservation(e) ? 61_000 : 0)); // reserved 61 s ago by the store's clock
+      const { land } = holdXsAppend();
+      const x = create('X', 'shop');
+      x.catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 20)); // X reserved, its profile's append on its way
+      await create('Y', 'shop'); // X does not carry the slug yet: taken over
+      land();
+
+      await expect(x).rejects.toMatchObject({ code: 'CONFLICT' });
+      expect((await profiles.load('X')).state).toMatchObject({ deleted: true });
+      expect((await profiles.load('Y')).state?.fields.slug).toBe('shop');
+      expect((await reservations('shop')).at(-1)).toBe('SlugReserved(?)');
+    });
+
+    it('gives a takeover back when the profile it looked at carries the slug by the time the takeover is appended', async () => {
+      stampedEarlier((e) => (isXsReservation(e) ? 61_000 : 0));
+      const { land } = holdXsAppend();
+      const x = create('X', 'shop');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      // Y looks at X (no slug yet); X's append lands and X finds its reservation held, before Y's takeover.
+      const load = profiles.load.bind(profiles);
+      jest.spyOn(profiles, 'load').mockImplementationOnce(async (id) => {
+        const read = await load(id);
+        land();
+        await x;
+        return read;
+      });
+      await expect(create('Y', 'shop')).rejects.toMatchObject({ code: 'CONFLICT' });
+
+      expect((await profiles.load('X')).state?.fields.slug).toBe('shop');
+      expect((await profiles.load('Y')).state).toBeNull();
+      expect(await reservations('shop')).toEqual(['SlugReserved(X)', 'SlugReserved(?)', 'SlugReserved(X)']);
+    });
+
+    it('sets an update back when its slug was taken over while it appended', async () => {
+      await create('X', 'old');
+      stampedEarlier((e) => (e.streamId === 'profile_slug-shop' && e.revision === 0 ? 61_000 : 0));
+      const { land } = holdXsAppend();
+      const x = new UpdateProfileHandler(profiles, slugs).execute(new UpdateProfileCommand(context, 'X', { slug: 'shop', name: 'New name' }));
+      x.catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await create('Y', 'shop');
+      land();
+
+      await expect(x).rejects.toMatchObject({ code: 'CONFLICT' });
+      expect((await profiles.load('X')).state?.fields).toMatchObject({ slug: 'old', name: 'Shop' });
+      expect((await reservations('old')).at(-1)).toBe('SlugReserved(X)'); // still X's: it carries it again
+    });
   });
 });
