@@ -1,3 +1,4 @@
+import './runtime';
 import 'reflect-metadata';
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -76,17 +77,40 @@ function storesOf(config: Omit<AppConfig, 'accessTokens'>): string {
   return `Events: ${events}; read models: ${reads}`;
 }
 
+const OPTIONS = {
+  help: { type: 'boolean', short: 'h' },
+  json: { type: 'boolean' },
+  stream: { type: 'string' },
+  'grace-seconds': { type: 'string' },
+} as const;
+
+/** The command named by the first words, when there is one: its usage goes with a usage error. */
+function commandOf(positionals: string[]): string | undefined {
+  const [group, action] = positionals;
+  const command = group && action ? `${group} ${action}` : group;
+  return command && command !== 'main' && HELP[command] ? command : undefined;
+}
+
+/**
+ * The arguments, or a usage error of our own: parseArgs's messages suggest a `--` that `npm run`
+ * swallows, and do not say which command they are about.
+ */
+function parse(argv: string[]) {
+  try {
+    return parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (!code?.startsWith('ERR_PARSE_ARGS')) throw error;
+    const command = commandOf(parseArgs({ args: argv, allowPositionals: true, strict: false, options: OPTIONS }).positionals);
+    const option = /'(-[^' ]+)/.exec((error as Error).message)?.[1] ?? 'an option';
+    const message =
+      code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? `${option} needs a value.` : `${command ?? 'The CLI'} has no option ${option}.`;
+    throw new UsageError(message, { cause: command });
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      help: { type: 'boolean', short: 'h' },
-      json: { type: 'boolean' },
-      stream: { type: 'string' },
-      'grace-seconds': { type: 'string' },
-    },
-  });
+  const { values, positionals } = parse(argv);
   const [group, action, ...rest] = positionals;
   const command = group && action ? `${group} ${action}` : group;
   if (!command && values.help) {
@@ -173,7 +197,7 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error) => {
-    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (error instanceof UsageError) {
       const command = typeof error.cause === 'string' ? error.cause : 'main';
       process.stderr.write(`${error.message}\n\n${HELP[command]}`);
       process.exit(2);

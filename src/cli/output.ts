@@ -15,7 +15,9 @@ export const count = (n: number): string => Math.round(n).toLocaleString('en-US'
 
 export function duration(seconds: number): string {
   if (!Number.isFinite(seconds)) return '?';
-  const s = Math.max(0, Math.round(seconds));
+  // Under ten seconds, tenths: a short rebuild reads "0.3s", not "0s".
+  if (seconds < 9.95) return `${Math.max(0, seconds).toFixed(1)}s`;
+  const s = Math.round(seconds);
   return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
 }
 

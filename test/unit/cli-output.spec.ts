@@ -1,4 +1,5 @@
-import { failureLine } from '../../src/cli/output';
+import { duration, failureLine } from '../../src/cli/output';
+import { ProgressReporter } from '../../src/cli/progress';
 import { GenerationReplacedError } from '../../src/read-store/read-store.port';
 
 const coded = (code: string, message: string) => Object.assign(new Error(message), { code });
@@ -19,5 +20,18 @@ describe('the CLI: a failure the operator can act on is one line', () => {
   it('leaves a bug to its stack', () => {
     expect(failureLine(new TypeError('x is undefined'))).toBeUndefined();
     expect(failureLine(coded('ENOSPC', 'no space left on device'))).toBeUndefined();
+  });
+});
+
+describe('the CLI: durations', () => {
+  it('gives tenths under ten seconds, so a short rebuild does not read "in 0s"', () => {
+    expect([0, 0.257, 9.4, 9.96, 59.4, 61, 3600].map(duration)).toEqual(['0.0s', '0.3s', '9.4s', '10s', '59s', '1m01s', '60m00s']);
+  });
+
+  it("ends a 51-event rebuild's progress with its time and rate", () => {
+    const written: string[] = [];
+    const reporter = new ProgressReporter({ isTTY: false, write: (line: string) => written.push(line) } as unknown as NodeJS.WriteStream);
+    reporter.update({ projection: 'customers', done: 51, total: 51, swapping: false }, { ms: 257 });
+    expect(written).toEqual(['customers: done  51 events in 0.3s, 198 events/s\n']);
   });
 });
