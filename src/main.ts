@@ -1,3 +1,4 @@
+import './runtime';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import cluster from 'node:cluster';
@@ -113,7 +114,9 @@ async function main(): Promise<void> {
   });
   const url = (await app.getUrl()).replace('[::1]', 'localhost').replace('[::]', 'localhost');
   // LOG_LEVEL=warn hides info lines; where the service listens is still worth one line there.
-  logger[settings.logLevel === 'warn' ? 'warn' : 'log'](`Listening on ${url} (data in ${settings.dataDir})`);
+  // Without HOST the server is bound to every interface, not only to the localhost the URL names.
+  const bound = settings.host ? '' : ', bound to every interface (HOST=127.0.0.1 keeps it to this machine)';
+  logger[settings.logLevel === 'warn' ? 'warn' : 'log'](`Listening on ${url}${bound} (data in ${settings.dataDir})`);
   if (cluster.isWorker) process.send!({ listening: url } satisfies Listening);
   // With WORKERS, the primary says which token is used, once.
   if (cluster.isPrimary) announceToken(logger, created, settings.dataDir, url);

@@ -133,6 +133,16 @@ describe('logs', () => {
     expect(atStart.length).toBeLessThanOrEqual(5 * SERVING);
   });
 
+  it('say the server is bound to every interface when no HOST chooses one', async () => {
+    const child = await startChildService(dataDir, { ACCESS_TOKENS, LOG_LEVEL: 'info', HOST: '' });
+    child.process.kill('SIGTERM');
+    expect(await child.exited).toBe(0);
+    const listening = lines(child).filter((l) => /^Listening on /.test(l.msg));
+    expect(listening.map((l) => l.msg)).toEqual(
+      Array(SERVING).fill(expect.stringMatching(/^Listening on http:\/\/localhost:\d+, bound to every interface \(HOST=127\.0\.0\.1 keeps it to this machine\) \(data in /)),
+    );
+  });
+
   it('have no line per request at LOG_LEVEL=warn', async () => {
     // PORT 0: the service says where it listens even at warn, and no port picked beforehand can be taken meanwhile.
     const child = await startChildService(dataDir, { ACCESS_TOKENS, LOG_LEVEL: 'warn', PORT: '0' });
