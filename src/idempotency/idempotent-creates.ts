@@ -62,6 +62,11 @@ const usedWithAnotherRequest = () =>
     { field: 'Idempotency-Key', message: 'Idempotency-Key was used with a different request body' },
   ]);
 
+const usedOnAnotherCollection = (collection: string) =>
+  new ApiError('CONFLICT', `This Idempotency-Key was used to create in /v1/${collection}; use a new key for a new request.`, [
+    { field: 'Idempotency-Key', message: `Idempotency-Key was used with a create in /v1/${collection}` },
+  ]);
+
 /**
  * Idempotency-Key on POST, kept in the event store itself: one stream per account and key,
  * `idempotency-<sha256(account, key)>`. The first attempt claims the key (appending at the revision
@@ -108,7 +113,7 @@ export class IdempotentCreates {
       if (live) {
         claim = live.claim.data as unknown as Claim;
         // Before the record's key is looked up: under this collection's name it would not be found.
-        if (claim.resource !== undefined && claim.resource !== resource) throw usedWithAnotherRequest();
+        if (claim.resource !== undefined && claim.resource !== resource) throw usedOnAnotherCollection(claim.resource);
         const sealed = live.claim.metadata.schemaVersion >= SEALED_SCHEMA_VERSION;
         if (sealed) {
           const current = await this.keys.current(keyOf(claim.recordId));

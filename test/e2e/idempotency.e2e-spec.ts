@@ -47,10 +47,15 @@ describe.each([PROFILES, CUSTOMERS])('Idempotency-Key on POST /v1/$path', (spec)
     const res = await post(key, body());
     expectError(res, 409, 'CONFLICT', ['Idempotency-Key']);
     expect(await head()).toEqual(before);
-    // The same key on the other collection is another request too.
-    const elsewhere = await post(key, { email: uniqueEmail() }, TOKENS.a, spec === PROFILES ? 'customers' : 'profiles');
+  });
+
+  it('refuses the same key and body on the other collection: 409 naming the collection it was used on', async () => {
+    const key = `key-${uid()}`;
+    const sent = { email: uniqueEmail() };
+    await expectStatus(post(key, sent), 201);
+    const elsewhere = await post(key, sent, TOKENS.a, spec === PROFILES ? 'customers' : 'profiles');
     expectError(elsewhere, 409, 'CONFLICT', ['Idempotency-Key']);
-    expect(elsewhere.body.error.message).toBe('This Idempotency-Key was used with a different request; use a new key for a new request.');
+    expect(elsewhere.body.error.message).toBe(`This Idempotency-Key was used to create in /v1/${spec === PROFILES ? 'profiles' : 'customers'}; use a new key for a new request.`);
   });
 
   it('scopes keys per account: the same key in another account is a new request', async () => {
