@@ -120,8 +120,9 @@ export interface ReadStore {
    * Writes each document into the checkpoint's generation unless the stored one already has its
    * revision or a newer one, saves the checkpoint unless the stored one is as far or further, and
    * clears the generation's failure, in one transaction where the store has them (else documents
-   * first and checkpoint last: a replay then changes nothing). Throws GenerationReplacedError,
-   * writing nothing, unless that generation is live or building when the commit runs.
+   * first and checkpoint last: a replay then changes nothing). Throws GenerationReplacedError unless
+   * that generation is live or building when the commit runs and, without a transaction, still so
+   * when its checkpoint is saved; either way, no checkpoint moves and the caller answers no one.
    */
   commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void>;
   /** Keeps the failure with the generation's checkpoint, for status and readiness in any process. */
@@ -134,8 +135,9 @@ export interface ReadStore {
   startRebuild(collection: string): Promise<number>;
   /**
    * Atomically makes the building `generation` live and retires the live one. Throws
-   * RebuildBehindError if its checkpoint is behind the live one's (no checkpoint counts as START),
-   * GenerationReplacedError if it is not the building generation; either way nothing changes.
+   * RebuildBehindError if its checkpoint is behind the live one's (no checkpoint counts as START)
+   * as the swap sees it, a commit racing it included, GenerationReplacedError if it is not the
+   * building generation; either way nothing changes.
    */
   promote(collection: string, generation: number): Promise<void>;
   /**
