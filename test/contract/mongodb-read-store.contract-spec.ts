@@ -1,8 +1,8 @@
 import { MongoClient } from 'mongodb';
 import { randomUUID } from 'node:crypto';
 import { MongoDbReadStore } from '../../src/read-store/mongodb-read-store';
-import { GENERATIONS_COLLECTION, generationId, READ_MODELS_COLLECTION, readModelCollection } from '../../src/read-store/mongodb-mapping';
-import { CollectionSchema, GenerationReplacedError } from '../../src/read-store/read-store.port';
+import { GENERATIONS_COLLECTION, generationId, READ_MODELS_COLLECTION, readModelCollection, toMongoCheckpoint } from '../../src/read-store/mongodb-mapping';
+import { CollectionSchema, GenerationReplacedError, RebuildBehindError } from '../../src/read-store/read-store.port';
 import { readStoreContract } from './read-store.contract';
 
 /**
@@ -75,6 +75,36 @@ if (uri) {
       await expect(mongo.store.commit('crash', [doc], { generation: building, position: { commit: 1n, prepare: 1n } })).rejects.toThrow(GenerationReplacedError);
       const names = (await mongo.db.listCollections().toArray()).map((c) => c.name);
       expect(names).not.toContain(readModelCollection('crash', building));
+    });
+
+    it('refuses a commit into the live generation that a promotion replaced while it wrote, its checkpoint unmoved (issue 33, item 5)', async () => {
+      const at = (n: bigint) => ({ commit: n, prepare: n });
+      await mongo.store.commit('crash', [], { generation: 1, position: at(5n) });
+      const building = await mongo.store.startRebuild('crash');
+      await mongo.store.commit('crash', [], { generation: building, position: at(5n) });
+      const store = mongo.store as unknown as { writeGuarded: (...args: unknown[]) => Promise<void> };
+      const write = store.writeGuarded.bind(mongo.store);
+      // The rebuild is promoted between the commit's check and its writes.
+      jest.spyOn(store, 'writeGuarded').mockImplementationOnce(async (...args) => {
+        await mongo.store.promote('crash', building);
+        await write(...args);
+      });
+      const doc = { id: randomUUID(), accountId: 'acc', revision: 0, seq: 1, deleted: false, created: 1, fields: { company: 'Acme' } };
+      await expect(mongo.store.commit('crash', [doc], { generation: 1, position: at(6n) })).rejects.toThrow(GenerationReplacedError);
+      const generations = mongo.db.collection(GENERATIONS_COLLECTION);
+      await expect(generations.findOne({ _id: generationId('crash', 1) as never })).resolves.toMatchObject({ commit: '5' });
+      await expect(mongo.store.status('crash')).resolves.toMatchObject({ live: { generation: building, position: at(5n) } });
+    });
+
+    it('refuses a promotion whose swap finds the live checkpoint past the rebuild\'s, though the checkpoints it read before were even (issue 33, item 5)', async () => {
+      const at = (n: bigint) => ({ commit: n, prepare: n });
+      const building = await mongo.store.startRebuild('crash');
+      await mongo.store.commit('crash', [], { generation: building, position: at(5n) });
+      await mongo.store.commit('crash', [], { generation: 1, position: at(6n) });
+      // As a promotion reading the live checkpoint just before that commit saved it: only the swap's own filter sees the commit.
+      await mongo.db.collection(GENERATIONS_COLLECTION).updateOne({ _id: generationId('crash', 1) as never }, { $set: toMongoCheckpoint(at(5n)) });
+      await expect(mongo.store.promote('crash', building)).rejects.toThrow(RebuildBehindError);
+      await expect(mongo.store.status('crash')).resolves.toMatchObject({ live: { generation: 1 }, building: { generation: building } });
     });
 
     it('erases in a collection of the read model its records call dropped (left by a crash before it was dropped again)', async () => {
