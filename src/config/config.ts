@@ -24,6 +24,8 @@ export interface AppConfig {
   mongodb?: { uri: string; database: string };
   /** How long one call to EventStoreDB or MongoDB may wait for its server, at start-up and after. */
   storeTimeoutMs: number;
+  /** How long an EventStoreDB subscription may hear nothing before the head is read to see whether it is stuck. */
+  eventStoreSilenceMs: number;
   /** Requests each access token may make per window; 0 turns the limit off. */
   rateLimitRequests: number;
   rateLimitWindowSeconds: number;
@@ -72,6 +74,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     eventStoreConnectionString: connectionString(env, 'EVENTSTORE_CONNECTION_STRING', ['esdb:', 'esdb+discover:']),
     mongodb: mongodbSettings(env),
     storeTimeoutMs: integer(env, 'STORE_TIMEOUT_MS', 5000, 100, 600_000),
+    eventStoreSilenceMs: integer(env, 'EVENTSTORE_SILENCE_MS', 10_000, 100, 600_000),
     rateLimitRequests: integer(env, 'RATE_LIMIT_REQUESTS', 6000, 0, 1_000_000),
     rateLimitWindowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
     rateLimitAuthFailures: integer(env, 'RATE_LIMIT_AUTH_FAILURES', 30, 0, 1_000_000),

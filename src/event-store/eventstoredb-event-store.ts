@@ -28,6 +28,7 @@ import {
 } from './event-store.port';
 import {
   fromEsdbRevision,
+  isEndOfLog,
   isServerRecord,
   isTransientEsdbError,
   logPosition,
@@ -39,7 +40,16 @@ import {
 } from './eventstoredb-mapping';
 
 const DEFAULT_BATCH = 1000;
-const APPEND_ATTEMPTS = 3;
+/** Tries of an append or a read: a leader change takes two (the deposed node fails the call, then names the leader). */
+const ATTEMPTS = 3;
+/** How long a confirmed subscription may stay silent before the head is read to see whether it is stuck. */
+export const DEFAULT_SILENCE_MS = 10_000;
+/**
+ * Every call goes to the leader: a follower may lag behind it (reads, the head, subscriptions) or
+ * may have lost its cluster. Elsewhere the server answers NotLeader naming the leader, and the
+ * client reconnects to it, so a call tried again reaches it.
+ */
+const ON_LEADER = { requiresLeader: true } as const;
 /** Events read at once when looking for the head past the server's own events at the end of the log. */
 const HEAD_PAGE = 32;
 
@@ -58,30 +68,36 @@ interface CheckpointMarker {
  * Every call is bounded by `deadlineMs` here, not by the client: its reads and subscriptions run
  * with no deadline whatever is passed, and the first append on a channel first asks the server for
  * its features with none either.
+ *
+ * A subscription can also fall silent for good without failing: a node that lost its cluster
+ * keeps the call open, and the client keeps a started call when it reconnects elsewhere. So one
+ * silent for `silenceMs` while the head (read from the leader) is past it is dropped and renewed.
  */
 export class EventStoreDbEventStore implements EventStore {
   private readonly logger = new Logger('EventStoreDB');
-  /** The end of the log as last read: checkpoints beyond it are refused. */
-  private logEnd: Position = START;
 
-  /** @param deadlineMs how long one call may wait for the server before it fails as unavailable */
+  /**
+   * @param deadlineMs how long one call may wait for the server before it fails as unavailable
+   * @param silenceMs how long a subscription may hear nothing before the head is checked
+   */
   constructor(
     private readonly client: EventStoreDBClient,
     private readonly deadlineMs: number,
+    private readonly silenceMs = DEFAULT_SILENCE_MS,
   ) {}
 
   /**
    * A client for the connection string, once the server has answered a read within `timeoutMs`:
    * a wrong or unreachable server stops the start with a clear error rather than a hang.
    */
-  static async connect(connectionString: string, timeoutMs: number): Promise<EventStoreDbEventStore> {
+  static async connect(connectionString: string, timeoutMs: number, silenceMs = DEFAULT_SILENCE_MS): Promise<EventStoreDbEventStore> {
     let client: EventStoreDBClient;
     try {
       client = EventStoreDBClient.connectionString(connectionString);
     } catch (error) {
       throw new ConfigError(`EVENTSTORE_CONNECTION_STRING cannot be parsed: ${(error as Error).message}`);
     }
-    const store = new EventStoreDbEventStore(client, timeoutMs);
+    const store = new EventStoreDbEventStore(client, timeoutMs, silenceMs);
     try {
       // Bounded like every call, cluster discovery (esdb+discover://) included.
       await store.headPosition();
@@ -98,7 +114,7 @@ export class EventStoreDbEventStore implements EventStore {
     const expectedRevision = toEsdbExpectedRevision(expected);
     for (let attempt = 1; ; attempt++) {
       try {
-        const result = await this.withinDeadline(this.client.appendToStream(streamId, data, { expectedRevision, deadline: this.deadlineMs }));
+        const result = await this.withinDeadline(this.client.appendToStream(streamId, data, { expectedRevision, deadline: this.deadlineMs, ...ON_LEADER }));
         // The server leaves the position out when it recognised the append as one it already stored.
         const position = result.position ?? (await this.positionOf(streamId, result.nextExpectedRevision));
         return { revision: fromEsdbRevision(result.nextExpectedRevision), position };
@@ -106,24 +122,26 @@ export class EventStoreDbEventStore implements EventStore {
         // A lost answer may hide a write that landed: sending the same event ids again at the same
         // expected revision is idempotent on the server, so a retry cannot store the events twice.
         // A call that used up its deadline is not retried: the caller has waited long enough.
-        if (!isTransientEsdbError(error) || attempt === APPEND_ATTEMPTS) throw translateEsdbError(error, streamId, expected);
+        if (!isTransientEsdbError(error) || attempt === ATTEMPTS) throw translateEsdbError(error, streamId, expected);
         await sleep(retryDelayMs(attempt));
       }
     }
   }
 
   async readStream(streamId: string, fromRevision = 0): Promise<StoredEvent[]> {
-    const events: StoredEvent[] = [];
     try {
-      await this.eachEvent(this.client.readStream(streamId, { fromRevision: BigInt(fromRevision) }), (resolved) => {
-        if (resolved.event) events.push(toStoredEvent(resolved.event));
+      return await this.retried(async () => {
+        const events: StoredEvent[] = [];
+        await this.eachEvent(this.client.readStream(streamId, { fromRevision: BigInt(fromRevision), ...ON_LEADER }), (resolved) => {
+          if (resolved.event) events.push(toStoredEvent(resolved.event));
+        });
+        return events;
       });
     } catch (error) {
       // A stream deleted on the server (by hand: the service never deletes one) holds no record, as one never written.
       if (error instanceof StreamNotFoundError || error instanceof StreamDeletedError) return [];
       throw translateEsdbError(error);
     }
-    return events;
   }
 
   /**
@@ -132,25 +150,29 @@ export class EventStoreDbEventStore implements EventStore {
    */
   async headPosition(): Promise<Position> {
     try {
-      let from: Position | typeof END = END;
-      for (;;) {
-        const page: Position[] = [];
-        let head: Position | undefined;
-        await this.eachEvent(this.client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: HEAD_PAGE }), (resolved) => {
-          const event = resolved.event;
-          if (!event?.position) return;
-          const position = { commit: event.position.commit, prepare: event.position.prepare };
-          // A page read from a position may start with the event at that position: the last page's.
-          if (from !== END && comparePositions(position, from) >= 0) return;
-          page.push(position);
-          if (!head && !isSystemStream(event.streamId)) head = position;
-        });
-        if (head) return head;
-        if (page.length === 0) return START;
-        from = page[page.length - 1];
-      }
+      return await this.retried(() => this.readHead());
     } catch (error) {
       throw translateEsdbError(error);
+    }
+  }
+
+  private async readHead(): Promise<Position> {
+    let from: Position | typeof END = END;
+    for (;;) {
+      const page: Position[] = [];
+      let head: Position | undefined;
+      await this.eachEvent(this.client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: HEAD_PAGE, ...ON_LEADER }), (resolved) => {
+        const event = resolved.event;
+        if (!event?.position) return;
+        const position = { commit: event.position.commit, prepare: event.position.prepare };
+        // A page read from a position may start with the event at that position: the last page's.
+        if (from !== END && comparePositions(position, from) >= 0) return;
+        page.push(position);
+        if (!head && !isSystemStream(event.streamId)) head = position;
+      });
+      if (head) return head;
+      if (page.length === 0) return START;
+      from = page[page.length - 1];
     }
   }
 
@@ -162,7 +184,12 @@ export class EventStoreDbEventStore implements EventStore {
   async *subscribeToAll(from: Position, options: SubscribeOptions): AsyncIterable<EventBatch> {
     const { signal } = options;
     const maxBatchSize = options.maxBatchSize ?? DEFAULT_BATCH;
-    let position = await this.withinLog(from);
+    let position = from;
+    if (isEndOfLog(from)) {
+      // A checkpoint stored before such checkpoints were ignored (see below): where it was is unknown.
+      this.logger.error(`Position ${from.commit}/${from.prepare} is the server's end-of-log marker, not a place in the log: folding again from the start`);
+      position = START;
+    }
     let failures = 0;
     while (!signal.aborted) {
       const subscription = this.client.subscribeToAll(
@@ -171,6 +198,7 @@ export class EventStoreDbEventStore implements EventStore {
           filter: subscriptionFilter(options.streamPrefix, (sub, checkpoint) => {
             sub.push({ checkpoint } satisfies CheckpointMarker);
           }),
+          ...ON_LEADER,
         },
         // The batch below ends when the stream's buffer is empty: it must be able to hold a full one.
         { highWaterMark: maxBatchSize },
@@ -183,15 +211,26 @@ export class EventStoreDbEventStore implements EventStore {
         () => subscription.destroy(new StoreUnavailableError('EventStoreDB', `no subscription confirmation within ${this.deadlineMs} ms`)),
         this.deadlineMs,
       );
-      subscription.once('confirmation', () => clearTimeout(unconfirmed));
+      let batchPosition = position;
+      const watchdog = this.watch(subscription, () => batchPosition);
+      subscription.once('confirmation', () => {
+        clearTimeout(unconfirmed);
+        watchdog.arm();
+      });
       try {
         let events: StoredEvent[] = [];
-        let batchPosition = position;
         for await (const message of subscription as AsyncIterable<AllStreamResolvedEvent | CheckpointMarker>) {
+          watchdog.pause();
           clearTimeout(unconfirmed);
           failures = 0;
           if ('checkpoint' in message) {
-            if (comparePositions(message.checkpoint, batchPosition) > 0 && (await this.isInLog(message.checkpoint))) {
+            // Servers 24.10.0 to 24.10.4 send the end marker as a filtered subscription's checkpoint
+            // when nothing matched before it went live; stored, the next subscription would start
+            // at the live end and skip what it missed. Any other checkpoint is a place in the log,
+            // even one past the end of a lagging node's log.
+            if (isEndOfLog(message.checkpoint)) {
+              this.logger.warn(`Ignored the server's end-of-log marker as a checkpoint (${message.checkpoint.commit}/${message.checkpoint.prepare})`);
+            } else if (comparePositions(message.checkpoint, batchPosition) > 0) {
               batchPosition = message.checkpoint;
             }
           } else if (message.event && isServerRecord(message.event)) {
@@ -210,6 +249,7 @@ export class EventStoreDbEventStore implements EventStore {
             }
             events = [];
           }
+          watchdog.arm();
         }
         if (signal.aborted) return;
         failures += 1;
@@ -221,6 +261,7 @@ export class EventStoreDbEventStore implements EventStore {
         this.logger.warn(`Subscription lost (${(error as Error).message}); resubscribing in ${retryDelayMs(failures)} ms`);
       } finally {
         clearTimeout(unconfirmed);
+        watchdog.pause();
         signal.removeEventListener('abort', stop);
         // Not awaited: with the server gone, cancelling could wait on a reconnection.
         void subscription.unsubscribe().catch(() => undefined);
@@ -235,45 +276,63 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   /**
-   * Whether a checkpoint lies within the log. Servers 24.10.0 to 24.10.4 send 2^64-1 (their "end"
-   * sentinel) as a filtered subscription's checkpoint when nothing matched before it went live;
-   * stored, it would make the next subscription start at the live end and skip what it missed.
+   * Fails `subscription` as unavailable once it has heard nothing for silenceMs while the head is
+   * past `reached()`, or the head cannot be read. Armed while the subscription is waited on; paused
+   * while a message is handled, so a batch being folded is not taken for silence. Quiet while the
+   * head is where the subscription is: nothing has been written.
    */
-  private async isInLog(checkpoint: Position): Promise<boolean> {
-    if (comparePositions(checkpoint, this.logEnd) <= 0) return true;
-    this.logEnd = await this.readLogEnd();
-    if (comparePositions(checkpoint, this.logEnd) <= 0) return true;
-    this.logger.warn(`Ignored a checkpoint beyond the end of the log (${checkpoint.commit}/${checkpoint.prepare})`);
-    return false;
+  private watch(subscription: AllStreamSubscription, reached: () => Position): { arm(): void; pause(): void } {
+    let timer: NodeJS.Timeout | undefined;
+    // Moved on by every arm and pause: a head read that ends after one decides nothing.
+    let turn = 0;
+    const check = async (mine: number) => {
+      const head = await this.headPosition().catch((error: Error) => error);
+      if (mine !== turn) return;
+      if (!(head instanceof Error) && comparePositions(head, reached()) <= 0) return arm();
+      const why = head instanceof Error ? `the head cannot be read (${head.message})` : `the head is at ${head.commit}/${head.prepare}`;
+      subscription.destroy(new StoreUnavailableError('EventStoreDB', `subscription silent for ${this.silenceMs} ms while ${why}`));
+    };
+    const pause = () => {
+      clearTimeout(timer);
+      turn += 1;
+    };
+    const arm = () => {
+      pause();
+      const mine = turn;
+      timer = setTimeout(() => void check(mine), this.silenceMs);
+    };
+    return { arm, pause };
   }
 
-  /** A subscription's start, or START when it lies beyond the log (a checkpoint stored before isInLog existed). */
-  private async withinLog(from: Position): Promise<Position> {
-    if (comparePositions(from, START) === 0 || (await this.isInLog(from))) return from;
-    this.logger.error(`Position ${from.commit}/${from.prepare} is beyond the end of the log: folding again from the start`);
-    return START;
-  }
-
-  /** The position of the last event in $all, the server's own included, or START. */
-  private async readLogEnd(): Promise<Position> {
-    let end = START;
-    try {
-      await this.eachEvent(this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 }), (resolved) => {
-        if (resolved.event?.position) end = { commit: resolved.event.position.commit, prepare: resolved.event.position.prepare };
-      });
-    } catch (error) {
-      throw translateEsdbError(error);
+  /** A read, tried again when the server failed it for now or named another leader (the client reconnects to it meanwhile). */
+  private async retried<T>(read: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await read();
+      } catch (error) {
+        // A read that used up its deadline failed as StoreUnavailableError: not transient, not tried again.
+        if (!isTransientEsdbError(error) || attempt === ATTEMPTS) throw error;
+        await sleep(retryDelayMs(attempt));
+      }
     }
-    return end;
   }
 
-  /** The global position of a stream's event at `revision`. */
+  /**
+   * The global position of a stream's event at `revision`. Not there (a node behind the one that
+   * took the append): unavailable for now, a 503, not a bug.
+   */
   private async positionOf(streamId: string, revision: bigint): Promise<Position> {
     let position: Position | undefined;
-    await this.eachEvent(this.client.readStream(streamId, { fromRevision: revision, maxCount: 1 }), (resolved) => {
-      if (resolved.event) position = toStoredEvent(resolved.event).position;
-    });
-    if (!position) throw new Error(`EventStoreDB has no event ${streamId}@${revision} right after appending it`);
+    try {
+      await this.retried(() =>
+        this.eachEvent(this.client.readStream(streamId, { fromRevision: revision, maxCount: 1, ...ON_LEADER }), (resolved) => {
+          if (resolved.event) position = toStoredEvent(resolved.event).position;
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof StreamNotFoundError)) throw translateEsdbError(error);
+    }
+    if (!position) throw new StoreUnavailableError('EventStoreDB', `no event ${streamId}@${revision} on the leader right after appending it`);
     return position;
   }
 

@@ -71,6 +71,14 @@ export function translateEsdbError(error: unknown, streamId?: string, expected?:
  */
 export const isServerRecord = (recorded: RecordedEvent): boolean => recorded.type.startsWith('$');
 
+/**
+ * The server's "end" position, 2^64-1 in either part (Position.End, and Position.FromInt64 of -1:
+ * src/EventStore.Core/Services/Transport/Common/Position.cs v24.10.6 lines 21-26): an answer, never
+ * the place of a record, whose positions are signed 64-bit offsets in the log.
+ */
+const END_OF_LOG = 2n ** 64n - 1n;
+export const isEndOfLog = (position: Position): boolean => position.commit === END_OF_LOG || position.prepare === END_OF_LOG;
+
 /** A recorded event's position in $all: reads of $all and of a stream give every event one. */
 export function logPosition(recorded: RecordedEvent): Position {
   if (!recorded.position) throw new Error(`Event ${recorded.id} of ${recorded.streamId} came without a position`);

@@ -33,7 +33,7 @@ class StorageShutdown implements OnApplicationShutdown {
 }
 
 /** Where the stores are: the configuration's servers, else the SQLite file. */
-type StoreSettings = Pick<AppConfig, 'sqliteFile'> & Partial<Pick<AppConfig, 'eventStoreConnectionString' | 'mongodb' | 'storeTimeoutMs'>>;
+type StoreSettings = Pick<AppConfig, 'sqliteFile'> & Partial<Pick<AppConfig, 'eventStoreConnectionString' | 'eventStoreSilenceMs' | 'mongodb' | 'storeTimeoutMs'>>;
 
 export const DATA_KEYS = Symbol('DataKeys');
 const SHARED_SQLITE = Symbol('SharedSqlite');
@@ -53,7 +53,7 @@ export async function openEventStore(
 ): Promise<EventStore> {
   keys ??= new DataKeys(await openKeyStore(config));
   if (config.eventStoreConnectionString) {
-    const store = await EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs ?? 5000);
+    const store = await EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs ?? 5000, config.eventStoreSilenceMs);
     return new SealedEventStore(store, keys, RECORD_KINDS);
   }
   const store = new SqliteEventStore(sqlite ?? openSqliteDatabase(config.sqliteFile, { durable: true }));

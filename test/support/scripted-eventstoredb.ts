@@ -3,7 +3,8 @@ import { Any } from 'google-protobuf/google/protobuf/any_pb';
 import { Empty as ProtoEmpty } from 'google-protobuf/google/protobuf/empty_pb';
 import { SupportedMethod, SupportedMethods } from '@eventstore/db-client/generated/serverfeatures_pb';
 import { ServerFeaturesService } from '@eventstore/db-client/generated/serverfeatures_grpc_pb';
-import { AllStreamPosition, StreamIdentifier, UUID } from '@eventstore/db-client/generated/shared_pb';
+import { AllStreamPosition, StreamIdentifier, Timeout, UUID } from '@eventstore/db-client/generated/shared_pb';
+import { Code } from '@eventstore/db-client/generated/code_pb';
 import { Status } from '@eventstore/db-client/generated/status_pb';
 import { StreamsService } from '@eventstore/db-client/generated/streams_grpc_pb';
 import { BatchAppendReq, BatchAppendResp, ReadReq, ReadResp } from '@eventstore/db-client/generated/streams_pb';
@@ -30,6 +31,8 @@ export interface Script {
 
 export interface ScriptedServer {
   connectionString: string;
+  /** Where it listens, as a NotLeader answer names a leader. */
+  endpoint: Endpoint;
   /** Every Streams.Read call received, in order. */
   reads: ReadCall[];
   close(): Promise<void>;
@@ -55,10 +58,40 @@ export async function startScriptedEventStoreDb(script: Script): Promise<Scripte
   );
   return {
     connectionString: `esdb://127.0.0.1:${port}?tls=false`,
+    endpoint: { host: '127.0.0.1', port },
     reads,
     // Forced: calls the script left open (subscriptions) would keep a graceful shutdown waiting.
     close: async () => server.forceShutdown(),
   };
+}
+
+export interface Endpoint {
+  host: string;
+  port: number;
+}
+
+/**
+ * Whether the call asks for the leader: the `requires-leader` header, "true"
+ * (src/EventStore.Core/Services/Transport/Grpc/ServiceBase.cs v24.10.6 lines 74-80; Constants.cs line 69).
+ */
+export function requiresLeader(call: ReadCall | BatchAppendCall): boolean {
+  return String(call.metadata.get('requires-leader')[0] ?? '').toLowerCase() === 'true';
+}
+
+/**
+ * Ends a call as a follower does one that requires the leader: NotHandled NotLeader with the
+ * leader's endpoint (ClusterVNodeController.cs v24.10.6 lines 679-761 for reads, 885-895), which
+ * the gRPC layer throws as status NOT_FOUND with the `exception: not-leader` trailer and the
+ * leader's host and port (RpcExceptions.cs lines 25-30; reads: Enumerator.cs lines 37-42 and
+ * Streams.Read.cs lines 324-325; a batch append ends its whole call: Streams.BatchAppend.cs lines
+ * 213-219 and 229-232).
+ */
+export function failNotLeader(call: ReadCall | BatchAppendCall, leader: Endpoint): void {
+  const metadata = new grpc.Metadata();
+  metadata.set('exception', 'not-leader');
+  metadata.set('leader-endpoint-host', leader.host);
+  metadata.set('leader-endpoint-port', String(leader.port));
+  call.emit('error', { code: grpc.status.NOT_FOUND, details: 'Leader info available', metadata });
 }
 
 /**
@@ -199,11 +232,30 @@ export function answerReadBackwards(call: ReadCall, log: ScriptedEvent[]): void 
   call.end();
 }
 
-/** A successful batch append, as Streams.BatchAppend.cs v24.10.4 lines 240-243 answers it. */
-export function appendSuccess(request: BatchAppendReq, revision: number, commit: bigint): BatchAppendResp {
-  const success = new BatchAppendResp.Success()
-    .setCurrentRevision(String(revision))
-    .setPosition(new AllStreamPosition().setCommitPosition(String(commit)).setPreparePosition(String(commit)));
+/**
+ * The answer to an append the server gave up on when it stopped being the leader: its pending
+ * requests are disposed as a commit timeout (RequestManagementService.cs v24.10.6 lines 171-180,
+ * RequestManagerBase.cs lines 203-212), answered as Status.Timeout (Streams.BatchAppend.cs lines
+ * 253-255, Status.cs lines 34-38), which the client turns into DeadlineExceededError.
+ */
+export function appendTimedOut(request: BatchAppendReq): BatchAppendResp {
+  const details = new Any();
+  details.pack(new Timeout().serializeBinary(), 'event_store.client.Timeout');
+  return new BatchAppendResp()
+    .setCorrelationId(request.getCorrelationId())
+    .setStreamIdentifier(request.getOptions()?.getStreamIdentifier())
+    .setError(new Status().setCode(Code.DEADLINE_EXCEEDED).setMessage('Timeout').setDetails(details));
+}
+
+/**
+ * A successful batch append, as Streams.BatchAppend.cs v24.10.4 lines 240-243 answers it; with no
+ * commit, as an append recognised as one already stored may be answered: NoPosition
+ * (BatchAppendResp.cs v24.10.6 lines 12-23, for a negative commit position).
+ */
+export function appendSuccess(request: BatchAppendReq, revision: number, commit?: bigint): BatchAppendResp {
+  const success = new BatchAppendResp.Success().setCurrentRevision(String(revision));
+  if (commit === undefined) success.setNoPosition(new ProtoEmpty());
+  else success.setPosition(new AllStreamPosition().setCommitPosition(String(commit)).setPreparePosition(String(commit)));
   return new BatchAppendResp().setCorrelationId(request.getCorrelationId()).setSuccess(success);
 }
 

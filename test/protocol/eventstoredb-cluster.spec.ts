@@ -1,0 +1,287 @@
+import { EventStoreDBClient } from '@eventstore/db-client';
+import { Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { EventBatch, NewEvent, Position, START } from '../../src/event-store/event-store.port';
+import { EventStoreDbEventStore } from '../../src/event-store/eventstoredb-event-store';
+import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
+import {
+  answerReadBackwards,
+  appendSuccess,
+  appendTimedOut,
+  caughtUpMessage,
+  checkpointMessage,
+  confirmationMessage,
+  describeRead,
+  eventMessage,
+  failNotLeader,
+  ReadCall,
+  requiresLeader,
+  Script,
+  ScriptedEvent,
+  ScriptedServer,
+  startScriptedEventStoreDb,
+  streamNotFoundMessage,
+} from '../support/scripted-eventstoredb';
+
+/**
+ * The EventStoreDB adapter in a cluster: the real @eventstore/db-client against one or two
+ * scripted gRPC endpoints (test/support/scripted-eventstoredb.ts), each answering as a KurrentDB
+ * v24.10.6 leader, lagging follower or deposed leader does in the source cited. These are not
+ * tests against EventStoreDB or a cluster of it: no election, replication or gossip runs here,
+ * only the answers a node gives; the client reconnects to the leader a NotLeader answer names.
+ */
+
+const DEADLINE_MS = 400;
+/** The watchdog's silence here; the service's default is 10 s. */
+const SILENCE_MS = 300;
+const meta = { accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 };
+const newEvent = (): NewEvent => ({ id: randomUUID(), type: 'SomethingHappened', data: {}, metadata: meta });
+
+let logged: string[] = [];
+beforeEach(() => {
+  logged = [];
+  for (const level of ['warn', 'error'] as const) {
+    jest.spyOn(Logger.prototype, level).mockImplementation((...args: unknown[]) => void logged.push(`${level}: ${String(args[0])}`));
+  }
+});
+afterEach(() => jest.restoreAllMocks());
+
+let servers: ScriptedServer[] = [];
+let store: EventStoreDbEventStore | undefined;
+const abort = new Set<AbortController>();
+afterEach(async () => {
+  for (const a of abort) a.abort();
+  abort.clear();
+  await store?.close();
+  await Promise.all(servers.map((s) => s.close()));
+  store = undefined;
+  servers = [];
+});
+
+async function node(script: Script): Promise<ScriptedServer> {
+  const server = await startScriptedEventStoreDb(script);
+  servers.push(server);
+  return server;
+}
+
+/** The adapter, connected to `server` only: it reaches others when a NotLeader answer names them. */
+function connect(server: ScriptedServer): EventStoreDbEventStore {
+  store = new EventStoreDbEventStore(EventStoreDBClient.connectionString(server.connectionString), DEADLINE_MS, SILENCE_MS);
+  return store;
+}
+
+async function until(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((r) => setTimeout(r, 20));
+}
+
+const subscriptions = (server: ScriptedServer) => server.reads.filter((call) => describeRead(call).subscription);
+
+/**
+ * A read of a stream, answered from `log`: its events, or "stream not found" (Streams.Read.cs
+ * v24.10.6 lines 277-281).
+ */
+function answerStream(call: ReadCall, log: ScriptedEvent[]): void {
+  const { stream } = describeRead(call);
+  const events = log.filter((e) => e.streamId === stream).sort((a, b) => a.revision - b.revision);
+  if (events.length === 0) call.write(streamNotFoundMessage(stream!));
+  for (const e of events) call.write(eventMessage(e));
+  call.end();
+}
+
+/**
+ * A filtered subscription to $all, answered from `log` as a node whose log it is: confirmed first,
+ * then the events after its start that its prefix matches, the checkpoint of the last one when it
+ * goes live, and "caught up" (Enumerator.AllSubscriptionFiltered.cs v24.10.6 lines 161-177,
+ * 303-330); then nothing, as a node that lost its cluster sends nothing while keeping the call open
+ * (SubscriptionsService.cs v24.10.6 lines 101-108: subscriptions are dropped only on shutdown).
+ */
+function answerSubscription(call: ReadCall, log: ScriptedEvent[]): void {
+  const read = describeRead(call);
+  const sent = [...log]
+    .sort((a, b) => (a.commit < b.commit ? -1 : 1))
+    .filter((e) => (read.from === undefined || e.commit > read.from) && read.prefixes.some((p) => e.streamId.startsWith(p)));
+  call.write(confirmationMessage());
+  for (const e of sent) call.write(eventMessage(e));
+  if (sent.length > 0) call.write(checkpointMessage(sent[sent.length - 1].commit));
+  call.write(caughtUpMessage());
+}
+
+/** Answers every read from `log`, newest first for $all read backwards. */
+function answerFrom(log: ScriptedEvent[]) {
+  return (call: ReadCall) => {
+    const read = describeRead(call);
+    if (read.stream !== undefined) return answerStream(call, log);
+    if (read.subscription) return answerSubscription(call, log);
+    answerReadBackwards(call, [...log].sort((a, b) => (a.commit > b.commit ? -1 : 1)));
+  };
+}
+
+/** Follows a subscription in the background, keeping every batch it hands over. */
+function follow(s: EventStoreDbEventStore, from: Position): EventBatch[] {
+  const controller = new AbortController();
+  abort.add(controller);
+  const batches: EventBatch[] = [];
+  void (async () => {
+    for await (const batch of s.subscribeToAll(from, { signal: controller.signal, streamPrefix: 'customer-' })) batches.push(batch);
+  })();
+  return batches;
+}
+
+const delivered = (batches: EventBatch[]) => batches.flatMap((b) => b.events.map((e) => `${e.streamId}@${e.revision}`));
+
+describe('EventStoreDB in a cluster: reads go to the leader (item 2)', () => {
+  // The leader's log, and that of a follower that has not yet replicated its last event.
+  const leaderLog: ScriptedEvent[] = [
+    { streamId: 'customer-1', revision: 0, commit: 1000n },
+    { streamId: 'customer-1', revision: 1, commit: 2000n },
+  ];
+  const followerLog = leaderLog.slice(0, 1);
+
+  /**
+   * A follower: a call that requires the leader is answered NotLeader naming it (ClusterVNodeController.cs
+   * v24.10.6 lines 691-701 and 739-749); any other read is served from its own, lagging log.
+   */
+  const follower = (leader: ScriptedServer) =>
+    node({ read: (call) => (requiresLeader(call) ? failNotLeader(call, leader.endpoint) : answerFrom(followerLog)(call)) });
+
+  it("reads a record's stream on the leader, not from a follower that lags", async () => {
+    const leader = await node({ read: answerFrom(leaderLog) });
+    const s = connect(await follower(leader));
+    // Before: the follower answered, without the last event, and an update decided on a stale fold.
+    expect((await s.readStream('customer-1')).map((e) => e.revision)).toEqual([0, 1]);
+    expect(leader.reads.map(requiresLeader)).toEqual([true]);
+  });
+
+  it("reads the head on the leader, not a follower's older one", async () => {
+    const leader = await node({ read: answerFrom(leaderLog) });
+    const s = connect(await follower(leader));
+    expect(await s.headPosition()).toEqual({ commit: 2000n, prepare: 2000n });
+  });
+
+  it('subscribes on the leader: a follower confirms, then fails its first catch-up read NotLeader', async () => {
+    // The follower confirms before it reads (Enumerator.AllSubscriptionFiltered.cs v24.10.6 lines
+    // 161-162); its first catch-up page requires the leader (lines 176, 459-474), and the NotLeader
+    // answer ends the call (lines 281-283 and 179-183; Streams.Read.cs lines 87-88 and 324-325).
+    const leader = await node({ read: answerFrom(leaderLog) });
+    const followerNode = await node({
+      read: (call) => {
+        if (!requiresLeader(call)) return answerFrom(followerLog)(call);
+        call.write(confirmationMessage());
+        failNotLeader(call, leader.endpoint);
+      },
+    });
+    const batches = follow(connect(followerNode), START);
+    await until(() => delivered(batches).length >= 2);
+    expect(delivered(batches)).toEqual(['customer-1@0', 'customer-1@1']);
+    expect(subscriptions(leader).map(requiresLeader)).toEqual([true]);
+  });
+
+  it("takes a checkpoint beyond a lagging node's log end as it is, and resumes from one, never from the start", async () => {
+    // Answered by a node whose log ends at 1000: before, a stored checkpoint of 5000 read as
+    // "beyond the end of the log" and the read model was folded again from the start.
+    const lagging = await node({
+      read: (call) => {
+        const read = describeRead(call);
+        if (!read.subscription) return answerReadBackwards(call, followerLog);
+        call.write(confirmationMessage());
+        call.write(checkpointMessage(6000n));
+      },
+    });
+    const batches = follow(connect(lagging), { commit: 5000n, prepare: 5000n });
+    await until(() => batches.length >= 1);
+    expect(subscriptions(lagging).map(describeRead)).toEqual([expect.objectContaining({ fromStart: false, from: 5000n })]);
+    expect(batches[0].position).toEqual({ commit: 6000n, prepare: 6000n });
+    expect(logged).toEqual([]);
+  });
+
+  it("answers 503, not 500, when an append's position cannot be read back", async () => {
+    // The server answers an append it recognises as already stored without a position
+    // (BatchAppendResp.cs v24.10.6 lines 12-23); the stream is then not found on the node read.
+    const server = await node({
+      read: (call) => answerStream(call, []),
+      batchAppend: (call) => call.on('data', (request) => call.write(appendSuccess(request, 0))),
+    });
+    const s = connect(server);
+    await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
+    expect(server.reads.map(requiresLeader)).toEqual([true]);
+  });
+
+  it("reads an append's position back on the leader when the node that took it was deposed", async () => {
+    const leader = await node({ read: answerFrom([{ streamId: 'customer-1', revision: 0, commit: 1234n }]) });
+    const deposed = await node({
+      read: (call) => failNotLeader(call, leader.endpoint),
+      batchAppend: (call) => call.on('data', (request) => call.write(appendSuccess(request, 0))),
+    });
+    const s = connect(deposed);
+    // Before: the NotLeader read was not tried again; the append was, on a leader that never answered it.
+    await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).resolves.toEqual({ revision: 0, position: { commit: 1234n, prepare: 1234n } });
+  });
+});
+
+describe('EventStoreDB in a cluster: a subscription that goes silent is renewed (item 1)', () => {
+  it('resubscribes once the head moves past a silent subscription, and the new event reaches the consumer', async () => {
+    // Each subscription catches up, then hears nothing more, whatever is appended.
+    const log: ScriptedEvent[] = [{ streamId: 'customer-1', revision: 0, commit: 100n }];
+    const server = await node({
+      read: answerFrom(log),
+      batchAppend: (call) =>
+        call.on('data', (request) => {
+          log.push({ streamId: 'customer-2', revision: 0, commit: 200n });
+          call.write(appendSuccess(request, 0, 200n));
+        }),
+    });
+    const s = connect(server);
+    const batches = follow(s, START);
+    await until(() => delivered(batches).length === 1);
+    const first = subscriptions(server)[0];
+    await s.appendToStream('customer-2', [newEvent()], 'no_stream');
+    await until(() => delivered(batches).length === 2);
+    expect(delivered(batches)).toEqual(['customer-1@0', 'customer-2@0']);
+    expect(subscriptions(server).map(describeRead)[1]).toMatchObject({ fromStart: false, from: 100n });
+    expect(first.cancelled).toBe(true);
+    expect(logged).toContainEqual(expect.stringMatching(/subscription silent for 300 ms while the head is at 200\/200/));
+  });
+
+  it('keeps a silent subscription while the head has not moved past it', async () => {
+    const server = await node({ read: answerFrom([{ streamId: 'customer-1', revision: 0, commit: 100n }]) });
+    const batches = follow(connect(server), START);
+    const heads = () => server.reads.filter((call) => !describeRead(call).subscription).length;
+    // The watchdog looked at the head three times, and found nothing written.
+    await until(() => heads() >= 3);
+    expect(subscriptions(server)).toHaveLength(1);
+    expect(delivered(batches)).toEqual(['customer-1@0']);
+  });
+
+  it('survives a leader change during a subscription and during an append', async () => {
+    // A leads, then loses its cluster: the subscription it serves stays open and silent; the append
+    // it had in flight is given up as a commit timeout (RequestManagementService.cs v24.10.6 lines
+    // 171-180); the next is answered NotLeader naming B, the new leader.
+    const before: ScriptedEvent[] = [{ streamId: 'customer-1', revision: 0, commit: 100n }];
+    const after: ScriptedEvent[] = [...before, { streamId: 'customer-1', revision: 1, commit: 200n }];
+    const b = await node({
+      read: answerFrom(after),
+      batchAppend: (call) => call.on('data', (request) => call.write(appendSuccess(request, 1, 200n))),
+    });
+    let deposed = false;
+    let appends = 0;
+    const a = await node({
+      read: (call) => (deposed ? failNotLeader(call, b.endpoint) : answerFrom(before)(call)),
+      batchAppend: (call) =>
+        call.on('data', (request) => {
+          appends += 1;
+          if (appends === 1) call.write(appendTimedOut(request));
+          else failNotLeader(call, b.endpoint);
+        }),
+    });
+    const s = connect(a);
+    const batches = follow(s, START);
+    await until(() => delivered(batches).length === 1);
+    deposed = true;
+    await expect(s.appendToStream('customer-1', [newEvent()], 0)).resolves.toEqual({ revision: 1, position: { commit: 200n, prepare: 200n } });
+    expect(appends).toBe(2);
+    await until(() => delivered(batches).length === 2);
+    expect(delivered(batches)).toEqual(['customer-1@0', 'customer-1@1']);
+    expect(subscriptions(a)[0].cancelled).toBe(true);
+    expect(subscriptions(b).map(describeRead)).toEqual([expect.objectContaining({ from: 100n })]);
+  });
+});
