@@ -191,6 +191,10 @@ export class EventStoreDbEventStore implements EventStore {
       position = START;
     }
     let failures = 0;
+    // The head a silent subscription was last renewed for. Renewed on the leader, a subscription
+    // has everything up to it: when the head is past its position still, what lies between is
+    // filtered out (the server need not send a checkpoint for it), so it is not renewed again.
+    let renewedFor: Position | undefined;
     while (!signal.aborted) {
       const subscription = this.client.subscribeToAll(
         {
@@ -212,7 +216,11 @@ export class EventStoreDbEventStore implements EventStore {
         this.deadlineMs,
       );
       let batchPosition = position;
-      const watchdog = this.watch(subscription, () => batchPosition);
+      const watchdog = this.watch(subscription, (head) => {
+        if (comparePositions(head, batchPosition) <= 0 || (renewedFor && comparePositions(head, renewedFor) === 0)) return false;
+        renewedFor = head;
+        return true;
+      });
       subscription.once('confirmation', () => {
         clearTimeout(unconfirmed);
         watchdog.arm();
@@ -276,19 +284,18 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   /**
-   * Fails `subscription` as unavailable once it has heard nothing for silenceMs while the head is
-   * past `reached()`, or the head cannot be read. Armed while the subscription is waited on; paused
-   * while a message is handled, so a batch being folded is not taken for silence. Quiet while the
-   * head is where the subscription is: nothing has been written.
+   * Fails `subscription` as unavailable once it has heard nothing for silenceMs and the head is one
+   * it is `behind`, or cannot be read. Armed while the subscription is waited on; paused while a
+   * message is handled, so a batch being folded is not taken for silence.
    */
-  private watch(subscription: AllStreamSubscription, reached: () => Position): { arm(): void; pause(): void } {
+  private watch(subscription: AllStreamSubscription, behind: (head: Position) => boolean): { arm(): void; pause(): void } {
     let timer: NodeJS.Timeout | undefined;
     // Moved on by every arm and pause: a head read that ends after one decides nothing.
     let turn = 0;
     const check = async (mine: number) => {
       const head = await this.headPosition().catch((error: Error) => error);
       if (mine !== turn) return;
-      if (!(head instanceof Error) && comparePositions(head, reached()) <= 0) return arm();
+      if (!(head instanceof Error) && !behind(head)) return arm();
       const why = head instanceof Error ? `the head cannot be read (${head.message})` : `the head is at ${head.commit}/${head.prepare}`;
       subscription.destroy(new StoreUnavailableError('EventStoreDB', `subscription silent for ${this.silenceMs} ms while ${why}`));
     };

@@ -252,6 +252,41 @@ describe('EventStoreDB in a cluster: a subscription that goes silent is renewed 
     expect(delivered(batches)).toEqual(['customer-1@0']);
   });
 
+  it('renews a silent subscription once for a head past it that its filter leaves out', async () => {
+    // The events past its position are another prefix's: a subscription renewed on the leader
+    // hears nothing of them (no checkpoint is due before 32 are considered: Enumerator.
+    // AllSubscriptionFiltered.cs v24.10.6 lines 313 and 334-342), and is not renewed again.
+    const server = await node({
+      read: answerFrom([
+        { streamId: 'customer-1', revision: 0, commit: 100n },
+        { streamId: 'profile-1', revision: 0, commit: 300n },
+      ]),
+    });
+    follow(connect(server), START);
+    const heads = () => server.reads.filter((call) => !describeRead(call).subscription).length;
+    await until(() => heads() >= 4);
+    expect(subscriptions(server).map(describeRead)).toEqual([expect.objectContaining({ fromStart: true }), expect.objectContaining({ from: 100n })]);
+  });
+
+  it('renews a subscription a lagging follower took live without asking for the leader', async () => {
+    // Started at or past the follower's last indexed position, a subscription goes live at once
+    // with no catch-up read, so the follower never answers NotLeader (Enumerator.
+    // AllSubscriptionFiltered.cs v24.10.6 lines 161-172 and 214-217). The head read asks for the
+    // leader and moves the client there (ClusterVNodeController.cs lines 739-749).
+    const leader = await node({ read: answerFrom([{ streamId: 'customer-1', revision: 0, commit: 6000n }]) });
+    const follower = await node({
+      read: (call) => {
+        if (requiresLeader(call) && !describeRead(call).subscription) return failNotLeader(call, leader.endpoint);
+        call.write(confirmationMessage());
+        call.write(caughtUpMessage());
+      },
+    });
+    const batches = follow(connect(follower), { commit: 5000n, prepare: 5000n });
+    await until(() => delivered(batches).length === 1);
+    expect(delivered(batches)).toEqual(['customer-1@0']);
+    expect(subscriptions(leader).map(describeRead)).toEqual([expect.objectContaining({ from: 5000n })]);
+  });
+
   it('survives a leader change during a subscription and during an append', async () => {
     // A leads, then loses its cluster: the subscription it serves stays open and silent; the append
     // it had in flight is given up as a commit timeout (RequestManagementService.cs v24.10.6 lines

@@ -53,7 +53,8 @@ describe('configuration', () => {
   });
 
   it('uses the embedded stores unless a production store is configured, each on its own', () => {
-    expect(loadConfig({})).toMatchObject({ eventStoreConnectionString: undefined, mongodb: undefined, storeTimeoutMs: 5000 });
+    expect(loadConfig({})).toMatchObject({ eventStoreConnectionString: undefined, mongodb: undefined, storeTimeoutMs: 5000, eventStoreSilenceMs: 10_000 });
+    expect(loadConfig({ EVENTSTORE_SILENCE_MS: '2500' }).eventStoreSilenceMs).toBe(2500);
     expect(loadConfig({ EVENTSTORE_CONNECTION_STRING: 'esdb://localhost:2113?tls=false' })).toMatchObject({
       eventStoreConnectionString: 'esdb://localhost:2113?tls=false',
       mongodb: undefined,
@@ -75,6 +76,7 @@ describe('configuration', () => {
     [{ MONGODB_URI: 'postgres://user:s3cret@db' }, /MONGODB_URI must start with mongodb:\/\/ or mongodb\+srv:\/\//],
     [{ MONGODB_URI: 'mongodb://db', MONGODB_DATABASE: 'a.b' }, /MONGODB_DATABASE/],
     [{ STORE_TIMEOUT_MS: '10' }, /STORE_TIMEOUT_MS must be an integer from 100/],
+    [{ EVENTSTORE_SILENCE_MS: '0' }, /EVENTSTORE_SILENCE_MS must be an integer from 100/],
   ])('refuses store settings %j without echoing secrets', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

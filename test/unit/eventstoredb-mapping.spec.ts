@@ -14,6 +14,7 @@ import {
 import { WrongExpectedRevisionError } from '../../src/event-store/event-store.port';
 import {
   fromEsdbRevision,
+  isEndOfLog,
   isTransientEsdbError,
   retryDelayMs,
   subscriptionFilter,
@@ -129,6 +130,14 @@ describe('EventStoreDB mapping', () => {
     const regex = new RegExp(all.regex);
     expect(regex.test('customer-1')).toBe(true);
     expect(regex.test('$stats-127.0.0.1:2113')).toBe(false);
+  });
+
+  it("tells the server's end-of-log marker (2^64-1 in either part) from any place in the log", () => {
+    const end = 2n ** 64n - 1n;
+    expect(isEndOfLog({ commit: end, prepare: end })).toBe(true);
+    expect(isEndOfLog({ commit: end, prepare: 5n })).toBe(true);
+    expect(isEndOfLog({ commit: 2n ** 63n - 1n, prepare: 2n ** 63n - 1n })).toBe(false);
+    expect(isEndOfLog({ commit: 0n, prepare: 0n })).toBe(false);
   });
 
   it('backs off from a quarter second, doubling, up to ten seconds', () => {
