@@ -166,6 +166,42 @@ describe('MongoDB adapter on a replica set: reads that must see a write go to th
   });
 });
 
+describe('MongoDB adapter on a replica set: an erasure\'s scrub is not retried by the driver (issue 33, item 7)', () => {
+  let rs: ScriptedReplicaSet | undefined;
+  afterEach(async () => {
+    await store?.close().catch(() => undefined);
+    store = undefined;
+    await rs?.close();
+    rs = undefined;
+  });
+
+  it('fails the scrub once, as unavailable, when the primary steps down under it: the eraser, not the driver, tries again', async () => {
+    const scrubs: Document[] = [];
+    const updateOnes: Document[] = [];
+    rs = await startScriptedReplicaSet((member, command) => {
+      if (member !== 'primary') return null;
+      if (command.update === 'read_models') updateOnes.push(command);
+      if (command.listCollections) return cursor('rs.$cmd.listCollections', [{ name: 'rm_customers__g1', type: 'collection' }]);
+      if (command.update === 'rm_customers__g1') {
+        scrubs.push(command);
+        // A primary stepping down answers writes with NotWritablePrimary (10107), a code the driver
+        // retries for retryable writes (mongodb 7.9 src/error.ts, RETRYABLE_WRITE_ERROR_CODES): an
+        // updateMany is not one (src/operations/update.ts: UpdateManyOperation has no RETRYABLE aspect).
+        return { ok: 0, code: 10107, codeName: 'NotWritablePrimary', errmsg: 'not primary' };
+      }
+      return ensureCollectionReply(command, 'rs', { _id: 'customers', live: 1, building: null, next: 2 });
+    });
+    store = await MongoDbReadStore.connect(rs.uri, 'rs', 2000);
+    await store.ensureCollection({ name: 'customers', filters: {} });
+    await expect(store.erase('customers', ['c1'])).rejects.toThrow(StoreUnavailableError);
+    expect(scrubs).toHaveLength(1);
+    expect(scrubs[0].updates[0].multi).toBe(true);
+    // A retryable write carries a transaction number, by which the server knows a retry; the scrub has none.
+    expect(updateOnes[0].txnNumber).toBeDefined();
+    expect(scrubs[0].txnNumber).toBeUndefined();
+  });
+});
+
 describe('MongoDB adapter: a majority write is bounded below the socket timeout (issue 33, item 7)', () => {
   it('asks for wtimeout half of STORE_TIMEOUT_MS and answers a write concern timeout as unavailable, not after the socket times out', async () => {
     const writes: Document[] = [];
