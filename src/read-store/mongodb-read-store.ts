@@ -90,6 +90,7 @@ export class MongoDbReadStore implements ReadStore {
         ),
       );
       const { live } = await this.readModel(schema.name);
+      this.lastLive.set(schema.name, live);
       // createIndexes creates the collection too, and is a no-op for indexes that already exist as specified.
       await this.collection(schema.name, live).createIndexes(indexesFor(schema));
     });
@@ -168,6 +169,7 @@ export class MongoDbReadStore implements ReadStore {
 
   async status(collection: string): Promise<CollectionStatus> {
     const model = await this.readModel(collection);
+    this.lastLive.set(collection, model.live);
     const wanted = [model.live, ...(model.building === null ? [] : [model.building])].map((g) => generationId(collection, g));
     const docs = await this.guard(() => this.generations.find({ _id: { $in: wanted } }).toArray());
     const statusOf = (generation: number): GenerationStatus => {
