@@ -43,7 +43,7 @@ const DEFAULT_BATCH = 1000;
 /** Tries of an append or a read: a leader change takes two (the deposed node fails the call, then names the leader). */
 const ATTEMPTS = 3;
 /** How long a confirmed subscription may stay silent before the head is read to see whether it is stuck. */
-export const DEFAULT_SILENCE_MS = 10_000;
+const DEFAULT_SILENCE_MS = 10_000;
 /**
  * Every call goes to the leader: a follower may lag behind it (reads, the head, subscriptions) or
  * may have lost its cluster. Elsewhere the server answers NotLeader naming the leader, and the
