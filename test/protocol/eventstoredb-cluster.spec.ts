@@ -4,8 +4,10 @@ import { randomUUID } from 'node:crypto';
 import { EventBatch, NewEvent, Position, START } from '../../src/event-store/event-store.port';
 import { EventStoreDbEventStore } from '../../src/event-store/eventstoredb-event-store';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
+import { startTestApp, TestApp, withToken } from '../support/test-app';
 import {
   answerReadBackwards,
+  appendedEvents,
   appendSuccess,
   appendTimedOut,
   caughtUpMessage,
@@ -318,5 +320,37 @@ describe('EventStoreDB in a cluster: a subscription that goes silent is renewed 
     expect(delivered(batches)).toEqual(['customer-1@0', 'customer-1@1']);
     expect(subscriptions(a)[0].cancelled).toBe(true);
     expect(subscriptions(b).map(describeRead)).toEqual([expect.objectContaining({ from: 100n })]);
+  });
+});
+
+describe('the service when its subscriptions go silent after catching up (item 1)', () => {
+  let app: TestApp | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  it('shows a customer created while they are silent, in the list, rather than 503 and never', async () => {
+    // Appends are stored and read back; every subscription catches up, then hears nothing more.
+    const log: ScriptedEvent[] = [];
+    let next = 1000n;
+    const server = await node({
+      read: answerFrom(log),
+      batchAppend: (call) =>
+        call.on('data', (request) => {
+          const stream = Buffer.from(request.getOptions()!.getStreamIdentifier()!.getStreamName_asU8()).toString();
+          const events = appendedEvents(request, log.filter((e) => e.streamId === stream).length, next);
+          next += 100n;
+          log.push(...events);
+          const last = events[events.length - 1];
+          call.write(appendSuccess(request, last.revision, last.commit));
+        }),
+    });
+    app = await startTestApp({ env: { EVENTSTORE_CONNECTION_STRING: server.connectionString, STORE_TIMEOUT_MS: '1000', EVENTSTORE_SILENCE_MS: String(SILENCE_MS) } });
+    // Before: 503 once READ_YOUR_WRITES_TIMEOUT_MS passed, and the list never showed the customer.
+    const created = await app.http.post(withToken('customers')).send({ email: 'quiet@x.io' });
+    expect(created.status).toBe(201);
+    const list = await app.http.get(withToken('customers')).expect(200);
+    expect(JSON.stringify(list.body)).toContain('quiet@x.io');
   });
 });

@@ -117,6 +117,8 @@ export interface ScriptedEvent {
   prepare?: bigint;
   type?: string;
   data?: Record<string, unknown>;
+  id?: string;
+  metadata?: Record<string, unknown>;
 }
 
 /**
@@ -124,9 +126,9 @@ export interface ScriptedEvent {
  * data and custom metadata (src/EventStore.Core/Services/Transport/Grpc/Streams.Read.cs, v24.10.4
  * lines 321-366, ConvertToRecordedEvent and ConvertToReadEvent).
  */
-function recordMessage(r: { streamId: string; revision: string; commit: bigint; prepare: bigint; type: string; data: Buffer; metadata: Buffer; json: boolean }): ReadResp {
+function recordMessage(r: { id?: string; streamId: string; revision: string; commit: bigint; prepare: bigint; type: string; data: Buffer; metadata: Buffer; json: boolean }): ReadResp {
   const recorded = new ReadResp.ReadEvent.RecordedEvent()
-    .setId(new UUID().setString(randomUUID()))
+    .setId(new UUID().setString(r.id ?? randomUUID()))
     .setStreamIdentifier(new StreamIdentifier().setStreamName(Buffer.from(r.streamId)))
     .setStreamRevision(r.revision)
     .setCommitPosition(String(r.commit))
@@ -143,15 +145,33 @@ function recordMessage(r: { streamId: string; revision: string; commit: bigint; 
 /** An event of the service's: JSON data and the port's metadata. */
 export function eventMessage(e: ScriptedEvent): ReadResp {
   return recordMessage({
+    id: e.id,
     streamId: e.streamId,
     revision: String(e.revision),
     commit: e.commit,
     prepare: e.prepare ?? e.commit,
     type: e.type ?? 'SomethingHappened',
     data: Buffer.from(JSON.stringify(e.data ?? {})),
-    metadata: Buffer.from(JSON.stringify({ accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 })),
+    metadata: Buffer.from(JSON.stringify(e.metadata ?? { accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 })),
     json: true,
   });
+}
+
+/**
+ * The events of a batch append (one request, JSON, as the adapter sends them), as the log keeps
+ * them: revisions on from `revision`, positions on from `commit`.
+ */
+export function appendedEvents(request: BatchAppendReq, revision: number, commit: bigint): ScriptedEvent[] {
+  const streamId = Buffer.from(request.getOptions()!.getStreamIdentifier()!.getStreamName_asU8()).toString();
+  return request.getProposedMessagesList().map((m, i) => ({
+    streamId,
+    revision: revision + i,
+    commit: commit + BigInt(i),
+    id: m.getId()!.getString(),
+    type: m.getMetadataMap().get('type'),
+    data: JSON.parse(Buffer.from(m.getData_asU8()).toString()),
+    metadata: JSON.parse(Buffer.from(m.getCustomMetadata_asU8()).toString()),
+  }));
 }
 
 /**
