@@ -23,6 +23,15 @@ export const asciiDigits = (value: string): string =>
 const isBlank = (v: unknown) => v === undefined || v === null || v === '';
 const isText = (v: unknown): v is string => typeof v === 'string' && v.isWellFormed();
 
+/**
+ * The fault of a string that is not well-formed: JSON can carry half of a UTF-16 surrogate pair
+ * (`"\ud83d"`), which no UTF-8 text can hold. Said as such, since its length is not what is wrong.
+ */
+const illFormed = (field: string, value: unknown): string | undefined =>
+  typeof value === 'string' && !value.isWellFormed()
+    ? `${field} must be well-formed Unicode text, but it holds a lone surrogate (a \\uD800-\\uDFFF escape not in a pair)`
+    : undefined;
+
 function rule(
   name: string,
   test: (value: unknown, object: Record<string, unknown>) => boolean,
@@ -49,7 +58,7 @@ export const Text = (max: number) =>
   rule(
     'text',
     (v) => v === undefined || v === null || (isText(v) && [...v].length <= max),
-    (f) => `${f} must be a string of at most ${max} characters`,
+    (f, v) => illFormed(f, v) ?? `${f} must be a string of at most ${max} characters`,
     { type: 'string', maxLength: max, nullable: true },
   );
 
@@ -102,7 +111,7 @@ export const Email = () =>
   rule(
     'email',
     (v) => isBlank(v) || (isText(v) && v.length <= 254 && isEmail(v)),
-    (f) => `${f} must be a valid e-mail address of at most 254 characters`,
+    (f, v) => illFormed(f, v) ?? `${f} must be a valid e-mail address of at most 254 characters`,
     { oneOf: [{ type: 'string', format: 'email', maxLength: 254 }, CLEARED] },
   );
 

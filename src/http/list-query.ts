@@ -10,6 +10,8 @@ export interface ListQuery {
 
 type RawQuery = Record<string, unknown>;
 
+const PAGING = ['limit', 'offset', 'page'];
+
 /**
  * Paging and filters of CONTRACT.md "Lists": limit 1..100 (default 10; histories take 100), offset
  * >= 0 or page >= 1 (page N is offset (N-1)*limit; both at once is an error). Unknown parameters
@@ -17,6 +19,7 @@ type RawQuery = Record<string, unknown>;
  */
 export function parseListQuery(query: RawQuery, filterNames: readonly string[], defaultLimit = 10): ListQuery {
   const faults: FieldFault[] = [];
+  refuseStructured(query, [...PAGING, ...filterNames], faults);
   const limit = integerParameter(query, 'limit', faults, 1, 100) ?? defaultLimit;
   const offset = integerParameter(query, 'offset', faults, 0);
   const page = integerParameter(query, 'page', faults, 1);
@@ -36,6 +39,7 @@ export function parseListQuery(query: RawQuery, filterNames: readonly string[], 
 /** `?as_of=<epoch seconds>` of an item read: a non-negative integer, or undefined when absent. */
 export function parseAsOf(query: RawQuery): number | undefined {
   const faults: FieldFault[] = [];
+  refuseStructured(query, ['as_of'], faults);
   const asOf = integerParameter(query, 'as_of', faults, 0);
   if (faults.length) throw validationFailed(faults);
   return asOf;
@@ -53,6 +57,22 @@ function integerParameter(query: RawQuery, name: string, faults: FieldFault[], m
     return undefined;
   }
   return Number(raw);
+}
+
+/**
+ * `email[]=x`, `company[a]=b`: the query parser (Express's "simple") keeps such names as sent, so
+ * they would pass for unknown parameters and be ignored, and a filtered list would list the whole
+ * account. A known parameter's name followed by `[` is refused, once per name.
+ */
+function refuseStructured(query: RawQuery, names: readonly string[], faults: FieldFault[]): void {
+  const refused = new Set<string>();
+  for (const key of Object.keys(query)) {
+    const bracket = key.indexOf('[');
+    const name = key.slice(0, bracket);
+    if (bracket <= 0 || !names.includes(name) || refused.has(name)) continue;
+    refused.add(name);
+    faults.push({ field: name, message: `${name} takes a single value, not a list or an object (${name}[…])` });
+  }
 }
 
 function single(query: RawQuery, name: string, faults: FieldFault[]): string | undefined {

@@ -22,7 +22,7 @@ describe('list query', () => {
   });
 
   it('keeps known non-empty filters and ignores unknown parameters', () => {
-    expect(parse({ email: 'a@b.c', company: '', foo: 'bar', access_token: 't' }).filters).toEqual({ email: 'a@b.c' });
+    expect(parse({ email: 'a@b.c', company: '', foo: 'bar', 'foo[]': 'x', '[email]': 'y', access_token: 't' }).filters).toEqual({ email: 'a@b.c' });
   });
 
   it.each([
@@ -34,6 +34,10 @@ describe('list query', () => {
     [{ offset: '0', page: '1' }, ['page']],
     [{ email: ['a', 'b'] }, ['email']],
     [{ limit: 'x', offset: 'y' }, ['limit', 'offset']],
+    // The simple query parser keeps `email[]=x` and `company[a]=b` as names of their own.
+    [{ 'email[]': 'x' }, ['email']],
+    [{ 'company[a]': 'b', 'company[c]': 'd' }, ['company']],
+    [{ 'limit[]': '5', 'page[x]': '1' }, ['limit', 'page']],
   ])('refuses %j naming %j', (q, fields) => {
     expect(faults(q)).toEqual(fields);
   });
