@@ -3,6 +3,7 @@ import { IQueryHandler, Query, QueryBus, QueryHandler } from '@nestjs/cqrs';
 import { RecordAsOfQuery } from '../audit/audit.queries';
 import { notFound } from '../errors';
 import type { ListQuery } from '../http/list-query';
+import { ProjectionsService } from '../projections/projections.service';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import type { Versioned } from '../records/record';
 import { CUSTOMER } from './customer.decider';
@@ -36,9 +37,11 @@ export class GetCustomerHandler implements IQueryHandler<GetCustomerQuery, Versi
   constructor(
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     private readonly queries: QueryBus,
+    private readonly projections: ProjectionsService,
   ) {}
 
   async execute({ accountId, id, shape, asOf }: GetCustomerQuery): Promise<Versioned<CustomerView>> {
+    this.projections.assertCaughtUp(COLLECTION);
     const customer =
       asOf === undefined
         ? await this.readStore.get(COLLECTION, accountId, id)
@@ -50,9 +53,13 @@ export class GetCustomerHandler implements IQueryHandler<GetCustomerQuery, Versi
 
 @QueryHandler(ListCustomersQuery)
 export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery, { customers: CustomerView[]; total: number }> {
-  constructor(@Inject(READ_STORE) private readonly readStore: ReadStore) {}
+  constructor(
+    @Inject(READ_STORE) private readonly readStore: ReadStore,
+    private readonly projections: ProjectionsService,
+  ) {}
 
   async execute({ accountId, list }: ListCustomersQuery) {
+    this.projections.assertCaughtUp(COLLECTION);
     const { documents, total } = await this.readStore.find(COLLECTION, { accountId, ...list, order: 'newest' });
     return { customers: documents.map((c) => customerView(c, 'short')), total };
   }

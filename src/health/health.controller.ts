@@ -71,14 +71,15 @@ export class HealthController {
   }
 
   /**
-   * Ready to serve: both stores answer, and every projection is running and, where the event
-   * store can count events (SQLite), at most READY_MAX_LAG_EVENTS behind its head. 503 otherwise,
-   * naming each problem.
+   * Ready to serve: both stores answer, and every projection is running, has reached the head the
+   * app found at start and, where the event store can count events (SQLite), is at most
+   * READY_MAX_LAG_EVENTS behind its head. 503 otherwise, naming each problem.
    */
   @Get('ready')
   @ApiOperation({
     summary: 'Readiness: both stores answer and the read models are caught up',
-    description: 'No token. 503 while a store is unreachable, a read model has stopped, or one is more than READY_MAX_LAG_EVENTS behind; problems names each.',
+    description:
+      'No token. 503 while a store is unreachable, a read model has stopped, has not yet reached the events stored before the start, or is more than READY_MAX_LAG_EVENTS behind; problems names each.',
   })
   @ApiResponse({ status: 200, description: 'ready to serve', content: { 'application/json; charset=UTF-8': { schema: READINESS, example: READY } } })
   @ApiResponse({ status: 503, description: 'not ready: see problems', content: { 'application/json; charset=UTF-8': { schema: READINESS, example: NOT_READY } } })
@@ -97,6 +98,11 @@ export class HealthController {
           : null;
       if (failure) problems.push(`projection ${p.projection.name} stopped on ${failure.streamId}@${failure.revision}`);
       else if (p.state !== 'running') problems.push(`projection ${p.projection.name} is ${p.state}`);
+      if (!failure && !p.caughtUp) {
+        // Reads and lists answer 503 meanwhile (ProjectionsService.assertCaughtUp).
+        const toGo = p.eventsToStartHead;
+        problems.push(`projection ${p.projection.name} is catching up with the events stored before the start${toGo === null ? '' : ` (${toGo} to go)`}`);
+      }
       if (lag !== null && lag > this.config.readyMaxLagEvents) {
         problems.push(`projection ${p.projection.name} is ${lag} events behind (bound ${this.config.readyMaxLagEvents})`);
       }

@@ -3,6 +3,7 @@ import { IQueryHandler, Query, QueryBus, QueryHandler } from '@nestjs/cqrs';
 import { RecordAsOfQuery } from '../audit/audit.queries';
 import { notFound } from '../errors';
 import type { ListQuery } from '../http/list-query';
+import { ProjectionsService } from '../projections/projections.service';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import type { Versioned } from '../records/record';
 import { PROFILE } from './profile.decider';
@@ -40,10 +41,12 @@ export class GetProfileHandler implements IQueryHandler<GetProfileQuery, Version
   constructor(
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     private readonly queries: QueryBus,
+    private readonly projections: ProjectionsService,
   ) {}
 
   /** `default` says whether the profile is the account's default now, as-of reads included. */
   async execute({ accountId, id, asOf }: GetProfileQuery): Promise<Versioned<ProfileView>> {
+    this.projections.assertCaughtUp(COLLECTION);
     const profile =
       asOf === undefined
         ? await this.readStore.get(COLLECTION, accountId, id)
@@ -56,9 +59,13 @@ export class GetProfileHandler implements IQueryHandler<GetProfileQuery, Version
 
 @QueryHandler(ListProfilesQuery)
 export class ListProfilesHandler implements IQueryHandler<ListProfilesQuery, { profiles: ProfileView[]; total: number }> {
-  constructor(@Inject(READ_STORE) private readonly readStore: ReadStore) {}
+  constructor(
+    @Inject(READ_STORE) private readonly readStore: ReadStore,
+    private readonly projections: ProjectionsService,
+  ) {}
 
   async execute({ accountId, list }: ListProfilesQuery) {
+    this.projections.assertCaughtUp(COLLECTION);
     const { documents, total } = await this.readStore.find(COLLECTION, { accountId, ...list, order: 'newest' });
     const defaultId = documents.length ? await defaultProfileId(this.readStore, accountId) : undefined;
     return { profiles: documents.map((p) => profileView(p, p.id === defaultId)), total };

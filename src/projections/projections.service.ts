@@ -48,6 +48,7 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
     const behind: Projector[] = [];
     for (const projector of this.projectors) {
       const { name } = projector.projection.schema;
+      projector.catchUpTo(head);
       await this.readStore.ensureCollection(projector.projection.schema);
       // What a rebuild stopped during its grace period left: storage no read has used since.
       await this.readStore.dropRetired(name, REBUILD_GRACE_MS);
@@ -103,6 +104,18 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
       await Promise.all(projectors.filter((p) => p.state === 'starting').map((p) => p.start()));
     } finally {
       clearInterval(renew);
+    }
+  }
+
+  /**
+   * Reads and lists go by the read model only once it has reached the head the app found at start:
+   * before, it misses records (on a first start over a large store, all of them), and an empty list
+   * would pass for an empty account. 503 meanwhile, as readiness says.
+   */
+  assertCaughtUp(collection: string): void {
+    const projector = this.projectors.find((p) => p.projection.schema.name === collection);
+    if (projector && !projector.caughtUp) {
+      throw new ApiError('UNAVAILABLE', 'The read models are still catching up with the records stored before the service started; try again shortly.', undefined, 5);
     }
   }
 

@@ -116,6 +116,8 @@ export interface LeaseSettings {
 
 /** How often an instance that does not fold reads the stored checkpoint while requests wait on it. */
 export const FOLLOW_POLL_MS = 10;
+/** How often it reads it while it has not reached the head found at start (see catchUpTo). */
+const CATCH_UP_POLL_MS = 100;
 
 /**
  * Keeps one read model current. Any number of instances of the service may run one each for the
@@ -156,6 +158,8 @@ export class Projector {
    * failure (a rebuild's promotion of another generation is one).
    */
   private readonly written = new LRUCache<string, ReadDocument>({ max: WRITTEN_KEPT });
+  /** The event store's head when the app started, until the read model has reached it (see catchUpTo). */
+  private startHead?: Position;
 
   constructor(
     readonly projection: Projection,
@@ -170,13 +174,33 @@ export class Projector {
     return this.position;
   }
 
+  /**
+   * Until the read model has folded up to `head` (the event store's head when the app started), it
+   * misses records that exist: `caughtUp` is false, and reads must not answer from it. A follower
+   * reads the stored checkpoint every CATCH_UP_POLL_MS meanwhile, so it sees the folder get there.
+   */
+  catchUpTo(head: Position): void {
+    this.startHead = head;
+  }
+
+  /** Whether the read model has reached the head found at start (see catchUpTo); once true, for good. */
+  get caughtUp(): boolean {
+    if (this.startHead && comparePositions(this.position, this.startHead) >= 0) this.startHead = undefined;
+    return this.startHead === undefined;
+  }
+
+  /** Events from the checkpoint to the head found at start; null when caught up, or where the store cannot count them. */
+  get eventsToStartHead(): number | null {
+    return this.caughtUp ? null : this.eventStore.eventsBetween(this.position, this.startHead!);
+  }
+
   async start(): Promise<void> {
     await this.readStore.ensureCollection(this.projection.schema);
     await this.loadLiveGeneration();
     this.state = 'running';
     // A follower with writes waiting reads the checkpoint as soon as the folding worker moves it.
     this.unhear = siblings.hear('folded', () => {
-      if (!this.folding && this.waiters.length > 0) this.wake?.();
+      if (!this.folding && (this.waiters.length > 0 || !this.caughtUp)) this.wake?.();
     });
     this.loop = this.run();
   }
@@ -312,7 +336,8 @@ export class Projector {
 
   /**
    * Until it is time to try for the lease again: reads the live generation's stored checkpoint,
-   * every FOLLOW_POLL_MS while requests wait on it (one read for all of them), else once.
+   * every FOLLOW_POLL_MS while requests wait on it (one read for all of them), every
+   * CATCH_UP_POLL_MS while it has not reached the head found at start, else once.
    */
   private async follow(): Promise<void> {
     const until = Date.now() + this.lease.ttlMs / 3;
@@ -334,7 +359,8 @@ export class Projector {
       }
       const left = until - Date.now();
       if (left <= 0) return;
-      await this.pause(this.waiters.length > 0 ? Math.min(FOLLOW_POLL_MS, left) : left);
+      const every = this.waiters.length > 0 ? FOLLOW_POLL_MS : this.caughtUp ? left : CATCH_UP_POLL_MS;
+      await this.pause(Math.min(every, left));
     }
   }
 

@@ -61,11 +61,22 @@ describe('ProjectionsService on a first start far behind the events', () => {
       await Promise.all(ids.map((id, i) => events.appendToStream(`customer-${id}`, [ev('CustomerCreated', { name: `C${i}`, email: 'c@x.io' })], 'no_stream')));
       await service.onApplicationBootstrap();
       await other.onApplicationBootstrap();
+      // Neither instance answers reads from read models short of the events stored before the start.
+      for (const instance of [service, other]) {
+        expect(instance.projectors.map((p) => p.caughtUp)).toEqual([false, false]);
+        expect(() => instance.assertCaughtUp(customerProjection.schema.name)).toThrow(expect.objectContaining({ code: 'UNAVAILABLE', retryAfter: 5 }));
+      }
       const catchUps = logged.mock.calls.filter(([message]) => String(message).includes('catching up'));
       expect(catchUps).toEqual([['Read models far behind the events: catching up profiles, customers by a rebuild']]);
       const head = await events.headPosition();
       while (service.projectors.some((p) => p.state !== 'running')) await new Promise((r) => setTimeout(r, 20));
       await Promise.all(service.projectors.map((p) => p.waitFor(head, 60_000)));
+      expect(service.projectors.map((p) => p.caughtUp)).toEqual([true, true]);
+      expect(() => service.assertCaughtUp(customerProjection.schema.name)).not.toThrow();
+      // The instance that follows sees the checkpoint get there at its next look, unasked.
+      const since = Date.now();
+      while (!other.projectors.every((p) => p.caughtUp)) await new Promise((r) => setTimeout(r, 20));
+      expect(Date.now() - since).toBeLessThan(2000);
       const { live } = await readStore.status(customerProjection.schema.name);
       expect(live.generation).toBe(2); // one rebuild, not one per instance
       expect((await readStore.get(customerProjection.schema.name, 'acc', ids[10_049]))?.revision).toBe(0);
