@@ -1,33 +1,24 @@
 # syntax=docker/dockerfile:1
 # The service for production: EventStoreDB and MongoDB come from the environment (see docker-compose.yml).
+# better-sqlite3 (the embedded default, always installed) is prebuilt inside its package: no compiler.
 
-# Build stage: every dependency, then the TypeScript build. better-sqlite3 (the embedded default,
-# always installed) compiles from source when no prebuilt binary fits, hence python3, make and g++.
+# Build stage: every dependency, then the TypeScript build.
 FROM node:24-bookworm-slim AS build
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ \
- && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
-COPY package.json package-lock.json ./
+COPY package.json package-lock.json .npmrc ./
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build
 
-# Final stage: production dependencies only, the built code, and no compiler left behind.
+# Final stage: production dependencies only and the built code.
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     PORT=3000 \
     DATA_DIR=/app/data
 WORKDIR /app
-COPY package.json package-lock.json ./
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ \
- && npm ci --omit=dev \
- && npm cache clean --force \
- && apt-get purge -y python3 make g++ \
- && apt-get autoremove -y \
- && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json .npmrc ./
+RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/dist ./dist
 # The data directory keeps the generated access token (and the SQLite file when a store is embedded).
 RUN mkdir -p /app/data && chown node:node /app/data

@@ -1,16 +1,27 @@
-/** @type {import('jest').Config} */
-module.exports = {
+/** Shared by both projects. ts-jest transpiles only (tsconfig.json's isolatedModules): `npm test` checks the types once, in `npm run typecheck`. */
+const common = {
   rootDir: '.',
   testEnvironment: 'node',
   moduleFileExtensions: ['ts', 'js', 'json'],
-  testRegex: '(src|test)/.*\\.(spec|e2e-spec|contract-spec)\\.ts$',
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
     '^.+\\.js$': '<rootDir>/test/support/esm-to-cjs.js',
   },
   transformIgnorePatterns: ['/node_modules/(?!@nestjs/)'],
+  setupFilesAfterEnv: ['<rootDir>/test/support/observe-statuses.ts'],
+};
+
+/** @type {import('jest').Config} */
+module.exports = {
+  projects: [
+    { ...common, displayName: 'in process', testRegex: '(src|test)/.*\\.(spec|e2e-spec|contract-spec)\\.ts$' },
+    // The HTTP suites again, against the built service with WORKERS=2 (test/support/stores.ts).
+    { ...common, displayName: 'WORKERS=2', testRegex: 'test/(e2e|reliability)/.*\\.e2e-spec\\.ts$', setupFiles: ['<rootDir>/test/support/workers-2.js'] },
+  ],
+  // Most suites wait on processes and sockets rather than compute: two at a time on 2 cores.
+  maxWorkers: 2,
   testTimeout: 60000,
-  reporters: ['default', '<rootDir>/test/support/skipped-reporter.js'],
+  reporters: ['default', '<rootDir>/test/support/skipped-reporter.js', '<rootDir>/test/support/declared-statuses-reporter.js'],
   // No forceExit: every suite closes what it opens (apps in afterAll, child processes killed by
   // test/support), so Jest ends by itself, without forceExit's warning line in every run.
 };

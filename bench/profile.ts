@@ -39,8 +39,7 @@ const STAGES: [RegExp, string][] = [
   // Node makes each request and response in the service's own classes (json-express.adapter.ts).
   [own('http/json-express'), 'Node (HTTP parsing, sockets, timers)'],
   [own('erasure/'), 'encryption and data keys'],
-  // better-sqlite3-v13: the driver on Node 22 and later (src/storage/sqlite-database.ts).
-  [pkg('better-sqlite3', 'better-sqlite3-v13'), 'storage (SQLite, projections)'],
+  [pkg('better-sqlite3'), 'storage (SQLite, projections)'],
   [own('read-store/', 'event-store/', 'storage/', 'projections/', 'records/'), 'storage (SQLite, projections)'],
   [own('customers/', 'profiles/', 'idempotency/', 'audit/'), 'controllers and handlers'],
   [own('http/'), 'writing the answer'],

@@ -39,6 +39,6 @@ function reachable({ host, port }) {
     return;
   }
   const suites = ['test/contract', 'test/protocol', 'test/e2e', 'test/reliability'];
-  const jest = spawnSync(process.execPath, [require.resolve('jest/bin/jest'), '--runInBand', ...suites, ...process.argv.slice(2)], { env, stdio: 'inherit' });
+  const jest = spawnSync(process.execPath, [require.resolve('jest/bin/jest'), '--runInBand', '--selectProjects', 'in process', ...suites, ...process.argv.slice(2)], { env, stdio: 'inherit' });
   process.exitCode = jest.status ?? 1;
 })();

@@ -5,20 +5,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { StoreUnavailableError } from './store-unavailable.error';
 
-/**
- * better-sqlite3, in the line that runs on this Node. Line 13 (prebuilt for N-API) needs Node 22+;
- * line 12, the last for Node 20, aborts the process on Node 24.19+ whenever the garbage collector
- * frees one of its statements (WiseLibs/better-sqlite3#1515). npm installs 13, an optional
- * dependency, only where its engines allow, so on Node 20 line 12 is the only one there.
- */
-const DRIVER = Number(process.versions.node.split('.')[0]) >= 22 ? 'better-sqlite3-v13' : 'better-sqlite3';
-export const Database: typeof BetterSqlite3 = require(DRIVER);
+/** better-sqlite3 13: prebuilt inside its package (N-API), so an install compiles nothing. */
+export const Database: typeof BetterSqlite3 = require('better-sqlite3');
 
 export type SqliteDatabase = BetterSqlite3.Database;
 
 /**
  * The parameter of a text column's equality in a statement that reads an index in order (ORDER BY,
- * max, min): `stream_id = ${TEXT_KEY}`. Bare, SQLite 3.54 (line 13, on Node 22+) prepares such a
+ * max, min): `stream_id = ${TEXT_KEY}`. Bare, SQLite 3.54 (better-sqlite3 13) prepares such a
  * statement again on every run, about 4 µs (3.53 does not). BINARY is the collation a text column
  * compares with when it declares none, as none of the service's do: same rows, same plan.
  */
@@ -117,6 +111,7 @@ export class WalSync {
   private durable = 0;
   private syncing?: Promise<void>;
   private closed = false;
+  private closing?: Promise<void>;
   private readonly checkpoints: Worker;
   private readonly checkpointsEnded: Promise<unknown>;
 
@@ -128,7 +123,7 @@ export class WalSync {
   ) {
     this.checkpoints = new Worker(CHECKPOINT_SCRIPT, {
       eval: true,
-      workerData: { driver: require.resolve(DRIVER), file, everyMs: CHECKPOINT_EVERY_MS },
+      workerData: { driver: require.resolve('better-sqlite3'), file, everyMs: CHECKPOINT_EVERY_MS },
     });
     this.checkpointsEnded = new Promise((resolve) => this.checkpoints.once('exit', resolve));
     // Should the thread fail, the commits' own checkpoints go on as before: nothing else depends on it.
@@ -158,8 +153,16 @@ export class WalSync {
     }
   }
 
-  /** Waits out the sync and the checkpoint under way, then closes the file (before or after the connection). */
-  async close(): Promise<void> {
+  /**
+   * Waits out the sync and the checkpoint under way, then closes the file (before or after the
+   * connection). Once only, however often called: a second closeSync of the descriptor would close
+   * whatever file the process has opened under that number since.
+   */
+  close(): Promise<void> {
+    return (this.closing ??= this.closeOnce());
+  }
+
+  private async closeOnce(): Promise<void> {
     this.closed = true;
     this.checkpoints.ref(); // unreferenced so as not to hold the process open, but its end is awaited here
     this.checkpoints.postMessage('stop');

@@ -15,7 +15,7 @@ export const RUN_ID = LIVE_STORES ? randomUUID().slice(0, 8) : '';
 export const RUN_SUFFIX = RUN_ID && `-${RUN_ID}`;
 
 /**
- * `TEST_WORKERS=N` (the second half of `npm test` sets 2): startTestApp runs the built service
+ * `TEST_WORKERS=N` (the "WORKERS=2" project of jest.config.js sets 2): startTestApp runs the built service
  * (dist/main.js) as real processes with WORKERS=N on the data directory instead of in this
  * process, and the HTTP suites talk to it over its socket; startChildService starts WORKERS=N too
  * unless told WORKERS. Unset, startTestApp runs the app in-process and a child service is one process.
@@ -39,8 +39,7 @@ export function liveStoreEnv(): NodeJS.ProcessEnv {
  */
 export function describeOnSqlite(name: string, body: () => void): void {
   if (!LIVE_STORES) return describe(name, body);
-  console.log(`Skipping "${name}" with TEST_STORES=live: it is about the embedded SQLite store.`);
-  describe.skip(name, body);
+  describe.skip(`${name} (skipped with TEST_STORES=live: it is about the embedded SQLite store)`, body);
 }
 
 /**
@@ -49,6 +48,6 @@ export function describeOnSqlite(name: string, body: () => void): void {
  */
 export function describeUnlessWorkers(name: string, why: string, body: () => void): void {
   if (!TEST_WORKERS) return describe(name, body);
-  console.log(`Skipping "${name}" with TEST_WORKERS=${TEST_WORKERS}: ${why}.`);
+  // The title says why; test/support/skipped-reporter.js lists it at the end of the run.
   describe.skip(`${name} (skipped with TEST_WORKERS: ${why})`, body);
 }

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -25,6 +25,18 @@ describe('WalSync on a durable SQLite connection', () => {
   });
 
   const inDatabaseFile = (text: string) => readFileSync(file()).includes(text);
+
+  it('closes its file once, however often it is closed: the descriptor number may belong to another file by then', async () => {
+    await wal.close();
+    // The lowest free descriptor: the one the WAL file had, most likely; a second close would close this file.
+    const other = openSync(file('.other'), 'w');
+    try {
+      await wal.close();
+      expect(() => fstatSync(other)).not.toThrow();
+    } finally {
+      closeSync(other);
+    }
+  });
 
   it('copies the WAL into the database file in its own thread, with no checkpoint by the connection', async () => {
     db.pragma('wal_autocheckpoint = 0'); // the connection never checkpoints: only the thread can
