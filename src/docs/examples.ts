@@ -15,7 +15,6 @@ export const PROFILE_CREATE = {
   email: 'orders@saffrontea.example',
   address: '12 Valiasr Street, Tehran',
   site: 'https://saffrontea.example',
-  slug: 'saffrontea',
   messenger: 'https://chat.example/saffrontea',
   network_a: 'https://network-a.example/saffrontea',
   network_b: '',
@@ -24,7 +23,8 @@ export const PROFILE_CREATE = {
 
 export const PROFILE_UPDATE = { tel: '02188776600', site: 'https://shop.saffrontea.example', network_b: null };
 
-export const PROFILE = { id: PROFILE_ID, ...PROFILE_CREATE, logo: '', signature: '', default: 1, created: CREATED };
+// No slug in what "Try it out" sends: a slug is unique, so a second try would answer 409.
+export const PROFILE = { id: PROFILE_ID, ...PROFILE_CREATE, slug: '', logo: '', signature: '', default: 1, created: CREATED };
 export const PROFILE_UPDATED = { ...PROFILE, tel: '02188776600', site: 'https://shop.saffrontea.example' };
 
 export const CUSTOMER_CREATE = {
@@ -65,7 +65,7 @@ export const HISTORY = {
       revision: 0,
       occurred: '2026-11-22T03:11:25.920Z',
       actor: 'acme',
-      changes: { name: { from: '', to: 'Saffron Tea House' }, slug: { from: '', to: 'saffrontea' }, tel: { from: '', to: '02188776655' } },
+      changes: { name: { from: '', to: 'Saffron Tea House' }, tel: { from: '', to: '02188776655' } },
     },
     { event: 'ProfileUpdated', revision: 1, occurred: '2026-11-22T03:11:32.200Z', actor: 'acme', changes: { tel: { from: '02188776655', to: '02188776600' } } },
   ],
@@ -106,6 +106,7 @@ export const ERRORS: Record<number, object> = {
   412: error(412, 'PRECONDITION_FAILED', 'The customer has changed since: its current ETag is "1".'),
   413: error(413, 'PAYLOAD_TOO_LARGE', 'The request body is larger than 64 KiB.'),
   415: error(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be JSON, sent with Content-Type: application/json.'),
+  417: error(417, 'EXPECTATION_FAILED', 'Expect: 100-continue is the only expectation the service meets.'),
   429: error(429, 'RATE_LIMITED', 'Too many requests with this access token: at most 6000 per 60 s. Retry after the number of seconds in Retry-After.'),
   500: error(500, 'INTERNAL', 'Internal server error.'),
   503: error(503, 'UNAVAILABLE', 'The change was saved, but the read models have not caught up with it yet. Read it again shortly.'),

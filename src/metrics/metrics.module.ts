@@ -33,15 +33,17 @@ export class MetricsController {
     },
   })
   async scrape(@Res() res: Response): Promise<void> {
-    // Projection figures are read at scrape time: they are states, not events to count.
-    const head = await this.eventStore.headPosition();
+    // Projection figures are read at scrape time: they are states, not events to count. With the
+    // event store unreachable the scrape still answers, without the lag: that is when metrics matter.
+    // (/health/ready names the failure and logs it.)
+    const head = await this.eventStore.headPosition().catch(() => undefined);
     for (const projector of this.projections.projectors) {
       const labels = { projection: projector.projection.name };
       const checkpoint = projector.checkpoint.commit;
       this.metrics.projectionCheckpoint.set(labels, Number(checkpoint));
       this.metrics.projectionFolding.set(labels, projector.folding ? 1 : 0);
       // Absent where the event store cannot count events between positions (EventStoreDB).
-      const lag = this.eventStore.eventsBetween(projector.checkpoint, head);
+      const lag = head === undefined ? null : this.eventStore.eventsBetween(projector.checkpoint, head);
       if (lag === null) this.metrics.projectionLag.remove(labels);
       else this.metrics.projectionLag.set(labels, lag);
     }

@@ -73,5 +73,9 @@ describeOnSqlite('health', () => describeUnlessWorkers('of the one process', 'it
     expect(ready.body).toMatchObject({ status: 'unavailable', head: null });
     expect(ready.body.problems).toContain('event store unreachable');
     expect(JSON.stringify(ready.body)).not.toMatch(/database|sqlite|connection/i);
+    // The metrics still answer, without the lag they cannot know: that is when an operator needs them.
+    const metrics = await t.http.get('/metrics').expect(200);
+    expect(metrics.text).toContain('projection_checkpoint{projection="customers"');
+    expect(metrics.text).not.toContain('projection_lag{');
   });
 }));
