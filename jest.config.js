@@ -8,7 +8,7 @@ const common = {
     '^.+\\.js$': '<rootDir>/test/support/esm-to-cjs.js',
   },
   transformIgnorePatterns: ['/node_modules/(?!@nestjs/)'],
-  setupFilesAfterEnv: ['<rootDir>/test/support/observe-statuses.ts'],
+  setupFilesAfterEnv: ['<rootDir>/test/support/quiet-nest.ts', '<rootDir>/test/support/observe-statuses.ts'],
 };
 
 /** @type {import('jest').Config} */

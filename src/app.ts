@@ -12,6 +12,7 @@ import { JsonExpressAdapter } from './http/json-express.adapter';
 import { jsonBody } from './http/json-body.middleware';
 import { FixedWindowLimiter } from './http/rate-limit';
 import type { ServiceRequest } from './http/request-context';
+import type { DestinationStream } from 'pino';
 import { createLogger, NestPinoLogger } from './logging/logging';
 import { Metrics } from './metrics/metrics';
 
@@ -28,12 +29,13 @@ const corsOptions = (origins: string[]) => ({
 });
 
 /**
- * The whole service, initialised and not yet listening: main.ts and the tests build it the same way.
+ * The whole service, initialised and not yet listening: main.ts and the tests build it the same way
+ * (the tests keep its log lines in memory: `logDestination`, stdout otherwise).
  * Order matters: authentication and rate limits come before the body is read, so the bodies of
  * strangers and of tokens over their limit are never read or parsed.
  */
-export async function createApp(config: AppConfig): Promise<NestExpressApplication> {
-  const logger = createLogger(config.logLevel);
+export async function createApp(config: AppConfig, logDestination?: DestinationStream): Promise<NestExpressApplication> {
+  const logger = createLogger(config.logLevel, logDestination);
   const adapter = new JsonExpressAdapter({ ...config, maxConnections: workerShare(config.maxConnections, config) }, logger);
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), adapter, {
     bodyParser: false,

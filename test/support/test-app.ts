@@ -63,7 +63,9 @@ export async function startTestApp(
   if (TEST_WORKERS) return startWorkers(dataDir, accounts, options.env);
   const env = { DATA_DIR: dataDir, LOG_LEVEL: 'error', ...liveStoreEnv(), ...options.env };
   const config = { ...loadConfig(env), accessTokens: accounts };
-  const app = await createApp(config);
+  // Its error lines (a store closed on purpose, say) would only clutter the run's output: a passing
+  // run prints the runner's report alone. Suites about the log read a child service's output.
+  const app = await createApp(config, { write: () => undefined });
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   const baseUrl = `http://127.0.0.1:${port}`;
