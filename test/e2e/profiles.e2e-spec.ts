@@ -105,11 +105,19 @@ describe('POST /v1/profiles (create)', () => {
 });
 
 describe('the default flag', () => {
+  // Each test starts from two empty accounts of its own: one app, with a pair of tokens per test.
+  const tests = 3;
+  const tokens = Array.from({ length: tests }, (_, n) => [`default-mine-${n}`, `default-theirs-${n}`]);
   let own: TestApp;
-  beforeEach(async () => (own = await startTestApp()));
-  afterEach(() => own.close());
-  const mine = client(() => own);
-  const theirs = client(() => own, TOKENS.b);
+  beforeAll(async () => (own = await startTestApp({ accounts: new Map(tokens.flat().map((token) => [token, `account-${token}`])) })));
+  afterAll(() => own.close());
+  let turn = -1;
+  beforeEach(() => void turn++);
+  /** The client of this test's account on `side` (0 mine, 1 theirs). */
+  const ofThisTest = (side: 0 | 1) =>
+    new Proxy({} as ReturnType<typeof client>, { get: (_, key: keyof ReturnType<typeof client>) => client(() => own, tokens[turn][side])[key] });
+  const mine = ofThisTest(0);
+  const theirs = ofThisTest(1);
   const defaults = async (ids: string[]) => Promise.all(ids.map(async (id) => (await mine.read(id)).default));
 
   it("is 1 for an account's first live profile and 0 for the others, per account", async () => {
