@@ -31,15 +31,16 @@ export function isGoneFromThisMachine(instanceId: string): boolean {
  * look now; whoever kept a fold of one of them, it is behind), `folded` (a read model's checkpoint
  * moved: whoever waits on it, look now). Outside a cluster worker, nothing is told or heard; other
  * instances go by their polls (FOLLOW_POLL_MS, the embedded store's poll interval) and by the
- * expected revision of each append.
+ * expected revision of each append. `write-failed` and `wrote` (a store's writes fail, or succeed
+ * again: the store, and why it failed) keep the workers' readiness alike (see WriteFailures).
  */
-export type SiblingNews = 'appended' | 'folded';
+export type SiblingNews = 'appended' | 'folded' | 'write-failed' | 'wrote';
 
 const NEWS = 'siblingNews';
 const ignoreFailure = () => undefined;
 
 export const siblings = {
-  /** `streams`: the stream ids the news is about (an append's). */
+  /** `streams`: the stream ids the news is about (an append's), or its details (a write's). */
   tell(news: SiblingNews, streams: string[] = []): void {
     // News is a shortcut, the polls stay: a send that fails (the primary gone) is dropped, not thrown.
     if (cluster.isWorker && process.connected) process.send!({ [NEWS]: news, streams }, undefined, undefined, ignoreFailure);

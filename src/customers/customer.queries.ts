@@ -1,11 +1,14 @@
 import { Inject } from '@nestjs/common';
 import { IQueryHandler, Query, QueryBus, QueryHandler } from '@nestjs/cqrs';
 import { RecordAsOfQuery } from '../audit/audit.queries';
+import type { DataKeys } from '../erasure/data-keys';
+import { getUnlessErased, withoutErased } from '../erasure/erased-records';
 import { notFound } from '../errors';
 import type { ListQuery } from '../http/list-query';
 import { ProjectionsService } from '../projections/projections.service';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import type { Versioned } from '../records/record';
+import { DATA_KEYS } from '../storage/storage.module';
 import { CUSTOMER } from './customer.decider';
 import { customerProjection } from './customer.projection';
 import { customerView, CustomerViewShape } from './customer.view';
@@ -38,13 +41,14 @@ export class GetCustomerHandler implements IQueryHandler<GetCustomerQuery, Versi
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     private readonly queries: QueryBus,
     private readonly projections: ProjectionsService,
+    @Inject(DATA_KEYS) private readonly keys: DataKeys,
   ) {}
 
   async execute({ accountId, id, shape, asOf }: GetCustomerQuery): Promise<Versioned<CustomerView>> {
     this.projections.assertCaughtUp(COLLECTION);
     const customer =
       asOf === undefined
-        ? await this.readStore.get(COLLECTION, accountId, id)
+        ? await getUnlessErased(this.readStore, this.keys, CUSTOMER, COLLECTION, accountId, id)
         : await this.queries.execute(new RecordAsOfQuery(CUSTOMER, accountId, id, asOf));
     if (!customer) throw notFound('Customer');
     return { view: customerView(customer, shape), revision: customer.revision };
@@ -56,11 +60,13 @@ export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery, {
   constructor(
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     private readonly projections: ProjectionsService,
+    @Inject(DATA_KEYS) private readonly keys: DataKeys,
   ) {}
 
   async execute({ accountId, list }: ListCustomersQuery) {
     this.projections.assertCaughtUp(COLLECTION);
     const { documents, total } = await this.readStore.find(COLLECTION, { accountId, ...list, order: 'newest' });
-    return { customers: documents.map((c) => customerView(c, 'short')), total };
+    const shown = await withoutErased(this.keys, CUSTOMER, documents);
+    return { customers: shown.map((c) => customerView(c, 'short')), total };
   }
 }

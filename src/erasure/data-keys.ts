@@ -179,6 +179,21 @@ export class DataKeys {
     return key;
   }
 
+  /**
+   * Which of these keys are destroyed, as the key store has them now: past this cache, since another
+   * instance may have destroyed one since this one cached it.
+   */
+  async destroyedAmong(keyIds: string[]): Promise<Set<string>> {
+    const destroyed = new Set<string>();
+    if (keyIds.length === 0) return destroyed;
+    for (const [keyId, key] of await this.store.getMany(keyIds)) {
+      if (key !== null) continue;
+      destroyed.add(keyId);
+      this.forget(keyId);
+    }
+    return destroyed;
+  }
+
   async destroy(keyId: string, erasedBy: string): Promise<void> {
     this.forget(keyId);
     await this.store.destroy(keyId, erasedBy);

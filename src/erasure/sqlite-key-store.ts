@@ -1,5 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import { checkpointAndTruncate, SqliteDatabase, WalSync } from '../storage/sqlite-database';
+import { sqliteFailure } from '../storage/store-unavailable.error';
 import { KEY_BYTES, randomBytesPooled } from './data-keys';
 import type { KeyStore, PendingErasure } from './key-store.port';
 
@@ -88,9 +89,13 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   async destroy(keyId: string, erasedBy: string): Promise<void> {
-    this.markDestroyed.run({ keyId, erasedBy, now: Date.now() });
-    await this.synced();
-    await checkpointAndTruncate(this.db);
+    try {
+      this.markDestroyed.run({ keyId, erasedBy, now: Date.now() });
+      await this.synced();
+      await checkpointAndTruncate(this.db);
+    } catch (error) {
+      throw sqliteFailure(error);
+    }
   }
 
   async pendingErasures(prefix: string): Promise<PendingErasure[]> {
@@ -98,7 +103,11 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   async finishErasure(keyId: string): Promise<void> {
-    this.markFinished.run(keyId);
+    try {
+      this.markFinished.run(keyId);
+    } catch (error) {
+      throw sqliteFailure(error);
+    }
   }
 
   async close(): Promise<void> {
@@ -114,7 +123,7 @@ export class SqliteKeyStore implements KeyStore {
       keys = this.obtainGroup(group);
       await this.synced();
     } catch (error) {
-      for (const o of group) o.reject(error);
+      for (const o of group) o.reject(sqliteFailure(error));
       return;
     }
     group.forEach((o, i) => o.resolve(keys[i]));

@@ -1,6 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import { comparePositions, Position, START } from '../event-store/event-store.port';
 import { checkpointAndTruncate, SqliteDatabase, TEXT_KEY } from '../storage/sqlite-database';
+import { sqliteFailure } from '../storage/store-unavailable.error';
 import {
   Checkpoint,
   CollectionSchema,
@@ -293,6 +294,14 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
+    try {
+      await this.commitBatch(collection, documents, checkpoint);
+    } catch (error) {
+      throw sqliteFailure(error);
+    }
+  }
+
+  private async commitBatch(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
     const { schema } = this.collection(collection);
     const { generation, position } = checkpoint;
     const filterFields = Object.keys(schema.filters);
@@ -418,16 +427,20 @@ export class SqliteReadStore implements ReadStore {
     const blanks = Object.keys(schema.filters)
       .map((f) => `, ${filterColumn(f)} = ''`)
       .join('');
-    this.db
-      .transaction(() => {
-        for (const row of this.selectGenerations.all(collection)) {
-          if (row.state === 'dropped') continue;
-          const scrub = this.db.prepare(`UPDATE ${tableName(collection, row.generation)} SET fields = '{}', deleted = 1${blanks} WHERE id = ?`);
-          for (const id of ids) scrub.run(id);
-        }
-      })
-      .immediate();
-    await checkpointAndTruncate(this.db);
+    try {
+      this.db
+        .transaction(() => {
+          for (const row of this.selectGenerations.all(collection)) {
+            if (row.state === 'dropped') continue;
+            const scrub = this.db.prepare(`UPDATE ${tableName(collection, row.generation)} SET fields = '{}', deleted = 1${blanks} WHERE id = ?`);
+            for (const id of ids) scrub.run(id);
+          }
+        })
+        .immediate();
+      await checkpointAndTruncate(this.db);
+    } catch (error) {
+      throw sqliteFailure(error);
+    }
   }
 
   async dropRetired(collection: string, graceMs: number): Promise<void> {

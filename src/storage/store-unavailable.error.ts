@@ -12,3 +12,24 @@ export class StoreUnavailableError extends Error {
     this.name = 'StoreUnavailableError';
   }
 }
+
+/**
+ * A store that cannot write for want of disk space: unavailable like one down (503 with
+ * Retry-After, tried again by whatever retries), and it comes back by itself once space returns.
+ */
+export class StoreFullError extends StoreUnavailableError {
+  constructor(store: StoreUnavailableError['store'], code: string) {
+    super(store, `no space left on its disk (${code})`);
+    this.message = `${store} cannot write: no space left on its disk (${code})`;
+    this.name = 'StoreFullError';
+  }
+}
+
+/** What a write finds when the disk has no room: SQLite's code, or the file system's (open, fdatasync of the WAL). */
+const NO_SPACE = new Set(['SQLITE_FULL', 'ENOSPC', 'EDQUOT']);
+
+/** A SQLite store's failure as its port surfaces it: a full disk is StoreFullError, anything else as it is. */
+export function sqliteFailure(error: unknown): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && NO_SPACE.has(code) ? new StoreFullError('SQLite', code) : error;
+}

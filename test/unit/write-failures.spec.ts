@@ -1,0 +1,47 @@
+import { StoreFullError, StoreUnavailableError, sqliteFailure } from '../../src/storage/store-unavailable.error';
+import { WRITE_FAILURE_REMEMBERED_MS, WriteFailures } from '../../src/storage/write-failures';
+
+describe('WriteFailures, for readiness', () => {
+  const failing = (error: Error) => () => Promise.reject(error);
+  let writes: WriteFailures;
+  beforeEach(() => (writes = new WriteFailures()));
+  afterEach(() => writes.close());
+
+  it('notes a store whose write found it unavailable or full, until a write to it succeeds', async () => {
+    await expect(writes.watch('event store', failing(new StoreFullError('SQLite', 'SQLITE_FULL')))).rejects.toBeInstanceOf(StoreFullError);
+    await expect(writes.watch('read store', failing(new StoreUnavailableError('MongoDB', 'down')))).rejects.toThrow('MongoDB is unreachable: down');
+    expect(writes.current()).toEqual([
+      { store: 'event store', full: true, secondsAgo: 0 },
+      { store: 'read store', full: false, secondsAgo: 0 },
+    ]);
+    await expect(writes.watch('event store', async () => 'appended')).resolves.toBe('appended');
+    expect(writes.current().map((f) => f.store)).toEqual(['read store']);
+  });
+
+  it('does not count a write refused for its own sake (a conflict, a stale revision)', async () => {
+    await expect(writes.watch('event store', failing(new Error('wrong expected revision')))).rejects.toThrow();
+    expect(writes.current()).toEqual([]);
+  });
+
+  it('forgets a failure after WRITE_FAILURE_REMEMBERED_MS with no write since: one entry per store, whatever their number', async () => {
+    for (let i = 0; i < 1000; i++) await writes.watch('event store', failing(new StoreFullError('SQLite', 'ENOSPC'))).catch(() => undefined);
+    const now = Date.now();
+    expect(writes.current(now + WRITE_FAILURE_REMEMBERED_MS - 1000)).toEqual([{ store: 'event store', full: true, secondsAgo: 29 }]);
+    expect(writes.current(now + WRITE_FAILURE_REMEMBERED_MS + 1000)).toEqual([]);
+  });
+});
+
+describe('sqliteFailure', () => {
+  it.each(['SQLITE_FULL', 'ENOSPC', 'EDQUOT'])('makes %s a StoreFullError, which the HTTP layer answers 503', (code) => {
+    const translated = sqliteFailure(Object.assign(new Error('database or disk is full'), { code }));
+    expect(translated).toBeInstanceOf(StoreFullError);
+    expect(translated).toBeInstanceOf(StoreUnavailableError);
+    expect((translated as Error).message).toBe(`SQLite cannot write: no space left on its disk (${code})`);
+  });
+
+  it('leaves any other error as it is', () => {
+    const busy = Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+    expect(sqliteFailure(busy)).toBe(busy);
+    expect(sqliteFailure(undefined)).toBeUndefined();
+  });
+});
