@@ -248,9 +248,9 @@ describeOnSqlite('events written before encryption (schema version 1, plaintext)
       expect(rows.map((r) => JSON.parse(r.metadata).schemaVersion)).toEqual([2, 2, 2]);
       for (const value of values) expect(rows.some((r) => r.data.includes(value) || r.data.includes(fingerprint))).toBe(false);
 
-      // The read models fold the old events after the start: wait for them (a write would wait itself).
+      // The read models fold the old events after the start, and reads answer 503 until then: wait for them (a write would wait itself).
       let read = await t.http.get(withToken(`customers/${id}`));
-      for (const until = Date.now() + 30_000; read.status === 404 && Date.now() < until; ) {
+      for (const until = Date.now() + 30_000; read.status === 503 && Date.now() < until; ) {
         await new Promise((r) => setTimeout(r, 50));
         read = await t.http.get(withToken(`customers/${id}`));
       }
