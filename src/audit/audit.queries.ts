@@ -3,9 +3,16 @@ import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
 import { notFound } from '../errors';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { ownedRecord, RecordKind, RecordState, streamIdOf } from '../records/record';
-import { HistoryEntry, recordAsOf, recordHistory } from './record-history';
+import { HistoryEntry, recordHistory, revisionAsOf } from './record-history';
+import { RecordSnapshots } from './record-snapshots';
 
-/** Audit reads come from the record's own stream in the event store, never from a read model. */
+/**
+ * Audit reads come from the record's own stream in the event store, never from a read model. Each
+ * reads what it shows and a bounded number of events more, however long the stream: its first
+ * event (whose account owns the record), its last (the count, and whether it was erased: read
+ * before anything is shown, so a read that starts after an erasure shows no value), a snapshot
+ * and the events after it (RecordSnapshots), and for an as-of read a binary search by time.
+ */
 
 export class RecordHistoryQuery extends Query<{ entries: HistoryEntry[]; total: number }> {
   constructor(
@@ -32,25 +39,47 @@ export class RecordAsOfQuery extends Query<RecordState> {
 
 @QueryHandler(RecordHistoryQuery)
 export class RecordHistoryHandler implements IQueryHandler<RecordHistoryQuery, { entries: HistoryEntry[]; total: number }> {
-  constructor(@Inject(EVENT_STORE) private readonly eventStore: EventStore) {}
+  private readonly snapshots: RecordSnapshots;
+
+  constructor(@Inject(EVENT_STORE) private readonly eventStore: EventStore) {
+    this.snapshots = new RecordSnapshots(eventStore);
+  }
 
   /** Deleted records keep their history; another account's record has none to show (404). */
   async execute({ kind, accountId, id, page }: RecordHistoryQuery) {
-    const events = await this.eventStore.readStream(streamIdOf(kind, id));
+    const streamId = streamIdOf(kind, id);
+    const [created] = await this.eventStore.readStream(streamId, 0, 1);
     // A record belongs to the account that created it.
-    if (events[0]?.metadata.accountId !== accountId) throw notFound(kind.label);
-    const entries = recordHistory(kind, events).slice(page.offset, page.offset + page.limit);
-    return { entries, total: events.length };
+    if (created?.metadata.accountId !== accountId) throw notFound(kind.label);
+    const last = (await this.eventStore.readLastEvent(streamId)) ?? created;
+    const total = last.revision + 1;
+    // Up to the last event read: events appended meanwhile are not counted in the total either.
+    const events = page.offset < total ? await this.eventStore.readStream(streamId, page.offset, Math.min(page.limit, total - page.offset)) : [];
+    const erased = last.type === kind.events.erased;
+    const before = erased || events.length === 0 ? null : await this.snapshots.foldUpTo(kind, created, page.offset - 1);
+    return { entries: recordHistory(kind, events, before, erased), total };
   }
 }
 
 @QueryHandler(RecordAsOfQuery)
 export class RecordAsOfHandler implements IQueryHandler<RecordAsOfQuery, RecordState> {
-  constructor(@Inject(EVENT_STORE) private readonly eventStore: EventStore) {}
+  private readonly snapshots: RecordSnapshots;
 
-  /** 404 when the record did not exist yet, was deleted by then, or is another account's. */
+  constructor(@Inject(EVENT_STORE) private readonly eventStore: EventStore) {
+    this.snapshots = new RecordSnapshots(eventStore);
+  }
+
+  /**
+   * 404 when the record did not exist yet, was deleted by then, or is another account's; and once
+   * erased: an erased record does not exist at any time.
+   */
   async execute({ kind, accountId, id, asOf }: RecordAsOfQuery): Promise<RecordState> {
-    const events = await this.eventStore.readStream(streamIdOf(kind, id));
-    return ownedRecord(kind, recordAsOf(kind, events, asOf), accountId);
+    const streamId = streamIdOf(kind, id);
+    const [created] = await this.eventStore.readStream(streamId, 0, 1);
+    if (created?.metadata.accountId !== accountId) throw notFound(kind.label);
+    const last = (await this.eventStore.readLastEvent(streamId)) ?? created;
+    if (last.type === kind.events.erased) throw notFound(kind.label);
+    const revision = await revisionAsOf(asOf, created, last, async (r) => (await this.eventStore.readStream(streamId, r, 1))[0]);
+    return ownedRecord(kind, await this.snapshots.foldUpTo(kind, created, revision), accountId);
   }
 }

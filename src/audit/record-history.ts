@@ -17,27 +17,27 @@ export interface HistoryEntry {
 }
 
 /**
- * A record's stream as its history, oldest first. Each event is folded with the same evolveRecord the
- * write side and the read models use, and `changes` compares the fields before and after it: so a
- * Created event shows every field it set going from '' to its value, an Updated event the fields it
- * changed, and a Deleted event no changes (the fields are not touched; the record just stops being).
- * Once the record is erased, every entry keeps its event, revision, time and actor, and names the
- * fields it set with null for each value: the values are gone (events written before encryption
- * still hold theirs, so they are not shown either).
+ * A page of a record's stream as its history, oldest first. `before` is the record's fold up to
+ * the page's first event (null when the page starts at the create). Each event is folded with the
+ * same evolveRecord the write side and the read models use, and `changes` compares the fields
+ * before and after it: so a Created event shows every field it set going from '' to its value, an
+ * Updated event the fields it changed, and a Deleted event no changes (the fields are not touched;
+ * the record just stops being). Once the record is `erased`, every entry keeps its event, revision,
+ * time and actor, and names the fields it set with null for each value: the values are gone
+ * (events written before encryption still hold theirs, so they are not shown either).
  */
-export function recordHistory(kind: RecordKind, events: StoredEvent[]): HistoryEntry[] {
-  const erased = isErased(kind, events);
-  let state: RecordState | null = null;
+export function recordHistory(kind: RecordKind, events: StoredEvent[], before: RecordState | null, erased: boolean): HistoryEntry[] {
+  let state = before;
   return events.map((event) => {
-    const before = state?.fields ?? {};
-    state = evolveRecord(kind, state, event);
-    return {
-      event: event.type,
-      revision: event.revision,
-      occurred: event.recordedAt.toISOString(),
-      actor: event.metadata.accountId,
-      changes: erased ? Object.fromEntries(Object.keys(event.data).map((field) => [field, null])) : fieldChanges(before, state.fields),
-    };
+    let changes: HistoryEntry['changes'];
+    if (erased) {
+      changes = Object.fromEntries(Object.keys(event.data).map((field) => [field, null]));
+    } else {
+      const fields = state?.fields ?? {};
+      state = evolveRecord(kind, state, event);
+      changes = fieldChanges(fields, state.fields);
+    }
+    return { event: event.type, revision: event.revision, occurred: event.recordedAt.toISOString(), actor: event.metadata.accountId, changes };
   });
 }
 
@@ -54,17 +54,30 @@ export function fieldChanges(before: Fields, after: Fields): Record<string, { fr
   return changes;
 }
 
+/** The second (epoch seconds) an event was stored in. */
+const secondOf = (event: StoredEvent) => Math.floor(event.recordedAt.getTime() / 1000);
+
 /**
- * The record as it stood at the end of second `asOf` (epoch seconds): its stream folded up to the
- * last event stored at or before then. null when it did not exist yet, or has been erased since:
- * an erased record does not exist at any time.
+ * The revision a record stood at at the end of second `asOf`: that of its last event stored at or
+ * before then, or -1 when its `first` was stored later. A stream's events are stored in time order
+ * (its appends are serialized, each stamped as it is stored), so this is a binary search between
+ * `first` and `last` that reads about log2(revisions) events with `eventAt`, one at a time.
  */
-export function recordAsOf(kind: RecordKind, events: StoredEvent[], asOf: number): RecordState | null {
-  if (isErased(kind, events)) return null;
-  let state: RecordState | null = null;
-  for (const event of events) {
-    if (Math.floor(event.recordedAt.getTime() / 1000) > asOf) break;
-    state = evolveRecord(kind, state, event);
+export async function revisionAsOf(
+  asOf: number,
+  first: StoredEvent,
+  last: StoredEvent,
+  eventAt: (revision: number) => Promise<StoredEvent>,
+): Promise<number> {
+  if (secondOf(first) > asOf) return -1;
+  if (secondOf(last) <= asOf) return last.revision;
+  // Invariant: the event at `stored` was stored by then, the one at `later` after.
+  let stored = first.revision;
+  let later = last.revision;
+  while (later - stored > 1) {
+    const middle = Math.floor((stored + later) / 2);
+    if (secondOf(await eventAt(middle)) <= asOf) stored = middle;
+    else later = middle;
   }
-  return state;
+  return stored;
 }

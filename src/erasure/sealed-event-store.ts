@@ -8,7 +8,7 @@ import type {
   StoredEvent,
   SubscribeOptions,
 } from '../event-store/event-store.port';
-import type { RecordKind } from '../records/record';
+import { keyStreamOf, type RecordKind } from '../records/record';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import { DataKeys, openOrNull, seal } from './data-keys';
 import { OpeningThread } from './opening-thread';
@@ -41,8 +41,9 @@ const isSealed = (event: StoredEvent) =>
 /**
  * The event store as the rest of the service sees it: the field values of every record event
  * (`profile-<id>`, `customer-<id>`) are sealed with that record's data key on the way in and opened
- * on the way out, so nothing else handles ciphertext. The key id is the stream id. Metadata, types,
- * ids and other streams stay plain.
+ * on the way out, so nothing else handles ciphertext. The key id is the stream id; a record's
+ * snapshot stream (`snapshot-<stream id>`) is sealed with its record's key, so an erasure makes its
+ * snapshots unreadable too. Metadata, types, ids and other streams stay plain.
  *
  * Once a record's key is destroyed its events open with every value '' (field names kept): folds,
  * rebuilds and history go on, with nothing left to show. Reading a record's erasure event makes
@@ -76,14 +77,17 @@ export class SealedEventStore implements EventStore {
     if (!this.isRecord(streamId) || events.every((e) => Object.keys(e.data).length === 0)) {
       return this.inner.appendToStream(streamId, events, expected);
     }
-    const key = await this.keys.forWriting(streamId, { isNew: expected === 'no_stream' });
+    const keyId = keyStreamOf(streamId);
+    // A snapshot's record has its key already: it is never the first to make it.
+    const key = await this.keys.forWriting(keyId, { isNew: expected === 'no_stream' && keyId === streamId });
     // Unbounded only if no subscription took them (it stopped): then start again.
     if (this.appendedHere.size >= APPENDED_KEPT) this.appendedHere.clear();
     const sealed = events.map((event) => {
       const fields = Object.keys(event.data);
       if (fields.length === 0) return event;
       const values = JSON.stringify(fields.map((f) => event.data[f]));
-      if (this.subscriptions > 0) this.appendedHere.set(event.id, values);
+      // Not a snapshot's: no subscription of the service's follows snapshot streams to take them.
+      if (this.subscriptions > 0 && keyId === streamId) this.appendedHere.set(event.id, values);
       const data: SealedData = { fields, sealed: seal(key, values, event.id) };
       // The version says how to read the data, so it is this store's to set, whatever the caller said.
       return { ...event, data: data as unknown as Record<string, unknown>, metadata: { ...event.metadata, schemaVersion: SEALED_SCHEMA_VERSION } };
@@ -96,10 +100,17 @@ export class SealedEventStore implements EventStore {
     }
   }
 
-  async readStream(streamId: string, fromRevision?: number): Promise<StoredEvent[]> {
-    const events = await this.inner.readStream(streamId, fromRevision);
+  async readStream(streamId: string, fromRevision?: number, maxCount?: number): Promise<StoredEvent[]> {
+    const events = await this.inner.readStream(streamId, fromRevision, maxCount);
     if (!this.isRecord(streamId)) return events;
     return this.openAll(events, true);
+  }
+
+  async readLastEvent(streamId: string): Promise<StoredEvent | null> {
+    const last = await this.inner.readLastEvent(streamId);
+    if (!last || !this.isRecord(streamId)) return last;
+    const [opened] = await this.openAll([last], true);
+    return opened;
   }
 
   headPosition(): Promise<Position> {
@@ -160,8 +171,10 @@ export class SealedEventStore implements EventStore {
     return done ? undefined : { events: await this.openAll(value.events, false, this.appendedHere), position: value.position };
   }
 
+  /** A record's stream or its snapshot stream: values sealed with the record's key. */
   private isRecord(streamId: string): boolean {
-    return this.prefixes.some((p) => streamId.startsWith(p));
+    const keyId = keyStreamOf(streamId);
+    return this.prefixes.some((p) => keyId.startsWith(p));
   }
 
   /**
@@ -180,7 +193,7 @@ export class SealedEventStore implements EventStore {
       } else {
         const values = known?.get(event.id);
         if (values === undefined) {
-          keyIds.add(event.streamId);
+          keyIds.add(keyStreamOf(event.streamId));
         } else {
           known!.delete(event.id);
           setValues(event, values);
@@ -191,8 +204,8 @@ export class SealedEventStore implements EventStore {
     if (keyIds.size === 0) return events;
     const keys = await this.keys.forReading(keyIds, { keep });
     await this.checkErased([...keyIds].filter((keyId) => !keys.has(keyId)));
-    const sealed = events.filter((event) => keyIds.has(event.streamId) && isSealed(event));
-    const keyOf = (event: StoredEvent) => keys.get(event.streamId) ?? undefined;
+    const sealed = events.filter((event) => keyIds.has(keyStreamOf(event.streamId)) && isSealed(event));
+    const keyOf = (event: StoredEvent) => keys.get(keyStreamOf(event.streamId)) ?? undefined;
     const valuesOf = (event: StoredEvent) => (event.data as unknown as SealedData).sealed;
     const opened =
       this.thread && sealed.length >= OPEN_IN_THREAD_FROM
@@ -205,13 +218,14 @@ export class SealedEventStore implements EventStore {
   /**
    * Records whose sealed events have no key in the key store, not even a destroyed key's tombstone:
    * the key is not there yet, as this read sees the key store, and the read fails as unavailable.
-   * Unless the record's stream holds its erasure: then its key was destroyed and its tombstone is
-   * lost (a key store restored from a backup older than the erasure), and its events open blank.
+   * Unless the record's stream ends in its erasure (nothing is appended after one): then its key was
+   * destroyed and its tombstone is lost (a key store restored from a backup older than the
+   * erasure), and its events open blank.
    */
   private async checkErased(keyIds: string[]): Promise<void> {
     for (const keyId of keyIds) {
-      const stream = await this.inner.readStream(keyId);
-      if (!stream.some((event) => this.erasureTypes.has(event.type))) {
+      const last = await this.inner.readLastEvent(keyId);
+      if (!last || !this.erasureTypes.has(last.type)) {
         throw new StoreUnavailableError(this.keys.store.name, `no data key for ${keyId}, whose events are sealed: not there yet`);
       }
     }

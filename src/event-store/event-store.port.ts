@@ -94,10 +94,13 @@ export interface EventStore {
   /** Appends atomically, or throws WrongExpectedRevisionError. Resolves once durable. */
   appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
   /**
-   * A stream's events in revision order, from `fromRevision` (default 0) on; [] when the stream does
-   * not exist or has no event that far.
+   * A stream's events in revision order, from `fromRevision` (default 0) on, at most `maxCount` of
+   * them (default all); [] when the stream does not exist or has no event that far. A read costs
+   * the events it returns, not the stream's length.
    */
-  readStream(streamId: string, fromRevision?: number): Promise<StoredEvent[]>;
+  readStream(streamId: string, fromRevision?: number, maxCount?: number): Promise<StoredEvent[]>;
+  /** A stream's last event (its revision + 1 is the stream's length), or null when the stream does not exist. */
+  readLastEvent(streamId: string): Promise<StoredEvent | null>;
   /**
    * Position of the newest event a subscription delivers (the store's own bookkeeping streams
    * left out), or START when there is none.

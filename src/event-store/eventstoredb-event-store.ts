@@ -6,6 +6,7 @@ import {
   END,
   EventStoreDBClient,
   jsonEvent,
+  ReadStreamOptions,
   ResolvedEvent,
   START as ESDB_START,
   StreamDeletedError,
@@ -128,11 +129,21 @@ export class EventStoreDbEventStore implements EventStore {
     }
   }
 
-  async readStream(streamId: string, fromRevision = 0): Promise<StoredEvent[]> {
+  async readStream(streamId: string, fromRevision = 0, maxCount?: number): Promise<StoredEvent[]> {
+    return this.readEvents(streamId, { fromRevision: BigInt(fromRevision), ...(maxCount === undefined ? {} : { maxCount }) });
+  }
+
+  /** One event read backwards from the stream's end: the server reads no other. */
+  async readLastEvent(streamId: string): Promise<StoredEvent | null> {
+    const [last] = await this.readEvents(streamId, { fromRevision: END, direction: BACKWARDS, maxCount: 1 });
+    return last ?? null;
+  }
+
+  private async readEvents(streamId: string, options: ReadStreamOptions): Promise<StoredEvent[]> {
     try {
       return await this.retried(async () => {
         const events: StoredEvent[] = [];
-        await this.eachEvent(this.client.readStream(streamId, { fromRevision: BigInt(fromRevision), ...ON_LEADER }), (resolved) => {
+        await this.eachEvent(this.client.readStream(streamId, { ...options, ...ON_LEADER }), (resolved) => {
           if (resolved.event) events.push(toStoredEvent(resolved.event));
         });
         return events;

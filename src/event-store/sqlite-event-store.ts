@@ -71,7 +71,8 @@ export class SqliteEventStore implements EventStore {
   private readonly wakeUps = new Set<() => void>();
   private readonly appendGroup: (group: PendingAppend[]) => ({ result: AppendResult } | { error: unknown })[];
   private pending: PendingAppend[] = [];
-  private readonly selectStream: Statement<[string, number], EventTuple>;
+  private readonly selectStream: Statement<[string, number, number], EventTuple>;
+  private readonly selectLast: Statement<[string], EventTuple>;
   /**
    * The events after a position, by batch size. The size is written into each statement, not bound:
    * better-sqlite3 builds SQLite with STAT4, which plans a statement with a bound LIMIT again on every
@@ -116,10 +117,15 @@ export class SqliteEventStore implements EventStore {
       `INSERT INTO events (event_id, stream_id, stream_revision, type, data, metadata, recorded_at)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
+    // A range of revisions rather than a LIMIT (a stream's revisions have no gaps): STAT4 plans a
+    // bound LIMIT again on every run, and a write's fold runs this one.
     this.selectStream = db
-      .prepare<[string, number], EventTuple>(
-        `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ${TEXT_KEY} AND stream_revision >= ? ORDER BY stream_revision`,
+      .prepare<[string, number, number], EventTuple>(
+        `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ${TEXT_KEY} AND stream_revision >= ? AND stream_revision < ? ORDER BY stream_revision`,
       )
+      .raw();
+    this.selectLast = db
+      .prepare<[string], EventTuple>(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ${TEXT_KEY} ORDER BY stream_revision DESC LIMIT 1`)
       .raw();
     this.selectHead = db.prepare('SELECT max(global_position) AS pos FROM events');
     this.selectPlaintext = db
@@ -215,8 +221,13 @@ export class SqliteEventStore implements EventStore {
     await this.walSync?.upTo(position);
   }
 
-  async readStream(streamId: string, fromRevision = 0): Promise<StoredEvent[]> {
-    return this.selectStream.all(streamId, fromRevision).map(toStoredEvent);
+  async readStream(streamId: string, fromRevision = 0, maxCount = Number.MAX_SAFE_INTEGER): Promise<StoredEvent[]> {
+    return this.selectStream.all(streamId, fromRevision, Math.min(fromRevision + maxCount, Number.MAX_SAFE_INTEGER)).map(toStoredEvent);
+  }
+
+  async readLastEvent(streamId: string): Promise<StoredEvent | null> {
+    const row = this.selectLast.get(streamId);
+    return row ? toStoredEvent(row) : null;
   }
 
   async headPosition(): Promise<Position> {

@@ -17,8 +17,12 @@ export class InstrumentedEventStore implements EventStore {
     return result;
   }
 
-  readStream(streamId: string, fromRevision?: number): Promise<StoredEvent[]> {
-    return this.metrics.time(this.metrics.eventStoreDuration, 'readStream', () => this.store.readStream(streamId, fromRevision));
+  readStream(streamId: string, fromRevision?: number, maxCount?: number): Promise<StoredEvent[]> {
+    return this.metrics.time(this.metrics.eventStoreDuration, 'readStream', () => this.store.readStream(streamId, fromRevision, maxCount));
+  }
+
+  readLastEvent(streamId: string): Promise<StoredEvent | null> {
+    return this.metrics.time(this.metrics.eventStoreDuration, 'readLastEvent', () => this.store.readLastEvent(streamId));
   }
 
   headPosition(): Promise<Position> {

@@ -29,6 +29,17 @@ export interface Versioned<View> {
 
 export const streamIdOf = (kind: RecordKind, id: string) => `${kind.streamPrefix}-${id}`;
 
+const SNAPSHOTS = 'snapshot-';
+
+/**
+ * The stream holding snapshots of a record stream's fold (src/audit/record-snapshots.ts). Its id is
+ * outside every kind's prefix, so projectors never fold it; its values are sealed with the record's key.
+ */
+export const snapshotStreamOf = (streamId: string) => SNAPSHOTS + streamId;
+
+/** The record stream whose data key seals a stream's values: its own, or the one a snapshot stream follows. */
+export const keyStreamOf = (streamId: string) => (streamId.startsWith(SNAPSHOTS) ? streamId.slice(SNAPSHOTS.length) : streamId);
+
 /** The record id of one of the kind's stream ids (`streamIdOf` undone). */
 export const recordIdOf = (kind: RecordKind, streamId: string) => streamId.slice(kind.streamPrefix.length + 1);
 

@@ -87,6 +87,27 @@ export function eventStoreContract(adapter: string, open: () => Promise<{ store:
       expect(await store.readStream(stream('tail'), 3)).toEqual([]);
     });
 
+    it('reads at most maxCount events from a revision: a page of a stream, or what is left of it', async () => {
+      const appended = Array.from({ length: 7 }, () => event());
+      await store.appendToStream(stream('range'), appended, 'no_stream');
+      const page = await store.readStream(stream('range'), 2, 3);
+      expect(page.map((e) => [e.revision, e.id])).toEqual([2, 3, 4].map((r) => [r, appended[r].id]));
+      expect((await store.readStream(stream('range'), 5, 10)).map((e) => e.revision)).toEqual([5, 6]);
+      expect((await store.readStream(stream('range'), 0, 1)).map((e) => e.id)).toEqual([appended[0].id]);
+      expect(await store.readStream(stream('range'), 7, 3)).toEqual([]);
+      expect(await store.readStream(stream('missing'), 0, 3)).toEqual([]);
+    });
+
+    it('reads a stream\'s last event, as a forward read has it, and null for a stream that does not exist', async () => {
+      await store.appendToStream(stream('last'), [event('First')], 'no_stream');
+      await store.appendToStream(stream('last'), [event('Second'), event('Third', { n: 3 })], 0);
+      const last = await store.readLastEvent(stream('last'));
+      const [third] = await store.readStream(stream('last'), 2);
+      expect(last).toEqual(third);
+      expect(last).toMatchObject({ revision: 2, type: 'Third', data: { n: 3 } });
+      await expect(store.readLastEvent(stream('missing'))).resolves.toBeNull();
+    });
+
     it.each([
       ['no_stream on an existing stream', 'no_stream' as const],
       ['a revision behind the stream', 0],

@@ -1,6 +1,7 @@
-import { fieldChanges, recordAsOf, recordHistory } from '../../src/audit/record-history';
+import { fieldChanges, recordHistory, revisionAsOf } from '../../src/audit/record-history';
 import { CUSTOMER } from '../../src/customers/customer.decider';
 import { StoredEvent } from '../../src/event-store/event-store.port';
+import { evolveRecord } from '../../src/records/record';
 import { IDEMPOTENCY_TTL_MS, liveClaim } from '../../src/idempotency/idempotent-creates';
 
 const ID = '3f1c1b8e-2f0a-4d7e-9b8a-1c2d3e4f5a6b';
@@ -43,7 +44,7 @@ describe('field changes', () => {
 
 describe('record history', () => {
   it('shows created fields from "", updates as before/after, and a delete without changes', () => {
-    expect(recordHistory(CUSTOMER, customer)).toEqual([
+    expect(recordHistory(CUSTOMER, customer, null, false)).toEqual([
       {
         event: 'CustomerCreated',
         revision: 0,
@@ -70,29 +71,49 @@ describe('record history', () => {
   });
 });
 
-describe('record as of a second', () => {
-  it('does not exist before its first event', () => {
-    expect(recordAsOf(CUSTOMER, customer, T0 - 1)).toBeNull();
+describe('record history of a page', () => {
+  it('compares a page\'s first event with the fold before the page', () => {
+    const before = evolveRecord(CUSTOMER, evolveRecord(CUSTOMER, null, customer[0]), customer[1]);
+    expect(recordHistory(CUSTOMER, customer.slice(2, 3), before, false).map((e) => [e.revision, e.changes])).toEqual([
+      [2, { company: { from: '', to: 'Acme' } }],
+    ]);
   });
+});
 
-  it('includes every event stored within the second asked for', () => {
-    const state = recordAsOf(CUSTOMER, customer, T0)!;
-    expect({ revision: state.revision, fields: state.fields, deleted: state.deleted }).toEqual({
-      revision: 1,
-      fields: { name: 'Ada L', email: 'ada@x.io', tel: '' },
-      deleted: false,
+describe('the revision a record stood at at the end of a second', () => {
+  let reads = 0;
+  const asOf = (second: number, events = customer) =>
+    revisionAsOf(second, events[0], events[events.length - 1], async (revision) => {
+      reads += 1;
+      return events[revision];
     });
+
+  it('is -1 before its first event', async () => {
+    await expect(asOf(T0 - 1)).resolves.toBe(-1);
   });
 
-  it('stands still between events and moves at the second of the next one', () => {
-    expect(recordAsOf(CUSTOMER, customer, T0 + 4)!.revision).toBe(1);
-    expect(recordAsOf(CUSTOMER, customer, T0 + 5)!.fields.company).toBe('Acme');
-    expect(recordAsOf(CUSTOMER, customer, T0 + 8)!.deleted).toBe(false);
+  it('includes every event stored within the second asked for', async () => {
+    await expect(asOf(T0)).resolves.toBe(1);
   });
 
-  it('is a tombstone from the second it was deleted', () => {
-    expect(recordAsOf(CUSTOMER, customer, T0 + 9)!.deleted).toBe(true);
-    expect(recordAsOf(CUSTOMER, customer, T0 + 1_000_000)!.deleted).toBe(true);
+  it('stands still between events and moves at the second of the next one', async () => {
+    await expect(asOf(T0 + 4)).resolves.toBe(1);
+    await expect(asOf(T0 + 5)).resolves.toBe(2);
+    await expect(asOf(T0 + 8)).resolves.toBe(2);
+  });
+
+  it('is the last event from the second of the last one on', async () => {
+    await expect(asOf(T0 + 9)).resolves.toBe(3);
+    await expect(asOf(T0 + 1_000_000)).resolves.toBe(3);
+  });
+
+  it('reads about log2(revisions) events of a long stream, one second apart', async () => {
+    const long = stream(`customer-${ID}`, Array.from({ length: 20_000 }, (_, i): [string, Record<string, unknown>, number] => ['CustomerUpdated', {}, (T0 + i) * 1000]));
+    for (const revision of [1, 777, 10_000, 19_998]) {
+      reads = 0;
+      await expect(asOf(T0 + revision, long)).resolves.toBe(revision);
+      expect(reads).toBeLessThanOrEqual(15);
+    }
   });
 });
 
@@ -140,14 +161,10 @@ describe('an erased record', () => {
   ]);
 
   it('keeps every entry, with null for each value an event set, and ends with the erasure', () => {
-    expect(recordHistory(CUSTOMER, erased).map((e) => [e.event, e.revision, e.changes])).toEqual([
+    expect(recordHistory(CUSTOMER, erased, null, true).map((e) => [e.event, e.revision, e.changes])).toEqual([
       ['CustomerCreated', 0, { name: null, email: null }],
       ['CustomerUpdated', 1, { tel: null }],
       ['CustomerErased', 2, {}],
     ]);
-  });
-
-  it('did not exist at any time', () => {
-    for (const asOf of [T0, T0 + 1, T0 + 100]) expect(recordAsOf(CUSTOMER, erased, asOf)).toBeNull();
   });
 });
