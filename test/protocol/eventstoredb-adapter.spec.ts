@@ -9,6 +9,7 @@ import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 import {
   answerReadBackwards,
+  answerStreamRead,
   appendNotHandled,
   appendSuccess,
   caughtUpMessage,
@@ -16,7 +17,9 @@ import {
   confirmationMessage,
   describeRead,
   eventMessage,
+  failNotLeader,
   failStreamDeleted,
+  requiresLeader,
   ScriptedEvent,
   ScriptedServer,
   startScriptedEventStoreDb,
@@ -221,6 +224,39 @@ describe('EventStoreDB adapter: a stream deleted on the server', () => {
   it('reads a hard-deleted stream as one with no events', async () => {
     const s = await open({ read: (call) => failStreamDeleted(call, describeRead(call).stream!) });
     await expect(s.readStream('customer-1')).resolves.toEqual([]);
+  });
+});
+
+describe('EventStoreDB adapter: reads of part of a stream (issue 36, item 2)', () => {
+  const log: ScriptedEvent[] = Array.from({ length: 10 }, (_, revision) => ({ streamId: 'customer-1', revision, commit: BigInt(100 * (revision + 1)) }));
+
+  it('reads a range of revisions as one forward read of that many from the first, on the leader', async () => {
+    const s = await open({ read: (call) => answerStreamRead(call, log) });
+    expect((await s.readStream('customer-1', 3, 4)).map((e) => e.revision)).toEqual([3, 4, 5, 6]);
+    expect((await s.readStream('customer-1', 8, 5)).map((e) => e.revision)).toEqual([8, 9]);
+    expect(server!.reads.map(describeRead).map(({ streamFrom, backwards, count }) => ({ streamFrom, backwards, count }))).toEqual([
+      { streamFrom: 3n, backwards: false, count: 4 },
+      { streamFrom: 8n, backwards: false, count: 5 },
+    ]);
+    expect(server!.reads.every(requiresLeader)).toBe(true);
+  });
+
+  it("reads a stream's last event as one backwards read of one from its end, on the leader; null for no stream", async () => {
+    const s = await open({ read: (call) => answerStreamRead(call, log) });
+    await expect(s.readLastEvent('customer-1')).resolves.toMatchObject({ streamId: 'customer-1', revision: 9, position: { commit: 1000n } });
+    await expect(s.readLastEvent('customer-2')).resolves.toBeNull();
+    expect(server!.reads.map(describeRead).map(({ stream, streamFrom, backwards, count }) => ({ stream, streamFrom, backwards, count }))).toEqual([
+      { stream: 'customer-1', streamFrom: 'end', backwards: true, count: 1 },
+      { stream: 'customer-2', streamFrom: 'end', backwards: true, count: 1 },
+    ]);
+    expect(server!.reads.every(requiresLeader)).toBe(true);
+  });
+
+  it('tries a read of the last event again when a node answers that it is not the leader', async () => {
+    // Named leader: this very endpoint, which the client reconnects to and which answers the retry.
+    const s = await open({ read: (call) => (server!.reads.length === 1 ? failNotLeader(call, server!.endpoint) : answerStreamRead(call, log)) });
+    await expect(s.readLastEvent('customer-1')).resolves.toMatchObject({ revision: 9 });
+    expect(server!.reads).toHaveLength(2);
   });
 });
 

@@ -220,6 +220,8 @@ export interface ReadRequest {
   from?: bigint;
   /** The stream read, when not $all. */
   stream?: string;
+  /** Where a read of a stream starts: a revision, or its start or end. */
+  streamFrom?: bigint | 'start' | 'end';
   /** A subscription's stream-name filter: its prefixes, or its regex. */
   prefixes: string[];
   regex?: string;
@@ -229,13 +231,15 @@ export function describeRead(call: ReadCall): ReadRequest {
   const options = call.request.getOptions()!;
   const all = options.getAll();
   const streamFilter = options.getFilter()?.getStreamIdentifier();
+  const stream = options.getStream();
   return {
     subscription: options.hasSubscription(),
     backwards: options.getReadDirection() === ReadReq.Options.ReadDirection.BACKWARDS,
     count: Number(options.getCount() || '0'),
     fromStart: all?.hasStart() ?? false,
     from: all?.hasPosition() ? BigInt(all.getPosition()!.getCommitPosition()) : undefined,
-    stream: options.hasStream() ? Buffer.from(options.getStream()!.getStreamIdentifier()!.getStreamName_asU8()).toString() : undefined,
+    stream: stream ? Buffer.from(stream.getStreamIdentifier()!.getStreamName_asU8()).toString() : undefined,
+    streamFrom: !stream ? undefined : stream.hasEnd() ? 'end' : stream.hasStart() ? 'start' : BigInt(stream.getRevision()),
     prefixes: streamFilter?.getPrefixList() ?? [],
     regex: streamFilter?.getRegex() || undefined,
   };
@@ -249,6 +253,23 @@ export function answerReadBackwards(call: ReadCall, log: ScriptedEvent[]): void 
   const { count, from } = describeRead(call);
   const events = log.filter((e) => from === undefined || e.commit <= from);
   for (const e of events.slice(0, count || events.length)) call.write(eventMessage(e));
+  call.end();
+}
+
+/**
+ * Answers a read of one stream from `log` as the server does: from its revision (the start, or its
+ * end) on, forwards or backwards, at most its count (Streams.Read.cs v24.10.4 lines 106-134,
+ * ReadReq.cs lines 16-21; Enumerator.ReadStreamForwards.cs lines 99-131 and
+ * Enumerator.ReadStreamBackwards.cs lines 98-125 stop at the count), or "stream not found" when the
+ * stream has no event (lines 133-136 and 122-125). Then it ends the call.
+ */
+export function answerStreamRead(call: ReadCall, log: ScriptedEvent[]): void {
+  const { stream, streamFrom, backwards, count } = describeRead(call);
+  const events = log.filter((e) => e.streamId === stream).sort((a, b) => (backwards ? b.revision - a.revision : a.revision - b.revision));
+  if (events.length === 0) call.write(streamNotFoundMessage(stream!));
+  const from = streamFrom === 'start' ? 0 : streamFrom === 'end' ? Infinity : Number(streamFrom);
+  const sent = events.filter((e) => (backwards ? e.revision <= from : e.revision >= from));
+  for (const e of sent.slice(0, count)) call.write(eventMessage(e));
   call.end();
 }
 
