@@ -6,18 +6,36 @@ export interface ListQuery {
   limit: number;
   /** Only the filters given with a non-empty value. */
   filters: Record<string, string>;
+  /** From `after`: only records created before the one this creation order (`seq`) names. */
+  after?: number;
 }
 
 type RawQuery = Record<string, unknown>;
 
-const PAGING = ['limit', 'offset', 'page'];
+const PAGING = ['limit', 'offset', 'page', 'after'];
 
 /**
- * Paging and filters of CONTRACT.md "Lists": limit 1..100 (default 10; histories take 100), offset
- * >= 0 or page >= 1 (page N is offset (N-1)*limit; both at once is an error). Unknown parameters
- * are ignored; the digit filters (`tel`, `mobile`) take Persian and Arabic-Indic digits as ASCII ones.
+ * How far offset (or page) may reach into a list: a store skips what it skips by reading it, so a
+ * deeper page would cost as much as the records before it. Past it, `after` pages at any depth.
  */
-export function parseListQuery(query: RawQuery, filterNames: readonly string[], defaultLimit = 10): ListQuery {
+export const MAX_LIST_OFFSET = 10_000;
+
+/** The `after` of the page that follows one ending with the record created at `seq` (its X-Next-Cursor). */
+export const listCursor = (seq: number) => Buffer.from(`seq:${seq}`).toString('base64url');
+
+function fromCursor(cursor: string): number | undefined {
+  const match = /^seq:(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+  return match && listCursor(Number(match[1])) === cursor ? Number(match[1]) : undefined;
+}
+
+/**
+ * Paging and filters of a list (docs/api.md "Lists"): limit 1..100 (default 10; histories take
+ * 100), offset >= 0 or page >= 1 (page N is offset (N-1)*limit; both at once is an error). Unknown
+ * parameters are ignored; the digit filters (`tel`, `mobile`) take Persian and Arabic-Indic digits
+ * as ASCII ones. With `cursor` (record lists, not histories, whose pages read only their events),
+ * offsets reach MAX_LIST_OFFSET at most, and `after` (an X-Next-Cursor) pages past it.
+ */
+export function parseListQuery(query: RawQuery, filterNames: readonly string[], defaultLimit = 10, { cursor = false } = {}): ListQuery {
   const faults: FieldFault[] = [];
   refuseStructured(query, [...PAGING, ...filterNames], faults);
   const limit = integerParameter(query, 'limit', faults, 1, 100) ?? defaultLimit;
@@ -26,6 +44,22 @@ export function parseListQuery(query: RawQuery, filterNames: readonly string[], 
   if (query.offset !== undefined && query.page !== undefined) {
     faults.push({ field: 'page', message: 'send either offset or page, not both' });
   }
+  const skipped = offset ?? (page !== undefined ? (page - 1) * limit : 0);
+  let after: number | undefined;
+  if (cursor) {
+    const sent = single(query, 'after', faults);
+    if (sent !== undefined) {
+      after = fromCursor(sent);
+      if (after === undefined) faults.push({ field: 'after', message: 'after must be an X-Next-Cursor value the service gave' });
+      if (query.offset !== undefined || query.page !== undefined) faults.push({ field: 'after', message: 'send either after or offset/page, not both' });
+    }
+    if (skipped > MAX_LIST_OFFSET) {
+      faults.push({
+        field: query.page !== undefined ? 'page' : 'offset',
+        message: `a list skips at most ${MAX_LIST_OFFSET} records (offset, or (page-1)*limit); page further with after, the X-Next-Cursor of the page before`,
+      });
+    }
+  }
   const filters: Record<string, string> = {};
   for (const name of filterNames) {
     const value = single(query, name, faults);
@@ -33,7 +67,7 @@ export function parseListQuery(query: RawQuery, filterNames: readonly string[], 
     if (value) filters[name] = DIGIT_FIELDS.has(name) ? asciiDigits(value) : value;
   }
   if (faults.length) throw validationFailed(faults);
-  return { limit, offset: offset ?? (page !== undefined ? (page - 1) * limit : 0), filters };
+  return { limit, offset: skipped, filters, ...(after !== undefined ? { after } : {}) };
 }
 
 /** `?as_of=<epoch seconds>` of an item read: a non-negative integer, or undefined when absent. */

@@ -126,10 +126,12 @@ export class MongoDbReadStore implements ReadStore {
 
   async find(collection: string, query: FindQuery): Promise<FindResult> {
     const filter = findFilter(collection, this.schema(collection), query);
+    // The count ignores paging; the page starts past `after` on the index's seq, skipping nothing.
+    const page = query.after === undefined ? filter : { ...filter, seq: { [query.order === 'newest' ? '$lt' : '$gt']: query.after } };
     const [docs, total] = await this.readLive(collection, (g) => {
       const c = this.collection(collection, g);
       return Promise.all([
-        c.find(filter).sort({ seq: query.order === 'newest' ? -1 : 1 }).skip(query.offset).limit(query.limit).toArray(),
+        c.find(page).sort({ seq: query.order === 'newest' ? -1 : 1 }).skip(query.offset).limit(query.limit).toArray(),
         c.countDocuments(filter),
       ]);
     });

@@ -35,6 +35,8 @@ export interface FindQuery {
   order: 'newest' | 'oldest';
   offset: number;
   limit: number;
+  /** Only documents past this `seq` in the order asked (created before it, for newest first): keyset paging. */
+  after?: number;
 }
 
 export interface FindResult {

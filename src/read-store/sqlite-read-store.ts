@@ -228,20 +228,20 @@ export class SqliteReadStore implements ReadStore {
     // The limit is part of the statement, not a parameter: better-sqlite3 builds SQLite with STAT4,
     // and a bound LIMIT makes it plan the statement again on every run (twice the cost of the page).
     if (!Number.isSafeInteger(query.limit) || query.limit < 0) throw new Error(`A list's limit must be a whole number, not ${query.limit}`);
-    const key = `${fields.join(',')}|${query.order}|${query.limit}`;
+    const key = `${fields.join(',')}|${query.order}|${query.limit}|${query.after === undefined ? '' : 'after'}`;
     const params = [query.accountId, ...fields.map((f) => filterKey(schema.filters[f], query.filters[f]))];
     const { documents, total } = this.readLive(collection, (table) => {
       const statements = this.findStatements(table, collection, fields, key, query);
       const { live_generation: live, total } = statements.count.get(collection, ...params) as LiveRow<{ total: number }>;
       if (live !== table.generation) return { live, documents: [], total };
-      const rows = statements.page.all(...params, query.offset) as DocumentRow[];
+      const rows = statements.page.all(...params, ...(query.after === undefined ? [] : [query.after]), query.offset) as DocumentRow[];
       return { live, documents: rows.map(toDocument), total };
     });
     return { documents, total };
   }
 
   /** The page and count statements of a filter combination on one table, prepared on first use. */
-  private findStatements(table: Table, collection: string, fields: string[], key: string, { order, limit }: FindQuery) {
+  private findStatements(table: Table, collection: string, fields: string[], key: string, { order, limit, after }: FindQuery) {
     const { schema } = this.collection(collection);
     let statements = table.finds.get(key);
     if (!statements) {
@@ -252,8 +252,12 @@ export class SqliteReadStore implements ReadStore {
         where.push(kind === 'contains-ci' ? `instr(${filterColumn(f)}, ?) > 0` : `${filterColumn(f)} = ${TEXT_KEY}`);
       }
       const clause = where.join(' AND ');
+      // The count ignores paging; the page starts past `after` by the index, skipping nothing.
+      const past = after === undefined ? '' : ` AND seq ${order === 'newest' ? '<' : '>'} ?`;
       statements = {
-        page: this.db.prepare(`SELECT ${DOCUMENT} FROM ${table.name} WHERE ${clause} ORDER BY seq ${order === 'newest' ? 'DESC' : 'ASC'} LIMIT ${limit} OFFSET ?`),
+        page: this.db.prepare(
+          `SELECT ${DOCUMENT} FROM ${table.name} WHERE ${clause}${past} ORDER BY seq ${order === 'newest' ? 'DESC' : 'ASC'} LIMIT ${limit} OFFSET ?`,
+        ),
         count: this.db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, (SELECT count(*) FROM ${table.name} WHERE ${clause}) AS total`),
       };
       table.finds.set(key, statements);

@@ -143,6 +143,16 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
         expect(found.total).toBe(4);
       });
 
+      it('pages past a seq with after, in either order, with filters; the total ignores paging', async () => {
+        const newest = await store.find(schema.name, query({}, { after: docs[2].seq, limit: 2 }));
+        expect(ids(newest)).toEqual([docs[1].id, docs[0].id]);
+        expect(newest.total).toBe(4);
+        expect(ids(await store.find(schema.name, query({}, { order: 'oldest', after: docs[1].seq })))).toEqual([docs[2].id, docs[3].id]);
+        expect(ids(await store.find(schema.name, query({ tel: '0101' }, { after: docs[2].seq })))).toEqual([docs[0].id]);
+        expect(ids(await store.find(schema.name, query({ company: 'acme' }, { after: docs[1].seq })))).toEqual([docs[0].id]);
+        expect(await store.find(schema.name, query({}, { after: docs[0].seq }))).toEqual({ documents: [], total: 4 });
+      });
+
       it('matches exact-ci filters ignoring case', async () => {
         expect(ids(await store.find(schema.name, query({ email: 'ONE@example.COM' })))).toEqual([docs[2].id, docs[0].id]);
       });
