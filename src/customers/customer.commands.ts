@@ -2,7 +2,7 @@ import { Inject } from '@nestjs/common';
 import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../http/request-context';
-import type { Fields } from '../records/record';
+import type { Fields, RecordState } from '../records/record';
 import { Precondition, RecordWriter } from '../records/record-writer';
 import type { RecordEraser } from '../erasure/record-eraser';
 import { decideCreateCustomer, decideDeleteCustomer, decideUpdateCustomer } from './customer.decider';
@@ -18,7 +18,8 @@ export class CreateCustomerCommand extends Command<void> {
   }
 }
 
-export class UpdateCustomerCommand extends Command<void> {
+/** Answers the customer as the update left it. */
+export class UpdateCustomerCommand extends Command<RecordState> {
   readonly commandId = randomUUID();
   constructor(
     readonly context: RequestContext,
@@ -54,11 +55,14 @@ export class CreateCustomerHandler implements ICommandHandler<CreateCustomerComm
 }
 
 @CommandHandler(UpdateCustomerCommand)
-export class UpdateCustomerHandler implements ICommandHandler<UpdateCustomerCommand, void> {
+export class UpdateCustomerHandler implements ICommandHandler<UpdateCustomerCommand, RecordState> {
   constructor(@Inject(CUSTOMER_WRITER) private readonly customers: RecordWriter) {}
 
-  async execute({ context, id, fields, commandId, precondition }: UpdateCustomerCommand): Promise<void> {
-    await this.customers.write(id, context, commandId, (state) => decideUpdateCustomer(state, context.accountId, fields), { precondition });
+  async execute({ context, id, fields, commandId, precondition }: UpdateCustomerCommand): Promise<RecordState> {
+    const { record } = await this.customers.write(id, context, commandId, (state) => decideUpdateCustomer(state, context.accountId, fields), {
+      precondition,
+    });
+    return record!; // an update decides on a record that exists
   }
 }
 

@@ -15,6 +15,7 @@ import { CreateCustomerCommand, DeleteCustomerCommand, EraseCustomerCommand, Upd
 import { CUSTOMER } from './customer.decider';
 import { CUSTOMER_FILTERS } from './customer.projection';
 import { GetCustomerQuery, ListCustomersQuery } from './customer.queries';
+import { customerView } from './customer.view';
 
 const CustomerId = new RecordIdPipe('Customer');
 
@@ -96,10 +97,10 @@ export class CustomersController {
     @Headers('if-match') ifMatch: string | undefined,
     @Res({ passthrough: true }) res: Response,
   ) {
-    await this.commands.execute(new UpdateCustomerCommand(ctx, id, toFields(body), parseIfMatch(ifMatch)));
-    const { view, revision } = await this.queries.execute(new GetCustomerQuery(ctx.accountId, id, 'short'));
-    setETag(res, revision);
-    return envelope({ Customer: view }, 201);
+    // Its own outcome, not read back: by now the read model may show another worker's later delete or erasure.
+    const customer = await this.commands.execute(new UpdateCustomerCommand(ctx, id, toFields(body), parseIfMatch(ifMatch)));
+    setETag(res, customer.revision);
+    return envelope({ Customer: customerView(customer, 'short') }, 201);
   }
 
   @Delete(':id')

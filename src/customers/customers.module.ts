@@ -26,8 +26,8 @@ import { CustomersController } from './customers.controller';
     IdempotentCreates,
     {
       provide: CUSTOMER_WRITER,
-      useFactory: (eventStore: EventStore, projections: ProjectionsService) => new RecordWriter(CUSTOMER, eventStore, projections),
-      inject: [EVENT_STORE, ProjectionsService],
+      useFactory: (eventStore: EventStore, projections: ProjectionsService, keys: DataKeys) => new RecordWriter(CUSTOMER, eventStore, projections, keys),
+      inject: [EVENT_STORE, ProjectionsService, DATA_KEYS],
     },
     {
       provide: CUSTOMER_ERASER,

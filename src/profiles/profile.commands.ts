@@ -21,7 +21,8 @@ export class CreateProfileCommand extends Command<void> {
   }
 }
 
-export class UpdateProfileCommand extends Command<void> {
+/** Answers the profile as the update left it. */
+export class UpdateProfileCommand extends Command<RecordState> {
   readonly commandId = randomUUID();
   constructor(
     readonly context: RequestContext,
@@ -62,12 +63,13 @@ abstract class SlugAwareHandler {
     protected readonly slugs: SlugReservations,
   ) {}
 
+  /** Returns the profile as the write left it (null after a create: see Written). */
   protected async writeWithSlugs(
     id: string,
     command: { context: RequestContext; commandId: string; precondition?: Precondition; isNew?: boolean },
     decide: Decision,
     newSlug: (current: Fields) => string | undefined,
-  ): Promise<void> {
+  ): Promise<RecordState | null> {
     const metadata = eventMetadata(command.context, command.commandId);
     const touched = new Set<string>();
     // This command's appends follow one another, so the last one made is the latest.
@@ -76,7 +78,7 @@ abstract class SlugAwareHandler {
     // The decision appended: the state it was made on, its changes, and the slug it reserved.
     let decided: { before: RecordState | null; changes: Fields; reserved?: string } | undefined;
     try {
-      const written = await this.profiles.write(id, command.context, command.commandId, async (state) => {
+      const { appended, record } = await this.profiles.write(id, command.context, command.commandId, async (state) => {
         const events = await decide(state);
         const current = state?.fields ?? {};
         const next = events.length ? newSlug(current) : undefined;
@@ -91,12 +93,13 @@ abstract class SlugAwareHandler {
         }
         return events;
       }, { precondition: command.precondition, isNew: command.isNew });
-      if (written) lastAppended = written.position;
-      if (written && decided?.reserved && !(await this.slugs.holds(decided.reserved, id))) {
+      if (appended) lastAppended = appended.position;
+      if (appended && decided?.reserved && !(await this.slugs.holds(decided.reserved, id))) {
         lastAppended = await this.undo(id, command.context, decided.before, decided.changes);
         throw slugTaken(decided.reserved);
       }
       outcomeKnown = true;
+      return record;
     } catch (error) {
       outcomeKnown = error instanceof ApiError;
       throw error;
@@ -111,10 +114,10 @@ abstract class SlugAwareHandler {
    */
   private async undo(id: string, context: RequestContext, before: RecordState | null, changes: Fields): Promise<Position | undefined> {
     const previous = Object.fromEntries(Object.keys(changes).map((field) => [field, before?.fields[field] ?? '']));
-    const undone = await this.profiles.write(id, context, randomUUID(), (state) =>
+    const { appended } = await this.profiles.write(id, context, randomUUID(), (state) =>
       before ? decideUpdateProfile(state, context.accountId, previous) : decideDeleteProfile(state, context.accountId),
     );
-    return undone?.position;
+    return appended?.position;
   }
 }
 
@@ -131,14 +134,15 @@ export class CreateProfileHandler extends SlugAwareHandler implements ICommandHa
 }
 
 @CommandHandler(UpdateProfileCommand)
-export class UpdateProfileHandler extends SlugAwareHandler implements ICommandHandler<UpdateProfileCommand, void> {
+export class UpdateProfileHandler extends SlugAwareHandler implements ICommandHandler<UpdateProfileCommand, RecordState> {
   constructor(@Inject(PROFILE_WRITER) profiles: RecordWriter, slugs: SlugReservations) {
     super(profiles, slugs);
   }
 
-  async execute(command: UpdateProfileCommand): Promise<void> {
+  async execute(command: UpdateProfileCommand): Promise<RecordState> {
     const { context, id, fields } = command;
-    await this.writeWithSlugs(id, command, (state) => decideUpdateProfile(state, context.accountId, fields), () => fields.slug);
+    const record = await this.writeWithSlugs(id, command, (state) => decideUpdateProfile(state, context.accountId, fields), () => fields.slug);
+    return record!; // an update decides on a profile that exists
   }
 }
 

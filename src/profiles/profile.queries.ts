@@ -5,7 +5,7 @@ import { notFound } from '../errors';
 import type { ListQuery } from '../http/list-query';
 import { ProjectionsService } from '../projections/projections.service';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
-import type { Versioned } from '../records/record';
+import type { RecordState, Versioned } from '../records/record';
 import { PROFILE } from './profile.decider';
 import { profileProjection } from './profile.projection';
 import { profileView } from './profile.view';
@@ -27,6 +27,16 @@ export class GetProfileQuery extends Query<Versioned<ProfileView>> {
 
 export class ListProfilesQuery extends Query<{ profiles: ProfileView[]; total: number }> {
   constructor(readonly accountId: string, readonly list: ListQuery) {
+    super();
+  }
+}
+
+/**
+ * A profile as given, a write's outcome, with whether it is the account's default now: a write is
+ * answered from what it did, not read back (another worker's later write may show by then).
+ */
+export class WrittenProfileQuery extends Query<ProfileView> {
+  constructor(readonly profile: RecordState) {
     super();
   }
 }
@@ -54,6 +64,15 @@ export class GetProfileHandler implements IQueryHandler<GetProfileQuery, Version
     if (!profile) throw notFound('Profile');
     const isDefault = (await defaultProfileId(this.readStore, accountId)) === id;
     return { view: profileView(profile, isDefault), revision: profile.revision };
+  }
+}
+
+@QueryHandler(WrittenProfileQuery)
+export class WrittenProfileHandler implements IQueryHandler<WrittenProfileQuery, ProfileView> {
+  constructor(@Inject(READ_STORE) private readonly readStore: ReadStore) {}
+
+  async execute({ profile }: WrittenProfileQuery): Promise<ProfileView> {
+    return profileView(profile, (await defaultProfileId(this.readStore, profile.accountId)) === profile.id);
   }
 }
 

@@ -14,7 +14,7 @@ import { ProfileBody } from './profile.body';
 import { CreateProfileCommand, DeleteProfileCommand, EraseProfileCommand, UpdateProfileCommand } from './profile.commands';
 import { PROFILE } from './profile.decider';
 import { PROFILE_FILTERS } from './profile.projection';
-import { GetProfileQuery, ListProfilesQuery } from './profile.queries';
+import { GetProfileQuery, ListProfilesQuery, WrittenProfileQuery } from './profile.queries';
 
 const ProfileId = new RecordIdPipe('Profile');
 
@@ -96,10 +96,9 @@ export class ProfilesController {
     @Headers('if-match') ifMatch: string | undefined,
     @Res({ passthrough: true }) res: Response,
   ) {
-    await this.commands.execute(new UpdateProfileCommand(ctx, id, toFields(body), parseIfMatch(ifMatch)));
-    const { view, revision } = await this.queries.execute(new GetProfileQuery(ctx.accountId, id));
-    setETag(res, revision);
-    return envelope({ Profile: view }, 201);
+    const profile = await this.commands.execute(new UpdateProfileCommand(ctx, id, toFields(body), parseIfMatch(ifMatch)));
+    setETag(res, profile.revision);
+    return envelope({ Profile: await this.queries.execute(new WrittenProfileQuery(profile)) }, 201);
   }
 
   @Delete(':id')

@@ -17,7 +17,7 @@ import {
   UpdateProfileHandler,
 } from './profile.commands';
 import { PROFILE } from './profile.decider';
-import { GetProfileHandler, ListProfilesHandler } from './profile.queries';
+import { GetProfileHandler, ListProfilesHandler, WrittenProfileHandler } from './profile.queries';
 import { ProfilesController } from './profiles.controller';
 import { SlugReservations } from './slug-reservations';
 
@@ -27,8 +27,8 @@ import { SlugReservations } from './slug-reservations';
     IdempotentCreates,
     {
       provide: PROFILE_WRITER,
-      useFactory: (eventStore: EventStore, projections: ProjectionsService) => new RecordWriter(PROFILE, eventStore, projections),
-      inject: [EVENT_STORE, ProjectionsService],
+      useFactory: (eventStore: EventStore, projections: ProjectionsService, keys: DataKeys) => new RecordWriter(PROFILE, eventStore, projections, keys),
+      inject: [EVENT_STORE, ProjectionsService, DATA_KEYS],
     },
     {
       provide: SlugReservations,
@@ -47,6 +47,7 @@ import { SlugReservations } from './slug-reservations';
     EraseProfileHandler,
     GetProfileHandler,
     ListProfilesHandler,
+    WrittenProfileHandler,
   ],
 })
 export class ProfilesModule implements OnApplicationBootstrap {

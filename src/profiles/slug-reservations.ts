@@ -1,5 +1,6 @@
 import { ApiError } from '../errors';
 import { comparePositions, EventMetadata, EventStore, Position, StoredEvent, WrongExpectedRevisionError } from '../event-store/event-store.port';
+import type { RecordState } from '../records/record';
 import type { RecordWriter } from '../records/record-writer';
 import { withMetadata } from '../records/record-writer';
 import { slugKey } from './profile.decider';
@@ -19,7 +20,8 @@ interface Reservation {
  * SlugReserved at the revision read, so of two racing profiles exactly one wins. Giving it up
  * appends SlugReleased. Appends to two streams cannot be atomic, so a reservation whose profile
  * (after a grace period) does not carry the slug, because a crash came between the two appends, is
- * stale and may be taken over. Nothing fences a profile's append against a takeover, so both sides
+ * stale and may be taken over; so at once is one whose profile is deleted or erased, which no write
+ * makes carry a slug again. Nothing fences a profile's append against a takeover, so both sides
  * check after their append: the taker that its takeover was due (reserve), the profile's write that
  * it still holds the reservation (holds), undoing itself if not.
  */
@@ -93,24 +95,31 @@ export class SlugReservations {
   }
 
   /**
-   * Before a takeover: whether the reservation still counts. This host's clock only says when to
-   * try: the takeover's append, timed by the event store, decides (tookOver).
+   * Before a takeover: whether the reservation still counts. Not once its profile is gone, grace
+   * period or not: an erasure frees the slug its profile had when it read it, before the key went,
+   * and a slug set by a write racing the erasure would otherwise stay held for the grace period.
+   * This host's clock only says when to try: the takeover's append, timed by the event store,
+   * decides (tookOver).
    */
   private async isHeld(reservation: StoredEvent): Promise<boolean> {
-    if (Date.now() - reservation.recordedAt.getTime() < RESERVATION_GRACE_MS) return true;
     const { slug, profileId } = reservation.data as unknown as Reservation;
-    return this.carries(profileId, slug);
+    const { state } = await this.profiles.load(profileId);
+    if (isGone(state)) return false;
+    return Date.now() - reservation.recordedAt.getTime() < RESERVATION_GRACE_MS || carriesSlug(state, slug);
   }
 
   /**
-   * After a takeover's append: it was due if the grace period had passed by the store's clock (the
-   * two reservations' times) and the profile that held it still does not carry the slug (its append
-   * may have landed since it was looked at). If not, the reservation is given back to that profile.
+   * After a takeover's append: it was due if the profile that held it is gone, or if the grace
+   * period had passed by the store's clock (the two reservations' times) and that profile still does
+   * not carry the slug (its append may have landed since it was looked at). If not, the reservation
+   * is given back to that profile.
    */
   private async tookOver(streamId: string, previous: StoredEvent, metadata: EventMetadata): Promise<boolean> {
     const [mine] = await this.eventStore.readStream(streamId, previous.revision + 1);
     const held = previous.data as unknown as Reservation;
-    const due = mine.recordedAt.getTime() - previous.recordedAt.getTime() >= RESERVATION_GRACE_MS && !(await this.carries(held.profileId, held.slug));
+    const { state } = await this.profiles.load(held.profileId);
+    const graceOver = mine.recordedAt.getTime() - previous.recordedAt.getTime() >= RESERVATION_GRACE_MS;
+    const due = isGone(state) || (graceOver && !carriesSlug(state, held.slug));
     if (due) return true;
     try {
       await this.eventStore.appendToStream(streamId, withMetadata([{ type: 'SlugReserved', data: { ...held } }], metadata), mine.revision);
@@ -122,8 +131,7 @@ export class SlugReservations {
   }
 
   private async carries(profileId: string, slug: string): Promise<boolean> {
-    const { state } = await this.profiles.load(profileId);
-    return !!state && !state.deleted && slugKey(state.fields.slug ?? '') === slugKey(slug);
+    return carriesSlug((await this.profiles.load(profileId)).state, slug);
   }
 
   private async lastEvent(streamId: string): Promise<StoredEvent | undefined> {
@@ -131,6 +139,11 @@ export class SlugReservations {
     return events[events.length - 1];
   }
 }
+
+const carriesSlug = (state: RecordState | null, slug: string) => !!state && !state.deleted && slugKey(state.fields.slug ?? '') === slugKey(slug);
+
+/** Deleted or erased (an erased profile is deleted too): no write makes it live again. */
+const isGone = (state: RecordState | null) => !!state?.deleted;
 
 const streamOf = (slug: string) => `profile_slug-${slugKey(slug)}`;
 

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { v7 as timeOrderedUuid } from 'uuid';
-import { RecordErasedError } from '../erasure/data-keys';
+import { DataKeys, RecordErasedError } from '../erasure/data-keys';
 import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
 import { ApiError, notFound } from '../errors';
 import {
@@ -50,6 +50,17 @@ interface WriteOptions {
   isNew?: boolean;
 }
 
+/**
+ * What a write did: its append (null when the decision changed nothing), and the record as the
+ * write left it, to answer from: a read model may show another worker's later write by then.
+ * null after an append that created the record: it takes the time the store recorded, known only
+ * by reading it.
+ */
+export interface Written {
+  appended: AppendResult | null;
+  record: RecordState | null;
+}
+
 /** Folded records a writer keeps between writes, least recently used dropped first. */
 const FOLDED_RECORDS_KEPT = 10_000;
 
@@ -94,6 +105,7 @@ export class RecordWriter {
     private readonly kind: RecordKind,
     private readonly eventStore: EventStore,
     private readonly projections: ProjectionsService,
+    private readonly keys: DataKeys,
     keepAtMost = FOLDED_RECORDS_KEPT,
   ) {
     this.folded = new LRUCache({ max: keepAtMost });
@@ -119,17 +131,8 @@ export class RecordWriter {
     return folded;
   }
 
-  /**
-   * Returns the append, or null when the decision was to change nothing, once the read models show
-   * the outcome.
-   */
-  async write(
-    id: string,
-    context: RequestContext,
-    causationId: string,
-    decide: Decision,
-    options: WriteOptions = {},
-  ): Promise<AppendResult | null> {
+  /** Returns what the write did once the read models show it. */
+  async write(id: string, context: RequestContext, causationId: string, decide: Decision, options: WriteOptions = {}): Promise<Written> {
     const { written, shownAt } = await this.oneAtATime(id, () => this.decideAndAppend(id, context, causationId, decide, options));
     // Outside the queue: the next write to the record decides on the fold kept here, not on the read models.
     if (shownAt) await this.projections.waitFor(streamIdOf(this.kind, id), shownAt);
@@ -137,8 +140,7 @@ export class RecordWriter {
   }
 
   /**
-   * The append, or null when the decision was to change nothing; and the position the read models
-   * must reach to show the outcome. A precondition is checked on every attempt, so a writer that
+   * What the write did, and the position the read models must reach to show it. A precondition is checked on every attempt, so a writer that
    * lost a race to another one answers 412, not a silent retry.
    *
    * The first attempt decides on what this writer knows without reading: the fold it kept, or for a
@@ -153,7 +155,7 @@ export class RecordWriter {
     causationId: string,
     decide: Decision,
     { precondition, isNew = false }: WriteOptions,
-  ): Promise<{ written: AppendResult | null; shownAt?: Position }> {
+  ): Promise<{ written: Written; shownAt?: Position }> {
     for (let attempt = 1; ; attempt++) {
       const guess = attempt === 1 ? (isNew ? NO_STREAM : this.upToDate(id)) : undefined;
       const { state, revision, position } = guess ?? (await this.load(id));
@@ -163,19 +165,22 @@ export class RecordWriter {
         events = await decide(state);
       } catch (error) {
         if (guess && error instanceof ApiError) continue;
+        // Refused on values that read '' because another worker destroyed the key (its erasure not
+        // appended yet): the record is gone, whatever this decision said of its values.
+        if (error instanceof ApiError && state && (await this.keys.current(streamIdOf(this.kind, id))) === null) throw notFound(this.kind.label);
         throw error;
       }
       if (events.length === 0) {
         if (guess) continue;
-        // Nothing to append, but the answer is read from the read models: they must show this state.
-        return { written: null, shownAt: position };
+        // Nothing to append, but the next read must show this state.
+        return { written: { appended: null, record: state }, shownAt: position };
       }
       try {
         const streamId = streamIdOf(this.kind, id);
         const appended = withMetadata(events, eventMetadata(context, causationId));
         const written = await this.eventStore.appendToStream(streamId, appended, revision);
-        if (state) this.keepAppended(id, state, streamId, appended, written);
-        return { written, shownAt: written.position };
+        const record = state && this.keepAppended(id, state, streamId, appended, written);
+        return { written: { appended: written, record }, shownAt: written.position };
       } catch (error) {
         // Erased between the read and the append: its key is gone, and so is the record.
         if (error instanceof RecordErasedError) throw notFound(this.kind.label);
@@ -204,11 +209,11 @@ export class RecordWriter {
   }
 
   /**
-   * Keeps the record as this write left it, so the next write to it needs no read. Not after a
-   * create (no state before it): a new record's fold takes the time the store recorded, known only
-   * by reading it.
+   * Keeps the record as this write left it, so the next write to it needs no read, and returns it.
+   * Not after a create (no state before it): a new record's fold takes the time the store recorded,
+   * known only by reading it.
    */
-  private keepAppended(id: string, state: RecordState, streamId: string, appended: NewEvent[], written: AppendResult): void {
+  private keepAppended(id: string, state: RecordState, streamId: string, appended: NewEvent[], written: AppendResult): RecordState {
     const first = written.revision - appended.length + 1;
     const recordedAt = new Date();
     // Each event written out, not `{ ...event, streamId, ... }`: on Node 20 a spread followed by new
@@ -220,6 +225,7 @@ export class RecordWriter {
       state,
     );
     this.keep(id, { state: folded, revision: written.revision, position });
+    return folded;
   }
 
   private checkPrecondition(record: RecordState, precondition: Precondition): void {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { dirname } from 'node:path';
-import { CUSTOMER, decideCreateCustomer } from '../../src/customers/customer.decider';
+import { CUSTOMER, decideCreateCustomer, decideUpdateCustomer } from '../../src/customers/customer.decider';
 import { customerProjection } from '../../src/customers/customer.projection';
 import { DataKeys } from '../../src/erasure/data-keys';
 import { RecordEraser } from '../../src/erasure/record-eraser';
@@ -24,6 +24,7 @@ describe('RecordEraser', () => {
   let sqlite: ReturnType<typeof openTempSqlite>;
   let keysDb: ReturnType<typeof openTempSqlite>;
   let keyStore: SqliteKeyStore;
+  let inner: SqliteEventStore;
   let events: SealedEventStore;
   let reads: SqliteReadStore;
   let projector: Projector;
@@ -34,7 +35,8 @@ describe('RecordEraser', () => {
     sqlite = openTempSqlite();
     keysDb = openTempSqlite();
     keyStore = new SqliteKeyStore(keysDb.db);
-    events = new SealedEventStore(new SqliteEventStore(sqlite.db), new DataKeys(keyStore), RECORD_KINDS);
+    inner = new SqliteEventStore(sqlite.db);
+    events = new SealedEventStore(inner, new DataKeys(keyStore), RECORD_KINDS);
     reads = new SqliteReadStore(sqlite.db);
     projector = new Projector(customerProjection, events, reads, { holder: 'unit', ttlMs: 60_000 });
     await projector.start();
@@ -54,8 +56,23 @@ describe('RecordEraser', () => {
     },
   } as unknown as ProjectionsService;
 
+  it("answers 404 to an update decided on values that read '' while another worker erases the record (issue 36, item 4)", async () => {
+    const id = randomUUID();
+    const here = new RecordWriter(CUSTOMER, events, readModels, events.keys);
+    await here.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada', email: 'ada@example.com' }), { isNew: true });
+    // Another worker's erasure has destroyed the key, and not appended its event yet.
+    await new DataKeys(keyStore).destroy(`customer-${id}`, 'acc');
+
+    // A worker that never held the key reads the record with no email left: not a 400 for a missing email.
+    const elsewhere = new SealedEventStore(inner, new DataKeys(keyStore), RECORD_KINDS);
+    const writer = new RecordWriter(CUSTOMER, elsewhere, readModels, elsewhere.keys);
+    await expect(writer.write(id, context, randomUUID(), (state) => decideUpdateCustomer(state, 'acc', { name: 'Grace' }))).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
+  });
+
   it('scrubs at once an erasure the read models are slow to show, answers 503, and finishes it once they show it', async () => {
-    const writer = new RecordWriter(CUSTOMER, events, readModels);
+    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
     const id = randomUUID();
     await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
     expect((await reads.get('customers', 'acc', id))?.fields).toMatchObject({ name: 'Ada Lovelace' });
@@ -84,7 +101,7 @@ describe('RecordEraser', () => {
   });
 
   it('finishes in the background an erasure whose event could not be written after its key was destroyed', async () => {
-    const writer = new RecordWriter(CUSTOMER, events, readModels);
+    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
     const id = randomUUID();
     await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
     const append = jest.spyOn(events, 'appendToStream').mockRejectedValueOnce(new StoreUnavailableError('SQLite', 'the disk is gone for a moment'));
@@ -110,7 +127,7 @@ describe('RecordEraser', () => {
   }
 
   it('finishes in the background an erasure whose scrub failed (a store down: MongoDB\'s updateMany is not retried by its driver)', async () => {
-    const writer = new RecordWriter(CUSTOMER, events, readModels);
+    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
     const id = randomUUID();
     await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
     // The eraser's read store (the projector folds on its own): its first scrub fails.
@@ -125,7 +142,7 @@ describe('RecordEraser', () => {
   });
 
   it('finishes in the background, not at the next start, an interrupted erasure whose scrub fails at start', async () => {
-    const writer = new RecordWriter(CUSTOMER, events, readModels);
+    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
     const id = randomUUID();
     await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
     await keyStore.destroy(`customer-${id}`, 'acc'); // a stop came right after the key went
@@ -138,7 +155,7 @@ describe('RecordEraser', () => {
   });
 
   it('leaves no copy of the values in any file when a rebuild writes a batch it opened before the key went after the erasure', async () => {
-    const writer = new RecordWriter(CUSTOMER, events, readModels);
+    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
     const id = randomUUID();
     const email = `rebuilt-${randomUUID()}@example.com`;
     await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email }), { isNew: true });
@@ -161,7 +178,7 @@ describe('RecordEraser', () => {
   });
 
   it('leaves a rebuild that begins after an erasure to fold it like any event, with no scrub or truncation of its own', async () => {
-    const writer = new RecordWriter(CUSTOMER, events, readModels);
+    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
     const id = randomUUID();
     await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
     await new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), reads).erase(id, context, randomUUID());

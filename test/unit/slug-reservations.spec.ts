@@ -1,16 +1,28 @@
 import { randomUUID } from 'node:crypto';
 import type { Position, StoredEvent } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
-import { CreateProfileCommand, CreateProfileHandler, UpdateProfileCommand, UpdateProfileHandler } from '../../src/profiles/profile.commands';
+import type { DataKeys } from '../../src/erasure/data-keys';
+import { RecordEraser } from '../../src/erasure/record-eraser';
+import {
+  CreateProfileCommand,
+  CreateProfileHandler,
+  EraseProfileCommand,
+  EraseProfileHandler,
+  UpdateProfileCommand,
+  UpdateProfileHandler,
+} from '../../src/profiles/profile.commands';
 import { PROFILE } from '../../src/profiles/profile.decider';
 import { SlugReservations } from '../../src/profiles/slug-reservations';
 import type { ProjectionsService } from '../../src/projections/projections.service';
+import type { ReadStore } from '../../src/read-store/read-store.port';
 import { RecordWriter } from '../../src/records/record-writer';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 import { openTempSqlite } from '../support/temp-sqlite';
 
 /** The read models are not this test's subject: a write here need not wait for them. */
 const noReadModels = { waitFor: async (_streamId: string, _position: Position) => undefined } as unknown as ProjectionsService;
+/** Events in plain here: no record has a data key, destroyed or not. */
+const unsealed = { current: async () => undefined } as unknown as DataKeys;
 const context = { accountId: 'acc', requestId: 'req' };
 const metadata = { accountId: 'acc', correlationId: 'req', causationId: 'c', schemaVersion: 2 };
 
@@ -23,7 +35,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
   beforeEach(() => {
     sqlite = openTempSqlite();
     events = new SqliteEventStore(sqlite.db);
-    profiles = new RecordWriter(PROFILE, events, noReadModels);
+    profiles = new RecordWriter(PROFILE, events, noReadModels, unsealed);
     slugs = new SlugReservations(events, profiles);
   });
   afterEach(async () => {
@@ -97,9 +109,33 @@ describe('slug reservations, with the profile writes that take and give up slugs
     await land!();
     jest.restoreAllMocks();
 
-    expect((await new RecordWriter(PROFILE, events, noReadModels).load(X)).state?.fields.slug).toBe('b');
+    expect((await new RecordWriter(PROFILE, events, noReadModels, unsealed).load(X)).state?.fields.slug).toBe('b');
     expect((await reservations('b')).at(-1)).toBe('SlugReserved(X)');
     await expect(slugs.reserve('b', 'Y', metadata)).rejects.toMatchObject({ code: 'CONFLICT' });
+  });
+
+  it('frees at once a slug an update moved the profile onto while it was being erased (issue 36, item 4)', async () => {
+    await create('X', 'a');
+    // The erasure reads X (slug "a"), then waits in its key's destruction until `destroy` is called.
+    let destroying!: () => void;
+    const reading = new Promise<void>((resolve) => (destroying = resolve));
+    let destroy!: () => void;
+    const destroyed = new Promise<void>((resolve) => (destroy = resolve));
+    const keys = { destroy: () => (destroying(), destroyed), store: { finishErasure: async () => undefined } } as unknown as DataKeys;
+    const readModels = { erase: async () => undefined } as unknown as ReadStore;
+    const eraser = new RecordEraser(PROFILE, 'profiles', profiles, keys, readModels);
+    const erasing = new EraseProfileHandler(eraser, slugs).execute(new EraseProfileCommand(context, 'X'));
+    await reading;
+    await update('X', 'b'); // moves X onto "b" and gives "a" up, all before the erasure is appended
+    destroy();
+    await erasing;
+    expect((await profiles.load('X')).state).toMatchObject({ erased: true });
+
+    // Within the grace period, which holds a slug for a write in flight: none can be, for an erased profile.
+    await create('Y', 'b');
+    await create('Z', 'a');
+    expect((await profiles.load('Y')).state?.fields.slug).toBe('b');
+    expect((await profiles.load('Z')).state?.fields.slug).toBe('a');
   });
 
   describe('a takeover, fenced (issue 33, item 6)', () => {
@@ -114,7 +150,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
         readStream: async (streamId: string, from?: number) =>
           (await read(streamId, from)).map((e) => ({ ...e, recordedAt: new Date(e.recordedAt.getTime() - earlier(e)) })),
       });
-      profiles = new RecordWriter(PROFILE, store, noReadModels);
+      profiles = new RecordWriter(PROFILE, store, noReadModels, unsealed);
       slugs = new SlugReservations(store, profiles);
     }
     const isXsReservation = (e: StoredEvent) => e.streamId === 'profile_slug-shop' && e.revision === 0;
