@@ -2,6 +2,7 @@ import type { Statement } from 'better-sqlite3';
 import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
 import { siblings } from '../instance';
 import { SqliteDatabase, TEXT_KEY, WalSync } from '../storage/sqlite-database';
+import { sqliteFailure } from '../storage/store-unavailable.error';
 import {
   AppendResult,
   EventBatch,
@@ -204,13 +205,13 @@ export class SqliteEventStore implements EventStore {
     } catch (error) {
       // The transaction failed (busy, disk, closed): nothing of the group was stored. Or its sync
       // failed: what was stored may not survive a crash, so no append of the group is confirmed.
-      for (const append of group) append.reject(error);
+      for (const append of group) append.reject(sqliteFailure(error));
       return;
     }
     group.forEach((append, i) => {
       const outcome = outcomes[i];
       if ('result' in outcome) append.resolve(outcome.result);
-      else append.reject(outcome.error);
+      else append.reject(sqliteFailure(outcome.error));
     });
     this.wakeSubscribers();
     siblings.tell('appended', group.filter((_, i) => 'result' in outcomes[i]).map((append) => append.streamId));

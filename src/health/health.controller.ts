@@ -10,6 +10,7 @@ import { formatPosition } from '../projections/positions';
 import { PoisonEventError } from '../projections/projector';
 import { ProjectionsService } from '../projections/projections.service';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
+import { WRITE_FAILURE_REMEMBERED_MS, WriteFailures } from '../storage/write-failures';
 
 /** What /health/ready answers, 200 or 503 alike. */
 const READINESS = {
@@ -56,6 +57,7 @@ export class HealthController {
     @Inject(EVENT_STORE) private readonly eventStore: EventStore,
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly writes: WriteFailures,
   ) {}
 
   /** The process is up and answering. */
@@ -73,13 +75,15 @@ export class HealthController {
   /**
    * Ready to serve: both stores answer, and every projection is running, has reached the head the
    * app found at start and, where the event store can count events (SQLite), is at most
-   * READY_MAX_LAG_EVENTS behind its head. 503 otherwise, naming each problem.
+   * READY_MAX_LAG_EVENTS behind its head, and no write to a store has failed for want of it (down,
+   * or its disk full) in the last WRITE_FAILURE_REMEMBERED_MS with none succeeding since. 503
+   * otherwise, naming each problem.
    */
   @Get('ready')
   @ApiOperation({
     summary: 'Readiness: both stores answer and the read models are caught up',
     description:
-      'No token. 503 while a store is unreachable, a read model has stopped, has not yet reached the events stored before the start, or is more than READY_MAX_LAG_EVENTS behind; problems names each.',
+      `No token. 503 while a store is unreachable, its writes fail (down or out of disk space; until a write succeeds, for at most ${WRITE_FAILURE_REMEMBERED_MS / 1000} s after the last failure), a read model has stopped, has not yet reached the events stored before the start, or is more than READY_MAX_LAG_EVENTS behind; problems names each.`,
   })
   @ApiResponse({ status: 200, description: 'ready to serve', content: { 'application/json; charset=UTF-8': { schema: READINESS, example: READY } } })
   @ApiResponse({ status: 503, description: 'not ready: see problems', content: { 'application/json; charset=UTF-8': { schema: READINESS, example: NOT_READY } } })
@@ -108,6 +112,10 @@ export class HealthController {
       }
       return { name: p.projection.name, state: p.state, folding: p.folding, checkpoint: formatPosition(p.checkpoint), lag, failure };
     });
+    // A store that answers reads may still refuse writes (its disk full): the writes say so.
+    for (const { store, full, secondsAgo } of this.writes.current()) {
+      problems.push(`writes to the ${store} are failing${full ? ' for want of disk space' : ''} (the last ${secondsAgo} s ago)`);
+    }
     const ready = problems.length === 0;
     sendJson(res, ready ? 200 : 503, {
       status: ready ? 'ready' : 'unavailable',

@@ -1,17 +1,19 @@
 import type { AppendResult, EventBatch, EventStore, ExpectedRevision, NewEvent, Position, StoredEvent, SubscribeOptions } from '../event-store/event-store.port';
 import type { Checkpoint, CollectionSchema, CollectionStatus, FindQuery, FindResult, ProjectionFailure, ReadDocument, ReadStore } from '../read-store/read-store.port';
+import type { WriteFailures } from '../storage/write-failures';
 import type { Metrics } from './metrics';
 
-/** An event store that times each call and counts the events appended, around any adapter. */
+/** An event store that times each call and counts the events appended, around any adapter; its appends' failures go to readiness. */
 export class InstrumentedEventStore implements EventStore {
   constructor(
     private readonly store: EventStore,
     private readonly metrics: Metrics,
+    private readonly writes: WriteFailures,
   ) {}
 
   async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    const result = await this.metrics.time(this.metrics.eventStoreDuration, 'appendToStream', () =>
-      this.store.appendToStream(streamId, events, expected),
+    const result = await this.writes.watch('event store', () =>
+      this.metrics.time(this.metrics.eventStoreDuration, 'appendToStream', () => this.store.appendToStream(streamId, events, expected)),
     );
     for (const event of events) this.metrics.eventsAppended.inc({ type: event.type });
     return result;
@@ -43,11 +45,12 @@ export class InstrumentedEventStore implements EventStore {
   }
 }
 
-/** A read store that times each call, around any adapter. */
+/** A read store that times each call, around any adapter; the failures of its commits and scrubs go to readiness. */
 export class InstrumentedReadStore implements ReadStore {
   constructor(
     private readonly store: ReadStore,
     private readonly metrics: Metrics,
+    private readonly writes: WriteFailures,
   ) {}
 
   ensureCollection(schema: CollectionSchema): Promise<void> {
@@ -71,7 +74,9 @@ export class InstrumentedReadStore implements ReadStore {
   }
 
   commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
-    return this.metrics.time(this.metrics.readStoreDuration, 'commit', () => this.store.commit(collection, documents, checkpoint));
+    return this.writes.watch('read store', () =>
+      this.metrics.time(this.metrics.readStoreDuration, 'commit', () => this.store.commit(collection, documents, checkpoint)),
+    );
   }
 
   recordFailure(collection: string, generation: number, failure: ProjectionFailure): Promise<void> {
@@ -95,7 +100,7 @@ export class InstrumentedReadStore implements ReadStore {
   }
 
   erase(collection: string, ids: string[]): Promise<void> {
-    return this.metrics.time(this.metrics.readStoreDuration, 'erase', () => this.store.erase(collection, ids));
+    return this.writes.watch('read store', () => this.metrics.time(this.metrics.readStoreDuration, 'erase', () => this.store.erase(collection, ids)));
   }
 
   dropRetired(collection: string, graceMs: number): Promise<void> {

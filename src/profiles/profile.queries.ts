@@ -1,11 +1,14 @@
 import { Inject } from '@nestjs/common';
 import { IQueryHandler, Query, QueryBus, QueryHandler } from '@nestjs/cqrs';
 import { RecordAsOfQuery } from '../audit/audit.queries';
+import type { DataKeys } from '../erasure/data-keys';
+import { getUnlessErased, withoutErased } from '../erasure/erased-records';
 import { notFound } from '../errors';
 import type { ListQuery } from '../http/list-query';
 import { ProjectionsService } from '../projections/projections.service';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import type { RecordState, Versioned } from '../records/record';
+import { DATA_KEYS } from '../storage/storage.module';
 import { PROFILE } from './profile.decider';
 import { profileProjection } from './profile.projection';
 import { profileView } from './profile.view';
@@ -52,6 +55,7 @@ export class GetProfileHandler implements IQueryHandler<GetProfileQuery, Version
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     private readonly queries: QueryBus,
     private readonly projections: ProjectionsService,
+    @Inject(DATA_KEYS) private readonly keys: DataKeys,
   ) {}
 
   /** `default` says whether the profile is the account's default now, as-of reads included. */
@@ -59,7 +63,7 @@ export class GetProfileHandler implements IQueryHandler<GetProfileQuery, Version
     this.projections.assertCaughtUp(COLLECTION);
     const profile =
       asOf === undefined
-        ? await this.readStore.get(COLLECTION, accountId, id)
+        ? await getUnlessErased(this.readStore, this.keys, PROFILE, COLLECTION, accountId, id)
         : await this.queries.execute(new RecordAsOfQuery(PROFILE, accountId, id, asOf));
     if (!profile) throw notFound('Profile');
     const isDefault = (await defaultProfileId(this.readStore, accountId)) === id;
@@ -81,12 +85,14 @@ export class ListProfilesHandler implements IQueryHandler<ListProfilesQuery, { p
   constructor(
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     private readonly projections: ProjectionsService,
+    @Inject(DATA_KEYS) private readonly keys: DataKeys,
   ) {}
 
   async execute({ accountId, list }: ListProfilesQuery) {
     this.projections.assertCaughtUp(COLLECTION);
     const { documents, total } = await this.readStore.find(COLLECTION, { accountId, ...list, order: 'newest' });
-    const defaultId = documents.length ? await defaultProfileId(this.readStore, accountId) : undefined;
-    return { profiles: documents.map((p) => profileView(p, p.id === defaultId)), total };
+    const shown = await withoutErased(this.keys, PROFILE, documents);
+    const defaultId = shown.length ? await defaultProfileId(this.readStore, accountId) : undefined;
+    return { profiles: shown.map((p) => profileView(p, p.id === defaultId)), total };
   }
 }

@@ -9,6 +9,7 @@ import { SqliteReadStore } from '../read-store/sqlite-read-store';
 import { InstrumentedEventStore, InstrumentedReadStore } from '../metrics/instrumented-stores';
 import { Metrics } from '../metrics/metrics';
 import { openSqliteDatabase, SqliteDatabase } from './sqlite-database';
+import { watchingWrites, WriteFailures } from './write-failures';
 import { DataKeys } from '../erasure/data-keys';
 import type { KeyStore } from '../erasure/key-store.port';
 import { MongoDbKeyStore } from '../erasure/mongodb-key-store';
@@ -24,9 +25,11 @@ class StorageShutdown implements OnApplicationShutdown {
   constructor(
     @Inject(EVENT_STORE) private readonly eventStore: EventStore,
     @Inject(READ_STORE) private readonly readStore: ReadStore,
+    private readonly writes: WriteFailures,
   ) {}
 
   async onApplicationShutdown(): Promise<void> {
+    this.writes.close();
     await this.eventStore.close();
     await this.readStore.close();
   }
@@ -126,23 +129,28 @@ export class StorageModule {
       module: StorageModule,
       providers: [
         { provide: APP_CONFIG, useValue: config },
-        { provide: DATA_KEYS, useFactory: async () => new DataKeys(await openKeyStore(config)) },
+        {
+          provide: DATA_KEYS,
+          useFactory: async (writes: WriteFailures) => new DataKeys(watchingWrites(await openKeyStore(config), writes)),
+          inject: [WriteFailures],
+        },
         { provide: SHARED_SQLITE, useFactory: () => sharedSqliteConnection(config) },
+        { provide: WriteFailures, useFactory: () => new WriteFailures() },
         {
           provide: EVENT_STORE,
-          useFactory: async (metrics: Metrics, keys: DataKeys, sqlite: SqliteDatabase | null) =>
-            new InstrumentedEventStore(await openEventStore(config, { keys, sqlite }), metrics),
-          inject: [Metrics, DATA_KEYS, SHARED_SQLITE],
+          useFactory: async (metrics: Metrics, keys: DataKeys, sqlite: SqliteDatabase | null, writes: WriteFailures) =>
+            new InstrumentedEventStore(await openEventStore(config, { keys, sqlite }), metrics, writes),
+          inject: [Metrics, DATA_KEYS, SHARED_SQLITE, WriteFailures],
         },
         {
           provide: READ_STORE,
-          useFactory: async (metrics: Metrics, sqlite: SqliteDatabase | null) =>
-            new InstrumentedReadStore(await openReadStore(config, sqlite), metrics),
-          inject: [Metrics, SHARED_SQLITE],
+          useFactory: async (metrics: Metrics, sqlite: SqliteDatabase | null, writes: WriteFailures) =>
+            new InstrumentedReadStore(await openReadStore(config, sqlite), metrics, writes),
+          inject: [Metrics, SHARED_SQLITE, WriteFailures],
         },
         StorageShutdown,
       ],
-      exports: [APP_CONFIG, EVENT_STORE, READ_STORE, DATA_KEYS],
+      exports: [APP_CONFIG, EVENT_STORE, READ_STORE, DATA_KEYS, WriteFailures],
     };
   }
 }
