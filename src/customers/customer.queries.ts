@@ -4,7 +4,7 @@ import { RecordAsOfQuery } from '../audit/audit.queries';
 import type { DataKeys } from '../erasure/data-keys';
 import { getUnlessErased, withoutErased } from '../erasure/erased-records';
 import { notFound } from '../errors';
-import type { ListQuery } from '../http/list-query';
+import { type ListQuery, nextCursor } from '../http/list-query';
 import { ProjectionsService } from '../projections/projections.service';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import type { Versioned } from '../records/record';
@@ -29,7 +29,7 @@ export class GetCustomerQuery extends Query<Versioned<CustomerView>> {
   }
 }
 
-export class ListCustomersQuery extends Query<{ customers: CustomerView[]; total: number }> {
+export class ListCustomersQuery extends Query<{ customers: CustomerView[]; total: number; next?: string }> {
   constructor(readonly accountId: string, readonly list: ListQuery) {
     super();
   }
@@ -56,7 +56,7 @@ export class GetCustomerHandler implements IQueryHandler<GetCustomerQuery, Versi
 }
 
 @QueryHandler(ListCustomersQuery)
-export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery, { customers: CustomerView[]; total: number }> {
+export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery, { customers: CustomerView[]; total: number; next?: string }> {
   constructor(
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     private readonly projections: ProjectionsService,
@@ -67,6 +67,6 @@ export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery, {
     this.projections.assertCaughtUp(COLLECTION);
     const { documents, total } = await this.readStore.find(COLLECTION, { accountId, ...list, order: 'newest' });
     const shown = await withoutErased(this.keys, CUSTOMER, documents);
-    return { customers: shown.map((c) => customerView(c, 'short')), total };
+    return { customers: shown.map((c) => customerView(c, 'short')), total, next: nextCursor(documents, list.limit) };
   }
 }

@@ -50,10 +50,11 @@ export class CustomersController {
   @Get()
   @ApiRecordOperation('Customer', 'list')
   async list(@Ctx() ctx: RequestContext, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) res: Response) {
-    const { customers, total } = await this.queries.execute(
-      new ListCustomersQuery(ctx.accountId, parseListQuery(query, CUSTOMER_FILTERS)),
+    const { customers, total, next } = await this.queries.execute(
+      new ListCustomersQuery(ctx.accountId, parseListQuery(query, CUSTOMER_FILTERS, 10, { cursor: true })),
     );
     res.setHeader('X-Total-Count', String(total));
+    if (next) res.setHeader('X-Next-Cursor', next);
     return envelope(customers.map((c) => ({ Customer: c })), 200);
   }
 

@@ -10,6 +10,7 @@ import type { ErrorCode } from '../errors';
 import type { MatchKind } from '../read-store/read-store.port';
 import * as EXAMPLE from './examples';
 import { DIGIT_FIELDS } from '../http/field-rules';
+import { MAX_LIST_OFFSET } from '../http/list-query';
 import { sendJson } from '../http/json-response';
 import { ProfileBody } from '../profiles/profile.body';
 import { profileProjection } from '../profiles/profile.projection';
@@ -105,6 +106,9 @@ const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
 const REQUEST_ID = { 'X-Request-Id': { description: "the request's id: the client's own when well-formed; also the events' correlationId", schema: { type: 'string' } } };
 const ETAG = { ETag: { description: 'the record\'s stream revision, quoted: "3"', schema: { type: 'string', pattern: '^"[0-9]+"$' } } };
 const TOTAL_COUNT = { 'X-Total-Count': { description: 'how many there are, ignoring paging', schema: { type: 'string', pattern: '^[0-9]+$' } } };
+const NEXT_CURSOR = {
+  'X-Next-Cursor': { required: false, description: 'on a full page: the after of the next one (absent once a page comes back short)', schema: { type: 'string' } },
+};
 const RETRY_AFTER = { 'Retry-After': { description: 'seconds to wait before trying again', schema: { type: 'integer' } } };
 
 const ERRORS: Record<number, { codes: ErrorCode[]; description: string; retry?: boolean }> = {
@@ -185,6 +189,16 @@ export const ApiResource = (resource: Resource) =>
 
 /** The tag of what is outside /v1: health, metrics. */
 export const ApiOperations = () => ApiTags('operations');
+
+/** `after`, and the offset's bound, of record lists (histories page by offset at any depth). */
+const CURSOR = [
+  ApiQuery({
+    name: 'after',
+    required: false,
+    schema: { type: 'string' },
+    description: `the X-Next-Cursor of the page before: the records after it, at any depth; not with offset or page, which skip at most ${MAX_LIST_OFFSET} records`,
+  }),
+];
 
 const PAGING = (defaultLimit: number) => [
   ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: defaultLimit }, example: defaultLimit }),
@@ -310,9 +324,10 @@ export function ApiRecordOperation(resource: Resource, operation: Operation) {
           description: 'Newest first (in creation order), stable across pages. Each filter says how it matches; X-Total-Count counts every match, ignoring paging.',
         }),
         ...PAGING(10),
+        ...CURSOR,
         ...FILTERS((resource === 'Profile' ? profileProjection : customerProjection).schema.filters),
         successResponse(200, `a page of the account's ${name}s`, 200, { type: 'array', items: wrapper(resource, short) }, [{ [resource]: example.short }], {
-          headers: TOTAL_COUNT,
+          headers: { ...TOTAL_COUNT, ...NEXT_CURSOR },
         }),
         ...errors('list'),
       );

@@ -23,6 +23,13 @@ export const MAX_LIST_OFFSET = 10_000;
 /** The `after` of the page that follows one ending with the record created at `seq` (its X-Next-Cursor). */
 export const listCursor = (seq: number) => Buffer.from(`seq:${seq}`).toString('base64url');
 
+/**
+ * A full page's X-Next-Cursor, from the last record the store gave (before any is left out of the
+ * answer, so the next page starts after it all the same); none once a page comes back short.
+ */
+export const nextCursor = (documents: { seq: number }[], limit: number) =>
+  documents.length === limit && limit > 0 ? listCursor(documents[documents.length - 1].seq) : undefined;
+
 function fromCursor(cursor: string): number | undefined {
   const match = /^seq:(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
   return match && listCursor(Number(match[1])) === cursor ? Number(match[1]) : undefined;

@@ -4,7 +4,7 @@ import { RecordAsOfQuery } from '../audit/audit.queries';
 import type { DataKeys } from '../erasure/data-keys';
 import { getUnlessErased, withoutErased } from '../erasure/erased-records';
 import { notFound } from '../errors';
-import type { ListQuery } from '../http/list-query';
+import { type ListQuery, nextCursor } from '../http/list-query';
 import { ProjectionsService } from '../projections/projections.service';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import type { RecordState, Versioned } from '../records/record';
@@ -28,7 +28,7 @@ export class GetProfileQuery extends Query<Versioned<ProfileView>> {
   }
 }
 
-export class ListProfilesQuery extends Query<{ profiles: ProfileView[]; total: number }> {
+export class ListProfilesQuery extends Query<{ profiles: ProfileView[]; total: number; next?: string }> {
   constructor(readonly accountId: string, readonly list: ListQuery) {
     super();
   }
@@ -81,7 +81,7 @@ export class WrittenProfileHandler implements IQueryHandler<WrittenProfileQuery,
 }
 
 @QueryHandler(ListProfilesQuery)
-export class ListProfilesHandler implements IQueryHandler<ListProfilesQuery, { profiles: ProfileView[]; total: number }> {
+export class ListProfilesHandler implements IQueryHandler<ListProfilesQuery, { profiles: ProfileView[]; total: number; next?: string }> {
   constructor(
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     private readonly projections: ProjectionsService,
@@ -93,6 +93,6 @@ export class ListProfilesHandler implements IQueryHandler<ListProfilesQuery, { p
     const { documents, total } = await this.readStore.find(COLLECTION, { accountId, ...list, order: 'newest' });
     const shown = await withoutErased(this.keys, PROFILE, documents);
     const defaultId = shown.length ? await defaultProfileId(this.readStore, accountId) : undefined;
-    return { profiles: shown.map((p) => profileView(p, p.id === defaultId)), total };
+    return { profiles: shown.map((p) => profileView(p, p.id === defaultId)), total, next: nextCursor(documents, list.limit) };
   }
 }

@@ -49,10 +49,11 @@ export class ProfilesController {
   @Get()
   @ApiRecordOperation('Profile', 'list')
   async list(@Ctx() ctx: RequestContext, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) res: Response) {
-    const { profiles, total } = await this.queries.execute(
-      new ListProfilesQuery(ctx.accountId, parseListQuery(query, PROFILE_FILTERS)),
+    const { profiles, total, next } = await this.queries.execute(
+      new ListProfilesQuery(ctx.accountId, parseListQuery(query, PROFILE_FILTERS, 10, { cursor: true })),
     );
     res.setHeader('X-Total-Count', String(total));
+    if (next) res.setHeader('X-Next-Cursor', next);
     return envelope(profiles.map((p) => ({ Profile: p })), 200);
   }
 

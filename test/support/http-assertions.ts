@@ -549,6 +549,34 @@ export class SeededList {
       expect(res.body.error.details.map((d: Rec) => d.field)).toEqual(expect.arrayContaining([expect.stringMatching(/^(offset|page)$/)]));
     });
 
+    it('pages with after, the X-Next-Cursor of the page before: every record exactly once, no cursor after a short page', async () => {
+      const seen: string[] = [];
+      let res = await expectStatus(mine.list({ limit: 10 }), 200);
+      for (;;) {
+        seen.push(...mine.idsOf(res));
+        expect(totalOf(res)).toBe(SEEDED);
+        const next = res.headers['x-next-cursor'];
+        if (next === undefined) break;
+        res = await expectStatus(mine.list({ limit: 10, after: next }), 200);
+      }
+      expect(seen).toEqual(ids());
+      // 25 in pages of 10: two full pages with a cursor, then a short one without.
+      expect(res.body.data).toHaveLength(5);
+    });
+
+    it.each<[Query, string]>([
+      [{ after: 'not-a-cursor' }, 'after'],
+      [{ offset: 10_001 }, 'offset'],
+      [{ page: 1_002 }, 'page'],
+    ])('refuses %j with 400 naming %s', async (query, field) => {
+      expectError(await mine.list(query), 400, 'VALIDATION_FAILED', [field]);
+    });
+
+    it('refuses after with offset or page, naming after', async () => {
+      const next = (await expectStatus(mine.list({ limit: 5 }), 200)).headers['x-next-cursor'];
+      expectError(await mine.list({ after: next, offset: 5 }), 400, 'VALIDATION_FAILED', ['after']);
+    });
+
     it('ignores unknown query parameters', async () => {
       const res = await expectStatus(mine.list({ limit: 5, colour: 'blue', sort: 'name' }), 200);
       expect(mine.idsOf(res)).toEqual(ids().slice(0, 5));
