@@ -34,6 +34,7 @@ import {
   isTransientEsdbError,
   logPosition,
   retryDelayMs,
+  streamMatcher,
   subscriptionFilter,
   toEsdbExpectedRevision,
   toStoredEvent,
@@ -53,6 +54,17 @@ const DEFAULT_SILENCE_MS = 10_000;
 const ON_LEADER = { requiresLeader: true } as const;
 /** Events read at once when looking for the head past the server's own events at the end of the log. */
 const HEAD_PAGE = 32;
+/**
+ * Pages of the log's end a silent subscription's watchdog reads at most, looking for an event of
+ * its own past it. A healthy one is never that far behind: the server sends it a checkpoint at the
+ * end of a catch-up (no earlier than the start of its last page) and then every 32 events it
+ * considers live (Enumerator.AllSubscriptionFiltered.cs v24.10.6 lines 307-311 and 326-328;
+ * SubscriptionsService.cs lines 372-382). One further behind is renewed: its catch-up brings it
+ * within a page of the end.
+ */
+const SCAN_PAGES = 8;
+/** How an append answers when the node has no leader (lost its cluster, or starting). */
+const NOT_READY = /Server Is Not Ready$/;
 
 /** Put in the subscription's own output by its checkpointReached callback, so it stays in order with the events. */
 interface CheckpointMarker {
@@ -72,19 +84,22 @@ interface CheckpointMarker {
  *
  * A subscription can also fall silent for good without failing: a node that lost its cluster
  * keeps the call open, and the client keeps a started call when it reconnects elsewhere. So one
- * silent for `silenceMs` while the head (read from the leader) is past it is dropped and renewed.
+ * silent for `silenceMs` while an event of its own lies past it (read from the leader) is dropped
+ * and renewed. A client whose call went unanswered is replaced, so that it finds the leader again.
  */
 export class EventStoreDbEventStore implements EventStore {
   private readonly logger = new Logger('EventStoreDB');
 
   /**
    * @param deadlineMs how long one call may wait for the server before it fails as unavailable
-   * @param silenceMs how long a subscription may hear nothing before the head is checked
+   * @param silenceMs how long a subscription may hear nothing before the log past it is checked
    */
   constructor(
-    private readonly client: EventStoreDBClient,
+    private client: EventStoreDBClient,
     private readonly deadlineMs: number,
     private readonly silenceMs = DEFAULT_SILENCE_MS,
+    /** A new client for the same connection string, used when the current one is stuck on a node. */
+    private readonly newClient?: () => EventStoreDBClient,
   ) {}
 
   /**
@@ -98,7 +113,7 @@ export class EventStoreDbEventStore implements EventStore {
     } catch (error) {
       throw new ConfigError(`EVENTSTORE_CONNECTION_STRING cannot be parsed: ${(error as Error).message}`);
     }
-    const store = new EventStoreDbEventStore(client, timeoutMs, silenceMs);
+    const store = new EventStoreDbEventStore(client, timeoutMs, silenceMs, () => EventStoreDBClient.connectionString(connectionString));
     try {
       // Bounded like every call, cluster discovery (esdb+discover://) included.
       await store.headPosition();
@@ -114,18 +129,27 @@ export class EventStoreDbEventStore implements EventStore {
     const data = events.map((e) => jsonEvent({ id: e.id, type: e.type, data: e.data, metadata: { ...e.metadata } }));
     const expectedRevision = toEsdbExpectedRevision(expected);
     for (let attempt = 1; ; attempt++) {
+      const client = this.client;
+      let result;
       try {
-        const result = await this.withinDeadline(this.client.appendToStream(streamId, data, { expectedRevision, deadline: this.deadlineMs, ...ON_LEADER }));
-        // The server leaves the position out when it recognised the append as one it already stored.
-        const position = result.position ?? (await this.positionOf(streamId, result.nextExpectedRevision));
-        return { revision: fromEsdbRevision(result.nextExpectedRevision), position };
+        result = await this.withinDeadline(client.appendToStream(streamId, data, { expectedRevision, deadline: this.deadlineMs, ...ON_LEADER }), () =>
+          this.replaceClient(client, `an append left unanswered for ${this.deadlineMs} ms`),
+        );
       } catch (error) {
+        // A node with no leader answers "not ready", on which the client stays: another one may lead.
+        if (NOT_READY.test((error as Error).message)) this.replaceClient(client, `an append answered "${(error as Error).message}"`);
         // A lost answer may hide a write that landed: sending the same event ids again at the same
         // expected revision is idempotent on the server, so a retry cannot store the events twice.
-        // A call that used up its deadline is not retried: the caller has waited long enough.
-        if (!isTransientEsdbError(error) || attempt === ATTEMPTS) throw translateEsdbError(error, streamId, expected);
+        // A call that used up its deadline is not retried: the caller has waited long enough. One
+        // cancelled with a client replaced meanwhile is, on the new client.
+        const replaced = client !== this.client && !(error instanceof StoreUnavailableError);
+        if (!(replaced || isTransientEsdbError(error)) || attempt === ATTEMPTS) throw translateEsdbError(error, streamId, expected);
         await sleep(retryDelayMs(attempt));
+        continue;
       }
+      // The server leaves the position out when it recognised the append as one it already stored.
+      const position = result.position ?? (await this.positionOf(streamId, result.nextExpectedRevision));
+      return { revision: fromEsdbRevision(result.nextExpectedRevision), position };
     }
   }
 
@@ -141,9 +165,9 @@ export class EventStoreDbEventStore implements EventStore {
 
   private async readEvents(streamId: string, options: ReadStreamOptions): Promise<StoredEvent[]> {
     try {
-      return await this.retried(async () => {
+      return await this.retried(async (client) => {
         const events: StoredEvent[] = [];
-        await this.eachEvent(this.client.readStream(streamId, { ...options, ...ON_LEADER }), (resolved) => {
+        await this.eachEvent(client, client.readStream(streamId, { ...options, ...ON_LEADER }), (resolved) => {
           if (resolved.event) events.push(toStoredEvent(resolved.event));
         });
         return events;
@@ -161,18 +185,18 @@ export class EventStoreDbEventStore implements EventStore {
    */
   async headPosition(): Promise<Position> {
     try {
-      return await this.retried(() => this.readHead());
+      return await this.retried((client) => this.readHead(client));
     } catch (error) {
       throw translateEsdbError(error);
     }
   }
 
-  private async readHead(): Promise<Position> {
+  private async readHead(client: EventStoreDBClient): Promise<Position> {
     let from: Position | typeof END = END;
     for (;;) {
       const page: Position[] = [];
       let head: Position | undefined;
-      await this.eachEvent(this.client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: HEAD_PAGE, ...ON_LEADER }), (resolved) => {
+      await this.eachEvent(client, client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: HEAD_PAGE, ...ON_LEADER }), (resolved) => {
         const event = resolved.event;
         if (!event?.position) return;
         const position = { commit: event.position.commit, prepare: event.position.prepare };
@@ -185,6 +209,41 @@ export class EventStoreDbEventStore implements EventStore {
       if (page.length === 0) return START;
       from = page[page.length - 1];
     }
+  }
+
+  /**
+   * Why a subscription that is at `from` and lets through the streams `matches` accepts is behind:
+   * an event it would be sent lies past it. Null when none does. The log's end is read backwards
+   * down to `from`, a page at a time, and filtered here (the client's readAll takes no filter):
+   * events of other streams past it are no reason, as the server owes it no checkpoint for fewer
+   * than 32 of them.
+   */
+  private async pastSubscription(from: Position, matches: (streamId: string) => boolean): Promise<string | null> {
+    return this.retried(async (client) => {
+      let page: Position | typeof END = END;
+      for (let pages = 0; pages < SCAN_PAGES; pages++) {
+        let last: Position | undefined;
+        let found: string | undefined;
+        let reached = false;
+        await this.eachEvent(client, client.readAll({ direction: BACKWARDS, fromPosition: page, maxCount: HEAD_PAGE, ...ON_LEADER }), (resolved) => {
+          const event = resolved.event;
+          if (!event?.position || found || reached) return;
+          const position = { commit: event.position.commit, prepare: event.position.prepare };
+          // A page read from a position may start with the event at that position: the last page's.
+          if (page !== END && comparePositions(position, page) >= 0) return;
+          if (comparePositions(position, from) <= 0) {
+            reached = true;
+            return;
+          }
+          last = position;
+          if (matches(event.streamId)) found = `${event.streamId}@${event.revision} lies past it at ${position.commit}/${position.prepare}`;
+        });
+        if (found) return found;
+        if (reached || !last) return null;
+        page = last;
+      }
+      return `the ${SCAN_PAGES * HEAD_PAGE} last events of the log are all past it`;
+    });
   }
 
   /** Unknown: positions are byte offsets in the server's log, not event counts. */
@@ -202,12 +261,10 @@ export class EventStoreDbEventStore implements EventStore {
       position = START;
     }
     let failures = 0;
-    // The head a silent subscription was last renewed for. Renewed on the leader, a subscription
-    // has everything up to it: when the head is past its position still, what lies between is
-    // filtered out (the server need not send a checkpoint for it), so it is not renewed again.
-    let renewedFor: Position | undefined;
+    const matches = streamMatcher(options.streamPrefix);
     while (!signal.aborted) {
-      const subscription = this.client.subscribeToAll(
+      const client = this.client;
+      const subscription = client.subscribeToAll(
         {
           fromPosition: comparePositions(position, START) === 0 ? ESDB_START : position,
           filter: subscriptionFilter(options.streamPrefix, (sub, checkpoint) => {
@@ -222,16 +279,12 @@ export class EventStoreDbEventStore implements EventStore {
       const stop = () => subscription.destroy();
       signal.addEventListener('abort', stop, { once: true });
       // The server confirms a subscription at once; one that stays silent is resubscribed.
-      const unconfirmed = setTimeout(
-        () => subscription.destroy(new StoreUnavailableError('EventStoreDB', `no subscription confirmation within ${this.deadlineMs} ms`)),
-        this.deadlineMs,
-      );
+      const unconfirmed = setTimeout(() => {
+        this.replaceClient(client, `a subscription left unconfirmed for ${this.deadlineMs} ms`);
+        subscription.destroy(new StoreUnavailableError('EventStoreDB', `no subscription confirmation within ${this.deadlineMs} ms`));
+      }, this.deadlineMs);
       let batchPosition = position;
-      const watchdog = this.watch(subscription, (head) => {
-        if (comparePositions(head, batchPosition) <= 0 || (renewedFor && comparePositions(head, renewedFor) === 0)) return false;
-        renewedFor = head;
-        return true;
-      });
+      const watchdog = this.watch(subscription, () => this.pastSubscription(batchPosition, matches));
       subscription.once('confirmation', () => {
         clearTimeout(unconfirmed);
         watchdog.arm();
@@ -272,10 +325,13 @@ export class EventStoreDbEventStore implements EventStore {
         }
         if (signal.aborted) return;
         failures += 1;
-        this.logger.warn(`Subscription ended by the server; resubscribing in ${retryDelayMs(failures)} ms`);
+        // A replaced client's disposal cancels its subscriptions, which end as if the server ended them.
+        const why = client === this.client ? 'ended by the server' : 'ended with the connection it was on';
+        this.logger.warn(`Subscription ${why}; resubscribing in ${retryDelayMs(failures)} ms`);
       } catch (error) {
         if (signal.aborted) return;
-        if (!(error instanceof StoreUnavailableError) && !isTransientEsdbError(error)) throw translateEsdbError(error);
+        const replaced = client !== this.client;
+        if (!replaced && !(error instanceof StoreUnavailableError) && !isTransientEsdbError(error)) throw translateEsdbError(error);
         failures += 1;
         this.logger.warn(`Subscription lost (${(error as Error).message}); resubscribing in ${retryDelayMs(failures)} ms`);
       } finally {
@@ -295,19 +351,21 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   /**
-   * Fails `subscription` as unavailable once it has heard nothing for silenceMs and the head is one
-   * it is `behind`, or cannot be read. Armed while the subscription is waited on; paused while a
-   * message is handled, so a batch being folded is not taken for silence.
+   * Fails `subscription` as unavailable once it has heard nothing for silenceMs and `behind` says
+   * why it is behind, or fails. Armed while the subscription is waited on; paused while a message
+   * is handled, so a batch being folded is not taken for silence.
    */
-  private watch(subscription: AllStreamSubscription, behind: (head: Position) => boolean): { arm(): void; pause(): void } {
+  private watch(subscription: AllStreamSubscription, behind: () => Promise<string | null>): { arm(): void; pause(): void } {
     let timer: NodeJS.Timeout | undefined;
-    // Moved on by every arm and pause: a head read that ends after one decides nothing.
+    // Moved on by every arm and pause: a check that ends after one decides nothing.
     let turn = 0;
     const check = async (mine: number) => {
-      const head = await this.headPosition().catch((error: Error) => error);
+      const why = await behind().catch((error: Error) => `the log past it cannot be read (${error.message})`);
       if (mine !== turn) return;
-      if (!(head instanceof Error) && !behind(head)) return arm();
-      const why = head instanceof Error ? `the head cannot be read (${head.message})` : `the head is at ${head.commit}/${head.prepare}`;
+      if (why === null) {
+        this.logger.debug(`Subscription silent for ${this.silenceMs} ms with nothing of its own past it: kept`);
+        return arm();
+      }
       subscription.destroy(new StoreUnavailableError('EventStoreDB', `subscription silent for ${this.silenceMs} ms while ${why}`));
     };
     const pause = () => {
@@ -322,17 +380,39 @@ export class EventStoreDbEventStore implements EventStore {
     return { arm, pause };
   }
 
-  /** A read, tried again when the server failed it for now or named another leader (the client reconnects to it meanwhile). */
-  private async retried<T>(read: () => Promise<T>): Promise<T> {
+  /**
+   * A read on the current client, tried again when the server failed it for now or named another
+   * leader (the client reconnects to it meanwhile), or when the client was replaced under it.
+   */
+  private async retried<T>(read: (client: EventStoreDBClient) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await read();
+        return await read(this.client);
       } catch (error) {
         // A read that used up its deadline failed as StoreUnavailableError: not transient, not tried again.
-        if (!isTransientEsdbError(error) || attempt === ATTEMPTS) throw error;
+        if (!(error instanceof CutShort || isTransientEsdbError(error)) || attempt === ATTEMPTS) throw error;
         await sleep(retryDelayMs(attempt));
       }
     }
+  }
+
+  /**
+   * Moves on from a client stuck on one node: one whose call got no answer within the deadline
+   * (a node that lost its cluster may keep the connection and never answer), or that a node with
+   * no leader answered "not ready" to. The client reconnects by itself only on UNAVAILABLE,
+   * NotLeader and the server's cancellations, never on its own cancellations (client 6.2.1
+   * Client/index.ts lines 516-531, utils/CommandError.ts lines 489-491). A new client connects
+   * afresh, through discovery (gossip) for a cluster's connection string. The old one is disposed,
+   * not awaited: that cancels its calls (reads and subscriptions end as if complete, which
+   * eachEvent and subscribeToAll check), and its channel, idle, closes by itself (grpc-js: after
+   * 30 minutes).
+   */
+  private replaceClient(stale: EventStoreDBClient, why: string): void {
+    // Once per client: calls that time out together replace it once.
+    if (!this.newClient || stale !== this.client) return;
+    this.logger.warn(`Connecting to EventStoreDB again after ${why}`);
+    this.client = this.newClient();
+    void stale.dispose().catch(() => undefined);
   }
 
   /**
@@ -342,8 +422,8 @@ export class EventStoreDbEventStore implements EventStore {
   private async positionOf(streamId: string, revision: bigint): Promise<Position> {
     let position: Position | undefined;
     try {
-      await this.retried(() =>
-        this.eachEvent(this.client.readStream(streamId, { fromRevision: revision, maxCount: 1, ...ON_LEADER }), (resolved) => {
+      await this.retried((client) =>
+        this.eachEvent(client, client.readStream(streamId, { fromRevision: revision, maxCount: 1, ...ON_LEADER }), (resolved) => {
           if (resolved.event) position = toStoredEvent(resolved.event).position;
         }),
       );
@@ -357,15 +437,17 @@ export class EventStoreDbEventStore implements EventStore {
   /**
    * Hands each event of a read to `visit`, to the end of the read: a read left early stays open in
    * the client (its call paused, never finished), so reads are bounded by maxCount instead. A read
-   * that stays silent for the deadline is cancelled and fails as unavailable.
+   * that stays silent for the deadline is cancelled and fails as unavailable, and `client` is
+   * replaced. A read whose client was replaced meanwhile fails as CutShort, to be read again.
    */
-  private async eachEvent(read: StreamingRead<ResolvedEvent>, visit: (resolved: ResolvedEvent) => void): Promise<void> {
+  private async eachEvent(client: EventStoreDBClient, read: StreamingRead<ResolvedEvent>, visit: (resolved: ResolvedEvent) => void): Promise<void> {
     let silent = false;
     let timer: NodeJS.Timeout | undefined;
     const arm = () => {
       clearTimeout(timer);
       timer = setTimeout(() => {
         silent = true;
+        this.replaceClient(client, `a read left unanswered for ${this.deadlineMs} ms`);
         // Not awaited: the call may still wait on a connection that never comes.
         void read.cancel().catch(() => undefined);
         read.destroy();
@@ -383,13 +465,21 @@ export class EventStoreDbEventStore implements EventStore {
       clearTimeout(timer);
     }
     if (silent) throw new StoreUnavailableError('EventStoreDB', `no answer within ${this.deadlineMs} ms`);
+    // The client's own cancellation ends a read as if it were complete: it may lack events.
+    if (client !== this.client) throw new CutShort();
   }
 
-  /** The call's result, or StoreUnavailableError once the deadline passes (the call is abandoned, not undone). */
-  private withinDeadline<T>(call: Promise<T>): Promise<T> {
+  /**
+   * The call's result, or StoreUnavailableError once the deadline passes (the call is abandoned,
+   * not undone, and `onTimeout` runs).
+   */
+  private withinDeadline<T>(call: Promise<T>, onTimeout?: () => void): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError('EventStoreDB', `no answer within ${this.deadlineMs} ms`)), this.deadlineMs);
+      timer = setTimeout(() => {
+        onTimeout?.();
+        reject(new StoreUnavailableError('EventStoreDB', `no answer within ${this.deadlineMs} ms`));
+      }, this.deadlineMs);
     });
     call.catch(() => undefined); // an abandoned call's late failure is nobody's business
     return Promise.race([call, deadline]).finally(() => clearTimeout(timer));
@@ -397,6 +487,13 @@ export class EventStoreDbEventStore implements EventStore {
 }
 
 const isSystemStream = (streamId: string) => streamId.startsWith('$');
+
+/** A read on a client replaced (and disposed) while it ran: unavailable if it stays so, else read again. */
+class CutShort extends StoreUnavailableError {
+  constructor() {
+    super('EventStoreDB', 'the connection was replaced during a read');
+  }
+}
 
 function isDrained(subscription: AllStreamSubscription): boolean {
   return subscription.readableLength === 0;

@@ -113,6 +113,14 @@ export function subscriptionFilter(
   return streamPrefix ? { ...common, prefixes: [streamPrefix] } : { ...common, regex: '^[^$]' };
 }
 
+/**
+ * Whether the filter above lets a stream's events through, decided here as the server does it
+ * (prefixes and regex match the stream name): for reads of $all, which the client cannot filter.
+ */
+export function streamMatcher(streamPrefix: string | undefined): (streamId: string) => boolean {
+  return streamPrefix ? (streamId) => streamId.startsWith(streamPrefix) : (streamId) => !streamId.startsWith('$');
+}
+
 /** Wait before trying again after the `attempt`-th failure in a row: 0.25 s doubling up to 10 s. */
 export function retryDelayMs(attempt: number): number {
   return Math.min(250 * 2 ** Math.max(0, attempt - 1), 10_000);

@@ -8,6 +8,7 @@ import { startTestApp, TestApp, withToken } from '../support/test-app';
 import {
   answerReadBackwards,
   appendedEvents,
+  appendNotHandled,
   appendSuccess,
   appendTimedOut,
   caughtUpMessage,
@@ -16,11 +17,14 @@ import {
   describeRead,
   eventMessage,
   failNotLeader,
+  failNotReady,
+  Member,
   ReadCall,
   requiresLeader,
   Script,
   ScriptedEvent,
   ScriptedServer,
+  seedsConnectionString,
   startScriptedEventStoreDb,
   streamNotFoundMessage,
 } from '../support/scripted-eventstoredb';
@@ -29,8 +33,9 @@ import {
  * The EventStoreDB adapter in a cluster: the real @eventstore/db-client against one or two
  * scripted gRPC endpoints (test/support/scripted-eventstoredb.ts), each answering as a KurrentDB
  * v24.10.6 leader, lagging follower or deposed leader does in the source cited. These are not
- * tests against EventStoreDB or a cluster of it: no election, replication or gossip runs here,
- * only the answers a node gives; the client reconnects to the leader a NotLeader answer names.
+ * tests against EventStoreDB or a cluster of it: no election or replication runs here, only the
+ * answers a node gives, its gossip's included; the client reconnects to the leader a NotLeader
+ * answer names, or asks the seeds' gossip again.
  */
 
 const DEADLINE_MS = 400;
@@ -66,14 +71,25 @@ async function node(script: Script): Promise<ScriptedServer> {
   return server;
 }
 
-/** The adapter, connected to `server` only: it reaches others when a NotLeader answer names them. */
-function connect(server: ScriptedServer): EventStoreDbEventStore {
-  store = new EventStoreDbEventStore(EventStoreDBClient.connectionString(server.connectionString), DEADLINE_MS, SILENCE_MS);
+/**
+ * The adapter, connected to `server` only: it reaches others when a NotLeader answer names them.
+ * With a connection string of seeds, to the leader their gossip names. It makes a new client
+ * from the same string when the current one is stuck, as the service's does.
+ */
+function connect(server: ScriptedServer | string): EventStoreDbEventStore {
+  const connectionString = typeof server === 'string' ? server : server.connectionString;
+  const client = () => EventStoreDBClient.connectionString(connectionString);
+  store = new EventStoreDbEventStore(client(), DEADLINE_MS, SILENCE_MS, client);
   return store;
 }
 
-async function until(check: () => boolean): Promise<void> {
-  while (!check()) await new Promise((r) => setTimeout(r, 20));
+/** Waits for `check`, failing after `ms`: a test that would wait forever fails as such. */
+async function until(check: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 const subscriptions = (server: ScriptedServer) => server.reads.filter((call) => describeRead(call).subscription);
@@ -91,20 +107,26 @@ function answerStream(call: ReadCall, log: ScriptedEvent[]): void {
 }
 
 /**
- * A filtered subscription to $all, answered from `log` as a node whose log it is: confirmed first,
- * then the events after its start that its prefix matches, the checkpoint of the last one when it
- * goes live, and "caught up" (Enumerator.AllSubscriptionFiltered.cs v24.10.6 lines 161-177,
- * 303-330); then nothing, as a node that lost its cluster sends nothing while keeping the call open
- * (SubscriptionsService.cs v24.10.6 lines 101-108: subscriptions are dropped only on shutdown).
+ * A filtered subscription to $all, answered from `log` as a node whose log it is, read in one
+ * page (fewer than 32 events): confirmed first (Enumerator.AllSubscriptionFiltered.cs v24.10.6
+ * lines 161-162). Started at or past the last event (or on an empty log), it goes live at once
+ * (lines 171-172), with no checkpoint. Else it sends the events after its start that its prefix matches, then the
+ * checkpoint it has when it goes live (lines 318-328): the last event sent, else its start (the
+ * first record of the log, 0/0, for one from the start: lines 319-324), and "caught up" (lines
+ * 214-215). Then nothing, as a node that lost its cluster sends nothing while keeping the call
+ * open (SubscriptionsService.cs lines 101-108: subscriptions are dropped only on shutdown).
  */
 function answerSubscription(call: ReadCall, log: ScriptedEvent[]): void {
   const read = describeRead(call);
-  const sent = [...log]
-    .sort((a, b) => (a.commit < b.commit ? -1 : 1))
-    .filter((e) => (read.from === undefined || e.commit > read.from) && read.prefixes.some((p) => e.streamId.startsWith(p)));
+  const ordered = [...log].sort((a, b) => (a.commit < b.commit ? -1 : 1));
+  // The last indexed position: the last event's (IndexCommitter.cs v24.10.6 lines 322 and 431).
+  const lastIndexed = ordered.length > 0 ? ordered[ordered.length - 1].commit : 0n;
   call.write(confirmationMessage());
-  for (const e of sent) call.write(eventMessage(e));
-  if (sent.length > 0) call.write(checkpointMessage(sent[sent.length - 1].commit));
+  if (ordered.length > 0 && (read.from === undefined || read.from < lastIndexed)) {
+    const sent = ordered.filter((e) => (read.from === undefined || e.commit > read.from) && read.prefixes.some((p) => e.streamId.startsWith(p)));
+    for (const e of sent) call.write(eventMessage(e));
+    call.write(checkpointMessage(sent.length > 0 ? sent[sent.length - 1].commit : (read.from ?? 0n)));
+  }
   call.write(caughtUpMessage());
 }
 
@@ -241,7 +263,7 @@ describe('EventStoreDB in a cluster: a subscription that goes silent is renewed 
     expect(delivered(batches)).toEqual(['customer-1@0', 'customer-2@0']);
     expect(subscriptions(server).map(describeRead)[1]).toMatchObject({ fromStart: false, from: 100n });
     expect(first.cancelled).toBe(true);
-    expect(logged).toContainEqual(expect.stringMatching(/subscription silent for 300 ms while the head is at 200\/200/));
+    expect(logged).toContainEqual(expect.stringMatching(/subscription silent for 300 ms while customer-2@0 lies past it at 200\/200/));
   });
 
   it('keeps a silent subscription while the head has not moved past it', async () => {
@@ -254,20 +276,44 @@ describe('EventStoreDB in a cluster: a subscription that goes silent is renewed 
     expect(delivered(batches)).toEqual(['customer-1@0']);
   });
 
-  it('renews a silent subscription once for a head past it that its filter leaves out', async () => {
-    // The events past its position are another prefix's: a subscription renewed on the leader
-    // hears nothing of them (no checkpoint is due before 32 are considered: Enumerator.
-    // AllSubscriptionFiltered.cs v24.10.6 lines 313 and 334-342), and is not renewed again.
-    const server = await node({
-      read: answerFrom([
-        { streamId: 'customer-1', revision: 0, commit: 100n },
-        { streamId: 'profile-1', revision: 0, commit: 300n },
-      ]),
-    });
-    follow(connect(server), START);
-    const heads = () => server.reads.filter((call) => !describeRead(call).subscription).length;
-    await until(() => heads() >= 4);
-    expect(subscriptions(server).map(describeRead)).toEqual([expect.objectContaining({ fromStart: true }), expect.objectContaining({ from: 100n })]);
+  it('keeps a silent subscription while only streams its filter leaves out are written', async () => {
+    // Other streams are written all along, fewer than 32 between checks: the server owes the
+    // subscription no checkpoint for them (Enumerator.AllSubscriptionFiltered.cs v24.10.6 line 67;
+    // SubscriptionsService.cs lines 372-382), and a renewed one would hear nothing of them either
+    // (lines 307-311 and 326-328: its checkpoint going live is its start).
+    // Before: renewed, with a "Subscription lost" warning, at every check that found a new head.
+    const log: ScriptedEvent[] = [{ streamId: 'customer-1', revision: 0, commit: 100n }];
+    const server = await node({ read: answerFrom(log) });
+    let profiles = 0;
+    const writes = setInterval(() => {
+      profiles += 1;
+      log.push({ streamId: `profile-${profiles}`, revision: 0, commit: 100n + BigInt(profiles) * 100n });
+    }, 100);
+    try {
+      const batches = follow(connect(server), START);
+      const checks = () => server.reads.filter((call) => !describeRead(call).subscription).length;
+      await until(() => checks() >= 4);
+      expect(subscriptions(server)).toHaveLength(1);
+      expect(delivered(batches)).toEqual(['customer-1@0']);
+      expect(logged.filter((line) => line.includes('Subscription lost'))).toEqual([]);
+    } finally {
+      clearInterval(writes);
+    }
+  });
+
+  it("renews a silent subscription whose own event lies more than a page past it", async () => {
+    // The log past the subscription is read backwards a page (32 events) at a time, down to it.
+    const log: ScriptedEvent[] = [{ streamId: 'customer-1', revision: 0, commit: 100n }];
+    const server = await node({ read: answerFrom(log) });
+    const batches = follow(connect(server), START);
+    await until(() => delivered(batches).length === 1);
+    log.push({ streamId: 'customer-2', revision: 0, commit: 200n });
+    for (let i = 1; i <= 40; i++) log.push({ streamId: `profile-${i}`, revision: 0, commit: 200n + BigInt(i) * 10n });
+    await until(() => delivered(batches).length === 2);
+    expect(delivered(batches)).toEqual(['customer-1@0', 'customer-2@0']);
+    // The first page ends at profile-9 (290): the next starts there and finds customer-2.
+    const scans = server.reads.filter((call) => !describeRead(call).subscription).map(describeRead);
+    expect(scans).toContainEqual(expect.objectContaining({ backwards: true, count: 32, from: 290n }));
   });
 
   it('renews a subscription a lagging follower took live without asking for the leader', async () => {
@@ -289,37 +335,145 @@ describe('EventStoreDB in a cluster: a subscription that goes silent is renewed 
     expect(subscriptions(leader).map(describeRead)).toEqual([expect.objectContaining({ from: 5000n })]);
   });
 
-  it('survives a leader change during a subscription and during an append', async () => {
-    // A leads, then loses its cluster: the subscription it serves stays open and silent; the append
-    // it had in flight is given up as a commit timeout (RequestManagementService.cs v24.10.6 lines
-    // 171-180); the next is answered NotLeader naming B, the new leader.
-    const before: ScriptedEvent[] = [{ streamId: 'customer-1', revision: 0, commit: 100n }];
-    const after: ScriptedEvent[] = [...before, { streamId: 'customer-1', revision: 1, commit: 200n }];
-    const b = await node({
-      read: answerFrom(after),
-      batchAppend: (call) => call.on('data', (request) => call.write(appendSuccess(request, 1, 200n))),
-    });
+  /**
+   * Two nodes given as seeds: A leads, then loses its quorum and retires to Unknown with no leader
+   * known (ClusterVNodeController.cs v24.10.6 lines 1124-1127, 376-383), while B is elected. A keeps
+   * the subscriptions it serves open and silent; it answers reads requiring the leader UNAVAILABLE
+   * "Server Is Not Ready" (failNotReady), and appends "Server Is Not Ready" (lines 155-159;
+   * Streams.BatchAppend.cs lines 223-227), after giving up the one it had in flight as a commit
+   * timeout (RequestManagementService.cs lines 171-180). Its gossip lists itself as Unknown and B
+   * as it last saw it, a follower it lost; B's lists B as the leader.
+   */
+  async function leaderChange(before: ScriptedEvent[], after: ScriptedEvent[], subscribe = true) {
     let deposed = false;
     let appends = 0;
-    const a = await node({
-      read: (call) => (deposed ? failNotLeader(call, b.endpoint) : answerFrom(before)(call)),
+    const members = (): Member[] =>
+      deposed
+        ? [
+            { endpoint: a.endpoint, state: 'unknown' },
+            { endpoint: b.endpoint, state: 'follower', alive: false },
+          ]
+        : [
+            { endpoint: a.endpoint, state: 'leader' },
+            { endpoint: b.endpoint, state: 'follower' },
+          ];
+    const a: ScriptedServer = await node({
+      read: (call) => {
+        if (!deposed) return answerFrom(before)(call);
+        if (describeRead(call).subscription) call.write(confirmationMessage());
+        failNotReady(call);
+      },
       batchAppend: (call) =>
         call.on('data', (request) => {
           appends += 1;
-          if (appends === 1) call.write(appendTimedOut(request));
-          else failNotLeader(call, b.endpoint);
+          call.write(appends === 1 ? appendTimedOut(request) : appendNotHandled(request, 'Server Is Not Ready'));
         }),
+      gossip: members,
     });
-    const s = connect(a);
-    const batches = follow(s, START);
-    await until(() => delivered(batches).length === 1);
+    const b: ScriptedServer = await node({
+      read: answerFrom(after),
+      batchAppend: (call) => call.on('data', (request) => call.write(appendSuccess(request, 1, 200n))),
+      gossip: () => [
+        { endpoint: a.endpoint, state: deposed ? 'unknown' : 'leader', alive: !deposed },
+        { endpoint: b.endpoint, state: deposed ? 'leader' : 'follower' },
+      ],
+    });
+    const s = connect(seedsConnectionString(a, b));
+    let batches: EventBatch[] = [];
+    if (subscribe) {
+      batches = follow(s, START);
+      await until(() => delivered(batches).length === 1);
+    } else {
+      await s.headPosition();
+    }
+    expect(a.reads).not.toHaveLength(0);
     deposed = true;
-    await expect(s.appendToStream('customer-1', [newEvent()], 0)).resolves.toEqual({ revision: 1, position: { commit: 200n, prepare: 200n } });
-    expect(appends).toBe(2);
+    return { a, b, s, batches, appends: () => appends };
+  }
+
+  const before: ScriptedEvent[] = [{ streamId: 'customer-1', revision: 0, commit: 100n }];
+  const after: ScriptedEvent[] = [...before, { streamId: 'customer-1', revision: 1, commit: 200n }];
+
+  it('survives a leader change during a subscription: the seeds are asked again for the leader', async () => {
+    // The watchdog's read on A fails UNAVAILABLE; the client reconnects through the seeds' gossip,
+    // putting A last (client 6.2.1 Client/index.ts lines 516-567 and 594-613; discovery.ts lines
+    // 41-52), and the read, tried again, and the renewed subscription reach B.
+    const { a, b, batches } = await leaderChange(before, after);
     await until(() => delivered(batches).length === 2);
     expect(delivered(batches)).toEqual(['customer-1@0', 'customer-1@1']);
     expect(subscriptions(a)[0].cancelled).toBe(true);
     expect(subscriptions(b).map(describeRead)).toEqual([expect.objectContaining({ from: 100n })]);
+  });
+
+  it('survives a leader change during an append: "not ready" makes it ask the seeds again', async () => {
+    // The client stays on a node that answers an append "not ready" (an UnknownError to it); a new
+    // client asks the seeds' gossip, which name B. Before: the three tries all went to A, and the
+    // append answered 503 while B led.
+    // No subscription here: its watchdog's read would move the client to B by itself.
+    const { b, s, appends } = await leaderChange(before, after, false);
+    await expect(s.appendToStream('customer-1', [newEvent()], 0)).resolves.toEqual({ revision: 1, position: { commit: 200n, prepare: 200n } });
+    expect(appends()).toBe(2);
+    expect(b.reads).toHaveLength(0);
+    expect(logged).toContainEqual(expect.stringMatching(/Connecting to EventStoreDB again after an append answered ".*Server Is Not Ready"/));
+  });
+
+  it('leaves a node that keeps the connection but stops answering, for the leader the seeds name', async () => {
+    // A confirms subscriptions and goes live (as from a position at its end: Enumerator.
+    // AllSubscriptionFiltered.cs v24.10.6 lines 161-172), but answers no read: the connection
+    // stays up (keepalive is answered), so the client never reconnects by itself; our deadline
+    // cancels the read, which the client takes for its own cancellation (client 6.2.1
+    // utils/CommandError.ts lines 489-491). Before: renewed on A again and again, never reaching B.
+    let hung = false;
+    const a: ScriptedServer = await node({
+      read: (call) => {
+        if (!hung) return answerFrom(before)(call);
+        if (describeRead(call).subscription) {
+          call.write(confirmationMessage());
+          call.write(caughtUpMessage());
+        }
+      },
+      gossip: () => [
+        { endpoint: a.endpoint, state: hung ? 'unknown' : 'leader' },
+        { endpoint: b.endpoint, state: 'follower', alive: !hung },
+      ],
+    });
+    const b: ScriptedServer = await node({
+      read: answerFrom(after),
+      gossip: () => [
+        { endpoint: a.endpoint, state: hung ? 'unknown' : 'leader', alive: !hung },
+        { endpoint: b.endpoint, state: hung ? 'leader' : 'follower' },
+      ],
+    });
+    const batches = follow(connect(seedsConnectionString(a, b)), START);
+    await until(() => delivered(batches).length === 1);
+    hung = true;
+    await until(() => delivered(batches).length === 2, 5000);
+    expect(delivered(batches)).toEqual(['customer-1@0', 'customer-1@1']);
+    expect(subscriptions(b).map(describeRead)).toEqual([expect.objectContaining({ from: 100n })]);
+    expect(logged).toContainEqual(expect.stringMatching(/Connecting to EventStoreDB again after a read left unanswered for 400 ms/));
+  });
+});
+
+describe('EventStoreDB: a client replaced after a read went unanswered', () => {
+  it('reads again, in full, a read of the old client its disposal cut short', async () => {
+    // Reads of $all are never answered; a stream's events come 350 ms apart, each within the
+    // deadline. Disposing the old client cancels the stream's read, and a read the client
+    // cancelled ends as if complete (client 6.2.1 streams/utils/ReadStream.ts lines 34-40).
+    const log: ScriptedEvent[] = [0, 1, 2].map((revision) => ({ streamId: 'customer-1', revision, commit: 100n * BigInt(revision + 1) }));
+    const server = await node({
+      read: (call) => {
+        if (describeRead(call).stream === undefined) return;
+        const timers = log.map((e, i) => setTimeout(() => call.write(eventMessage(e)), 350 * i));
+        timers.push(setTimeout(() => call.end(), 350 * log.length));
+        call.on('cancelled', () => timers.forEach(clearTimeout));
+      },
+    });
+    const s = connect(server);
+    const read = s.readStream('customer-1');
+    await expect(s.headPosition()).rejects.toThrow(StoreUnavailableError);
+    // Before the check: [0, 1], as if the stream ended there.
+    expect((await read).map((e) => e.revision)).toEqual([0, 1, 2]);
+    expect(server.reads.filter((call) => describeRead(call).stream === 'customer-1')).toHaveLength(2);
   });
 });
 

@@ -1,6 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { Any } from 'google-protobuf/google/protobuf/any_pb';
 import { Empty as ProtoEmpty } from 'google-protobuf/google/protobuf/empty_pb';
+import { ClusterInfo, EndPoint as GossipEndPoint, MemberInfo } from '@eventstore/db-client/generated/gossip_pb';
+import { GossipService } from '@eventstore/db-client/generated/gossip_grpc_pb';
 import { SupportedMethod, SupportedMethods } from '@eventstore/db-client/generated/serverfeatures_pb';
 import { ServerFeaturesService } from '@eventstore/db-client/generated/serverfeatures_grpc_pb';
 import { AllStreamPosition, StreamIdentifier, Timeout, UUID } from '@eventstore/db-client/generated/shared_pb';
@@ -27,6 +29,15 @@ export interface Script {
   batchAppend?: (call: BatchAppendCall) => void;
   /** ServerFeatures.GetSupportedMethods: 'answer' (as 24.10 does), or 'silent' (never answers). */
   features?: 'answer' | 'silent';
+  /** Gossip.Read: the members this node lists now. Unset: the call is left unanswered. */
+  gossip?: () => Member[];
+}
+
+/** A cluster member as a node's gossip lists it. */
+export interface Member {
+  endpoint: Endpoint;
+  state: 'leader' | 'follower' | 'unknown';
+  alive?: boolean;
 }
 
 export interface ScriptedServer {
@@ -47,6 +58,11 @@ export async function startScriptedEventStoreDb(script: Script): Promise<Scripte
       script.read?.(call);
     },
     batchAppend: (call: BatchAppendCall) => script.batchAppend?.(call),
+  });
+  server.addService(GossipService, {
+    read: (_call: unknown, callback: grpc.sendUnaryData<ClusterInfo>) => {
+      if (script.gossip) callback(null, clusterInfo(script.gossip()));
+    },
   });
   server.addService(ServerFeaturesService, {
     getSupportedMethods: (_call: unknown, callback: grpc.sendUnaryData<SupportedMethods>) => {
@@ -92,6 +108,45 @@ export function failNotLeader(call: ReadCall | BatchAppendCall, leader: Endpoint
   metadata.set('leader-endpoint-host', leader.host);
   metadata.set('leader-endpoint-port', String(leader.port));
   call.emit('error', { code: grpc.status.NOT_FOUND, details: 'Leader info available', metadata });
+}
+
+/**
+ * The connection string of a cluster given by its nodes as seeds: the client then asks their gossip
+ * for the leader, at connection and after each reconnection (client 6.2.1 Client/index.ts lines
+ * 267-284 and 594-619, Client/discovery.ts lines 19-79).
+ */
+export function seedsConnectionString(...nodes: ScriptedServer[]): string {
+  return `esdb://${nodes.map((n) => `${n.endpoint.host}:${n.endpoint.port}`).join(',')}?tls=false`;
+}
+
+/**
+ * A Gossip.Read answer: each member's state, liveness and HTTP (gRPC) endpoint
+ * (src/EventStore.Core/Services/Transport/Grpc/Gossip.Read.cs v24.10.6 lines 40-53).
+ */
+function clusterInfo(members: Member[]): ClusterInfo {
+  const states = { leader: MemberInfo.VNodeState.LEADER, follower: MemberInfo.VNodeState.FOLLOWER, unknown: MemberInfo.VNodeState.UNKNOWN };
+  return new ClusterInfo().setMembersList(
+    members.map((m) =>
+      new MemberInfo()
+        .setInstanceId(new UUID().setString(randomUUID()))
+        .setTimeStamp(String(Date.now()))
+        .setState(states[m.state])
+        .setIsAlive(m.alive ?? true)
+        .setHttpEndPoint(new GossipEndPoint().setAddress(m.endpoint.host).setPort(m.endpoint.port)),
+    ),
+  );
+}
+
+/**
+ * Ends a call as a node with no leader does one that requires the leader: a node that lost its
+ * quorum retires to Unknown and forgets the leader (ClusterVNodeController.cs v24.10.6 lines
+ * 1124-1127 and 376-383); reads requiring the leader are then denied NotReady, not NotLeader
+ * (lines 205-214 and 739-749; NotLeader only when a leader is known), which the gRPC layer throws as
+ * UNAVAILABLE "Server Is Not Ready" (Enumerator.cs lines 28-33, Streams.Read.cs lines 87-88 and
+ * 320-321, RpcExceptions.cs lines 16-17).
+ */
+export function failNotReady(call: ReadCall): void {
+  call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'Server Is Not Ready', metadata: new grpc.Metadata() });
 }
 
 /**

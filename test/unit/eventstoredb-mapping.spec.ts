@@ -17,6 +17,7 @@ import {
   isEndOfLog,
   isTransientEsdbError,
   retryDelayMs,
+  streamMatcher,
   subscriptionFilter,
   toEsdbExpectedRevision,
   toStoredEvent,
@@ -130,6 +131,14 @@ describe('EventStoreDB mapping', () => {
     const regex = new RegExp(all.regex);
     expect(regex.test('customer-1')).toBe(true);
     expect(regex.test('$stats-127.0.0.1:2113')).toBe(false);
+  });
+
+  it('matches on our side the streams the server-side filter lets through', () => {
+    const all = new RegExp((subscriptionFilter(undefined, () => undefined) as { regex: string }).regex);
+    for (const streamId of ['customer-1', 'profile-1', 'idempotency-x', '$stats-127.0.0.1:2113', '$ce-customer']) {
+      expect(streamMatcher(undefined)(streamId)).toBe(all.test(streamId));
+      expect(streamMatcher('customer-')(streamId)).toBe(streamId.startsWith('customer-'));
+    }
   });
 
   it("tells the server's end-of-log marker (2^64-1 in either part) from any place in the log", () => {
