@@ -25,6 +25,8 @@ export class RecordEraser {
   private readonly logger: Logger;
   /** Records whose erasure waits in the background for the read models (see erase). */
   private readonly finishing = new Set<string>();
+  /** Ends the background retries when the app stops: they would go on against closed stores. */
+  private readonly stopping = new AbortController();
 
   constructor(
     private readonly kind: RecordKind,
@@ -80,7 +82,12 @@ export class RecordEraser {
   }
 
   private finishInBackground(id: string, context: RequestContext): void {
-    if (!this.finishing.has(id)) void this.finishOnceShown(id, context);
+    if (!this.finishing.has(id) && !this.stopping.signal.aborted) void this.finishOnceShown(id, context);
+  }
+
+  /** Nest calls it as the app closes: what is left pending is finished by the next start (finishPending). */
+  onApplicationShutdown(): void {
+    this.stopping.abort();
   }
 
   /**
@@ -92,7 +99,8 @@ export class RecordEraser {
     this.finishing.add(id);
     try {
       for (;;) {
-        await sleep(RETRY_MS, undefined, { ref: false });
+        const stopped = await sleep(RETRY_MS, false, { ref: false, signal: this.stopping.signal }).catch(() => true);
+        if (stopped) return;
         try {
           // Appends the erasure if it is not yet, else nothing: waits for the read models to show it.
           await this.writer.write(id, context, randomUUID(), (current) => decideErasure(this.kind, current, context.accountId));

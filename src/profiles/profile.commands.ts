@@ -2,7 +2,7 @@ import { Inject } from '@nestjs/common';
 import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { randomUUID } from 'node:crypto';
 import { ApiError } from '../errors';
-import type { Position } from '../event-store/event-store.port';
+import type { EventMetadata, Position } from '../event-store/event-store.port';
 import type { RequestContext } from '../http/request-context';
 import type { Fields, RecordState } from '../records/record';
 import { Decision, eventMetadata, Precondition, RecordWriter } from '../records/record-writer';
@@ -95,7 +95,7 @@ abstract class SlugAwareHandler {
       }, { precondition: command.precondition, isNew: command.isNew });
       if (appended) lastAppended = appended.position;
       if (appended && decided?.reserved && !(await this.slugs.holds(decided.reserved, id))) {
-        lastAppended = await this.undo(id, command.context, decided.before, decided.changes);
+        lastAppended = await this.undo(id, command.context, metadata, decided.before, decided.changes);
         throw slugTaken(decided.reserved);
       }
       outcomeKnown = true;
@@ -110,10 +110,28 @@ abstract class SlugAwareHandler {
 
   /**
    * Undoes a write whose slug another profile took over: a create by deleting the profile, an
-   * update by setting back what it changed. Returns the undoing append's position.
+   * update by setting back what it changed. The slug it had before is reserved again first: since
+   * the write the profile did not carry it, so another may have taken it over meanwhile, and then
+   * the undo leaves the profile with no slug. Returns the undoing append's position.
    */
-  private async undo(id: string, context: RequestContext, before: RecordState | null, changes: Fields): Promise<Position | undefined> {
+  private async undo(
+    id: string,
+    context: RequestContext,
+    metadata: EventMetadata,
+    before: RecordState | null,
+    changes: Fields,
+  ): Promise<Position | undefined> {
     const previous = Object.fromEntries(Object.keys(changes).map((field) => [field, before?.fields[field] ?? '']));
+    if (previous.slug) {
+      const kept = await this.slugs.reserve(previous.slug, id, metadata).then(
+        () => true,
+        (error) => {
+          if (error instanceof ApiError && error.code === 'CONFLICT') return false;
+          throw error;
+        },
+      );
+      if (!kept) previous.slug = '';
+    }
     const { appended } = await this.profiles.write(id, context, randomUUID(), (state) =>
       before ? decideUpdateProfile(state, context.accountId, previous) : decideDeleteProfile(state, context.accountId),
     );

@@ -154,6 +154,25 @@ describe('RecordEraser', () => {
     expect((await reads.getMany('customers', [id])).get(id)).toMatchObject({ deleted: true, fields: {} });
   });
 
+  it('stops its background retries when the app stops, leaving the erasure pending for the next start', async () => {
+    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
+    const id = randomUUID();
+    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    // The read store is gone for good (closed, as at a stop): every scrub fails as unavailable.
+    const scrub = jest.fn(async () => {
+      throw new StoreUnavailableError('MongoDB', 'Topology is closed');
+    });
+    const eraser = new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), Object.assign(Object.create(reads), { erase: scrub }));
+    await expect(eraser.erase(id, context, randomUUID())).rejects.toThrow(StoreUnavailableError);
+    await new Promise((resolve) => setTimeout(resolve, 1500)); // one background try (every second)
+    eraser.onApplicationShutdown();
+    const tries = scrub.mock.calls.length;
+    expect(tries).toBeGreaterThanOrEqual(2);
+    await new Promise((resolve) => setTimeout(resolve, 1300)); // past the next try's time
+    expect(scrub).toHaveBeenCalledTimes(tries);
+    expect(await keyStore.pendingErasures('customer-')).toEqual([expect.objectContaining({ keyId: `customer-${id}` })]);
+  });
+
   it('leaves no copy of the values in any file when a rebuild writes a batch it opened before the key went after the erasure', async () => {
     const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
     const id = randomUUID();

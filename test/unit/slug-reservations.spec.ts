@@ -225,5 +225,27 @@ describe('slug reservations, with the profile writes that take and give up slugs
       expect((await profiles.load('X')).state?.fields).toMatchObject({ slug: 'old', name: 'Shop' });
       expect((await reservations('old')).at(-1)).toBe('SlugReserved(X)'); // still X's: it carries it again
     });
+
+    it('sets an update back without its old slug when another profile took that over meanwhile: one profile carries each slug', async () => {
+      await create('X', 'old');
+      stampedEarlier((e) => (e.streamId.startsWith('profile_slug-') && e.revision === 0 ? 61_000 : 0));
+      const { land } = holdXsAppend();
+      const x = new UpdateProfileHandler(profiles, slugs).execute(new UpdateProfileCommand(context, 'X', { slug: 'shop', name: 'New name' }));
+      x.catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await create('Y', 'shop'); // takes "shop" over while X's append is on its way
+      // Once X's append has landed (X carries "shop", no longer "old"), Z takes "old" over, before X's undo.
+      const holds = slugs.holds.bind(slugs);
+      jest.spyOn(slugs, 'holds').mockImplementationOnce(async (slug, id) => {
+        await create('Z', 'old');
+        return holds(slug, id);
+      });
+      land();
+
+      await expect(x).rejects.toMatchObject({ code: 'CONFLICT' });
+      expect((await profiles.load('X')).state?.fields).toMatchObject({ slug: '', name: 'Shop' });
+      expect((await profiles.load('Y')).state?.fields.slug).toBe('shop');
+      expect((await profiles.load('Z')).state?.fields.slug).toBe('old');
+    });
   });
 });
