@@ -4,7 +4,7 @@ import { notFound } from '../errors';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { ownedRecord, RecordKind, RecordState, streamIdOf } from '../records/record';
 import { HistoryEntry, recordHistory, revisionAsOf } from './record-history';
-import { RecordSnapshots } from './record-snapshots';
+import { RecordSnapshots } from '../records/record-snapshots';
 
 /**
  * Audit reads come from the record's own stream in the event store, never from a read model. Each

@@ -16,6 +16,7 @@ import type { RequestContext } from '../http/request-context';
 import { siblings } from '../instance';
 import type { ProjectionsService } from '../projections/projections.service';
 import { evolveRecord, ownedRecord, RecordKind, RecordState, recordIdOf, streamIdOf } from './record';
+import { RecordSnapshots } from './record-snapshots';
 
 /** 1: field values in plaintext (events written before encryption); 2: sealed with the record's key. */
 export const SCHEMA_VERSION = SEALED_SCHEMA_VERSION;
@@ -96,6 +97,8 @@ const NO_STREAM = { state: null, revision: 'no_stream', position: undefined } as
  */
 export class RecordWriter {
   private readonly folded: LRUCache<string, Folded>;
+  /** Taken by the write that ends each block of a record's events, so that reads seldom fold far. */
+  private readonly snapshots: RecordSnapshots;
   /** By record id: the last write asked for here, settled once it has decided and appended (see oneAtATime). */
   private readonly underWay = new Map<string, Promise<void>>();
   private readonly streamPrefix: string;
@@ -109,6 +112,7 @@ export class RecordWriter {
     keepAtMost = FOLDED_RECORDS_KEPT,
   ) {
     this.folded = new LRUCache({ max: keepAtMost });
+    this.snapshots = new RecordSnapshots(eventStore);
     this.streamPrefix = streamIdOf(kind, '');
     this.unhear = siblings.hear('appended', (streams) => this.markBehind(streams));
   }
@@ -180,6 +184,7 @@ export class RecordWriter {
         const appended = withMetadata(events, eventMetadata(context, causationId));
         const written = await this.eventStore.appendToStream(streamId, appended, revision);
         const record = state && this.keepAppended(id, state, streamId, appended, written);
+        if (record) await this.snapshots.afterWrite(this.kind, streamId, record, appended[appended.length - 1].id);
         return { written: { appended: written, record }, shownAt: written.position };
       } catch (error) {
         // Erased between the read and the append: its key is gone, and so is the record.

@@ -32,7 +32,7 @@ export const streamIdOf = (kind: RecordKind, id: string) => `${kind.streamPrefix
 const SNAPSHOTS = 'snapshot-';
 
 /**
- * The stream holding snapshots of a record stream's fold (src/audit/record-snapshots.ts). Its id is
+ * The stream holding snapshots of a record stream's fold (src/records/record-snapshots.ts). Its id is
  * outside every kind's prefix, so projectors never fold it; its values are sealed with the record's key.
  */
 export const snapshotStreamOf = (streamId: string) => SNAPSHOTS + streamId;

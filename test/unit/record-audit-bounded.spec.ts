@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { RecordAsOfHandler, RecordAsOfQuery, RecordHistoryHandler, RecordHistoryQuery } from '../../src/audit/audit.queries';
 import { recordHistory } from '../../src/audit/record-history';
-import { SNAPSHOT_EVERY } from '../../src/audit/record-snapshots';
+import { SNAPSHOT_EVERY } from '../../src/records/record-snapshots';
 import { CUSTOMER } from '../../src/customers/customer.decider';
 import { DataKeys } from '../../src/erasure/data-keys';
 import { SealedEventStore } from '../../src/erasure/sealed-event-store';

@@ -4,6 +4,8 @@ import type { DataKeys } from '../../src/erasure/data-keys';
 import type { Position } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import type { ProjectionsService } from '../../src/projections/projections.service';
+import { snapshotStreamOf } from '../../src/records/record';
+import { RecordSnapshots, SNAPSHOT_EVERY } from '../../src/records/record-snapshots';
 import { RecordWriter } from '../../src/records/record-writer';
 import { openTempSqlite } from '../support/temp-sqlite';
 
@@ -47,6 +49,31 @@ describe('RecordWriter', () => {
     expect(state?.fields).toEqual({ name: 'Ada L', email: 'ada@example.com', company: 'Analytical Engines', mobile: '+44 20 7946 0000' });
     expect(written.record).toEqual((await writerOf().load(id)).state); // what the write answers from
     expect(await writerOf().load(id)).toEqual(await here.load(id)); // the same as a fold of the whole stream
+  });
+
+  it('takes a snapshot with the write that ends each block of SNAPSHOT_EVERY events, the fold at its revision', async () => {
+    const id = randomUUID();
+    const writer = writerOf();
+    await create(writer, id);
+    for (let n = 1; n < 2 * SNAPSHOT_EVERY + 10; n++) await update(writer, id, { name: `Ada ${n}` });
+    const snapshots = await events.readStream(snapshotStreamOf(`customer-${id}`));
+    expect(snapshots.map((s) => [s.revision, s.data])).toEqual([
+      [0, { name: `Ada ${SNAPSHOT_EVERY - 1}`, email: 'ada@example.com' }],
+      [1, { name: `Ada ${2 * SNAPSHOT_EVERY - 1}`, email: 'ada@example.com' }],
+    ]);
+  });
+
+  it('leaves a block after a missing one to the reads that fill them in order (a record older than snapshots)', async () => {
+    const id = randomUUID();
+    const writer = writerOf();
+    await create(writer, id);
+    // Its first block written by another writer that took no snapshot.
+    const before = jest.spyOn(RecordSnapshots.prototype, 'afterWrite').mockResolvedValue(undefined);
+    for (let n = 1; n < SNAPSHOT_EVERY; n++) await update(writer, id, { name: `Ada ${n}` });
+    before.mockRestore();
+    for (let n = SNAPSHOT_EVERY; n < 2 * SNAPSHOT_EVERY; n++) await update(writer, id, { name: `Ada ${n}` });
+    expect(await events.readStream(snapshotStreamOf(`customer-${id}`))).toEqual([]);
+    expect((await writer.load(id)).revision).toBe(2 * SNAPSHOT_EVERY - 1);
   });
 
   it('updates a record it kept without reading its stream: the expected revision is the check', async () => {

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { v7 as timeOrderedUuid } from 'uuid';
 import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
 import { EventStore, NewEvent, StoredEvent, WrongExpectedRevisionError } from '../event-store/event-store.port';
-import { evolveRecord, Fields, RecordKind, RecordState, snapshotStreamOf } from '../records/record';
+import { evolveRecord, Fields, RecordKind, RecordState, snapshotStreamOf } from './record';
 
 /** Record revisions per snapshot: the most a read folds past one before the events it shows. */
 export const SNAPSHOT_EVERY = 100;
@@ -27,9 +27,10 @@ const CATCH_UP = 50 * SNAPSHOT_EVERY;
  *
  * Snapshot j holds the record's fields after revision (j + 1) * SNAPSHOT_EVERY - 1: found by
  * revision, without a search. They are appended in order (snapshot j at expected revision j - 1),
- * so readers filling the same ones cannot store one twice. They are taken by the reads: one that
- * finds the snapshot it wants missing (a stream older than snapshots, or grown since) folds on from
- * the last there is and appends those it passes, so only that read pays for the events since.
+ * so writers and readers filling the same ones cannot store one twice. The write whose event ends a
+ * block takes its snapshot (afterWrite: one append per SNAPSHOT_EVERY writes); a read that finds
+ * the snapshot it wants missing (a stream written before snapshots, or a write whose snapshot
+ * failed) folds on from the last there is and appends those it passes, once.
  * None is taken of a deleted record (only an erasure follows a delete): a delete at a block's end
  * is folded from the snapshot before.
  */
@@ -63,7 +64,7 @@ export class RecordSnapshots {
       for (const event of events) {
         state = evolveRecord(kind, state, event);
         if (state.deleted) filling = false;
-        if (filling && (event.revision + 1) % SNAPSHOT_EVERY === 0) taken.push(snapshotEvent(kind, state, event));
+        if (filling && (event.revision + 1) % SNAPSHOT_EVERY === 0) taken.push(snapshotEvent(kind, state, event.id));
       }
       if (taken.length > 0) {
         filling = await this.append(snapshots, taken, next);
@@ -74,26 +75,36 @@ export class RecordSnapshots {
     return state;
   }
 
+  /**
+   * After a write: when its last event ends a block, the snapshot of `state` (the record as the
+   * write left it), if the block before has its own; otherwise reads fill the gap.
+   */
+  async afterWrite(kind: RecordKind, streamId: string, state: RecordState, lastEventId: string): Promise<void> {
+    if (state.deleted || (state.revision + 1) % SNAPSHOT_EVERY !== 0) return;
+    const block = (state.revision + 1) / SNAPSHOT_EVERY - 1;
+    await this.append(snapshotStreamOf(streamId), [snapshotEvent(kind, state, lastEventId)], block);
+  }
+
   /** Whether the snapshots were appended. They are a cache: a read answers without them. */
   private async append(snapshots: string, events: NewEvent[], first: number): Promise<boolean> {
     try {
       await this.eventStore.appendToStream(snapshots, events, first === 0 ? 'no_stream' : first - 1);
       return true;
     } catch (error) {
-      // Another read appended them first; anything else (the store, or an erasure under way) leaves them to a later read.
+      // Another read or write appended them first; anything else (the store, or an erasure under way) leaves them to a later read.
       if (!(error instanceof WrongExpectedRevisionError)) this.logger.warn(`Snapshots of ${snapshots} not appended: ${(error as Error).message}`);
       return false;
     }
   }
 }
 
-function snapshotEvent(kind: RecordKind, state: RecordState, after: StoredEvent): NewEvent {
+function snapshotEvent(kind: RecordKind, state: RecordState, afterEventId: string): NewEvent {
   return {
     id: timeOrderedUuid(),
     type: `${kind.label}Snapshot`,
     data: { ...state.fields },
     // Caused by the event whose fold it holds.
-    metadata: { accountId: state.accountId, correlationId: after.id, causationId: after.id, schemaVersion: SEALED_SCHEMA_VERSION },
+    metadata: { accountId: state.accountId, correlationId: afterEventId, causationId: afterEventId, schemaVersion: SEALED_SCHEMA_VERSION },
   };
 }
 
