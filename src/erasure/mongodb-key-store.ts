@@ -54,10 +54,14 @@ export class MongoDbKeyStore implements KeyStore {
       } catch (error) {
         if (!isDuplicateKey(error)) throw error;
       }
-      // Made (or destroyed) by a racing writer: take theirs, once a majority has it. The primary
-      // refuses the duplicate as soon as it holds their insert, before a majority read shows it.
+      // Made (or destroyed) by a racing writer: take theirs. With w: majority the primary answers the
+      // duplicate only once its write concern is met at the primary's latest write, theirs included
+      // (mongodb/mongo jstests/replsets/lastop.js, noop_writes_wait_for_write_concern.js), so a
+      // majority read shows it. Had that wait timed out, the reply carried a write concern error
+      // beside the duplicate, which the driver throws instead (code 64: unavailable, above). Not
+      // shown all the same, it is no answer to read as erased: unavailable, to retry.
       const theirs = await this.keys.findOne({ _id: keyId });
-      if (!theirs) throw new StoreUnavailableError('MongoDB', `the data key of ${keyId}, made by another writer, is not yet on a majority`);
+      if (!theirs) throw new StoreUnavailableError('MongoDB', `the data key of ${keyId}, made by another writer, is not found by a majority read`);
       return bufferOf(theirs.key);
     });
   }

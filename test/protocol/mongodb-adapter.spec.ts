@@ -338,31 +338,58 @@ describe('MongoDB key store: a key another writer made, not yet on a majority (i
     keys = undefined;
   });
 
-  it('answers the duplicate with no key to read as unavailable (not a TypeError), and the key once a retry finds it', async () => {
+  it('answers a duplicate whose wait for a majority timed out as unavailable, and takes the key a majority has once the wait succeeds', async () => {
+    // Another writer's insert of the key is on the primary, not yet on a majority. With w: majority
+    // the primary refuses this insert (E11000, a write error in an ok: 1 reply) and still waits for
+    // the write concern, at its latest write, theirs included: jstests/replsets/lastop.js (a
+    // DuplicateKey's lastOp is the other connection's write), noop_writes_wait_for_write_concern.js
+    // (insert: writeErrors[0].code DuplicateKey and a writeConcernError when the wait times out).
     const key = Buffer.alloc(32, 9);
     let majorityHasIt = false;
+    let waitTimesOut = true;
+    const sent: string[] = [];
     const finds: Document[] = [];
     mongo = await startSilentMongo((command) => {
       if (command.createIndexes) return { ok: 1 };
       if (command.insert === 'data_keys') {
-        // Another writer's insert is on the primary: the unique _id index refuses this one (E11000,
-        // a write error in an ok: 1 reply, https://www.mongodb.com/docs/manual/reference/command/insert/#output).
+        sent.push('insert');
         const { _id } = command.documents[0];
-        return { n: 0, ok: 1, writeErrors: [{ index: 0, code: 11000, errmsg: `E11000 duplicate key error collection: keys.data_keys index: _id_ dup key: { _id: "${_id}" }`, keyPattern: { _id: 1 }, keyValue: { _id } }] };
+        const duplicate = { index: 0, code: 11000, errmsg: `E11000 duplicate key error collection: keys.data_keys index: _id_ dup key: { _id: "${_id}" }`, keyPattern: { _id: 1 }, keyValue: { _id } };
+        if (waitTimesOut) {
+          const timeout = { code: 64, codeName: 'WriteConcernTimeout', errmsg: 'waiting for replication timed out', errInfo: { wtimeout: true } };
+          return { n: 0, ok: 1, writeErrors: [duplicate], writeConcernError: timeout };
+        }
+        majorityHasIt = true; // the answer comes once the wait is over: their insert is on a majority
+        return { n: 0, ok: 1, writeErrors: [duplicate] };
       }
       if (command.find === 'data_keys') {
+        sent.push('find');
         finds.push(command);
-        // A majority read shows that insert only once a majority has it.
         return cursor('keys.data_keys', majorityHasIt ? [{ _id: 'customer-1', key: new Binary(key) }] : []);
       }
       return null;
     });
     keys = await MongoDbKeyStore.connect(mongo.uri, 'keys', 2000);
 
+    // The driver throws the write concern error, not the duplicate (mongodb 7.9 src/sdam/server.ts,
+    // command: throwIfWriteConcernError before the insert's handleOk): unavailable, nothing read after.
     await expect(keys.obtain('customer-1')).rejects.toThrow(StoreUnavailableError);
-    majorityHasIt = true;
+    expect(sent).toEqual(['find', 'insert']);
+    waitTimesOut = false;
     await expect(keys.obtain('customer-1')).resolves.toEqual(key);
+    expect(sent).toEqual(['find', 'insert', 'find', 'insert', 'find']);
     for (const find of finds) expect(find.readConcern).toEqual({ level: 'majority' });
+  });
+
+  it('answers a duplicate whose key a majority read does not show as unavailable, not a TypeError (no answer a primary gives with w: majority: the handling is defensive)', async () => {
+    mongo = await startSilentMongo((command) => {
+      if (command.createIndexes) return { ok: 1 };
+      if (command.insert === 'data_keys') return { n: 0, ok: 1, writeErrors: [{ index: 0, code: 11000, errmsg: 'E11000 duplicate key error', keyPattern: { _id: 1 }, keyValue: { _id: 'customer-1' } }] };
+      if (command.find === 'data_keys') return cursor('keys.data_keys', []);
+      return null;
+    });
+    keys = await MongoDbKeyStore.connect(mongo.uri, 'keys', 2000);
+    await expect(keys.obtain('customer-1')).rejects.toThrow(StoreUnavailableError);
   });
 
   it('leaves a record created on another instance unread (unavailable) until its key shows, then opens it: never blank', async () => {
