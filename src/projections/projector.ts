@@ -313,8 +313,12 @@ export class Projector {
           if (error instanceof PoisonEventError) return await this.stopOnPoison(error);
           if (error instanceof GenerationReplacedError) {
             const replaced = this.generation;
-            // Unreadable just now, the new generation is looked up again after the pause below.
-            if (await this.loadLiveGeneration().then(() => true, () => false)) {
+            // Unreadable just now, the new generation is looked up again after the pause below. Read
+            // as still live, the store's reads lag the fence that refused the commit (MongoDB: a
+            // majority read before the swap reaches a majority): folding again at once would only be
+            // refused again, so it waits the pause below too.
+            const reloaded = await this.loadLiveGeneration().then(() => true, () => false);
+            if (reloaded && this.generation !== replaced) {
               this.logger.log(`Generation ${replaced} was replaced by a rebuild: continuing in generation ${this.generation}`);
               continue;
             }

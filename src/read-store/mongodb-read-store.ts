@@ -226,11 +226,19 @@ export class MongoDbReadStore implements ReadStore {
     return taken.matchedCount > 0;
   }
 
-  /** Dropped first, then unclaimed: a crash in between leaves a building generation the next rebuild drops again. */
+  /**
+   * Unclaimed first, in one conditional update, and dropped only if that matched. A write's filter
+   * sees the primary's latest data, where a majority read may still show the generation building
+   * after a swap the primary applied (a promotion that failed on its write concern): this never
+   * drops a live generation. Once unclaimed it cannot be promoted (promote needs it building). A
+   * crash before the drop leaves a generation below `next` that is neither live nor building: the
+   * sweep of generations below the live one drops it once a later rebuild is promoted.
+   */
   async abandonRebuild(collection: string, generation: number): Promise<void> {
-    if ((await this.readModel(collection)).building !== generation) return;
-    await this.dropGeneration(collection, generation);
-    await this.guard(() => this.readModels.updateOne({ _id: collection, building: generation }, { $set: { building: null } }));
+    const unclaimed = await this.guard(() =>
+      this.readModels.updateOne({ _id: collection, building: generation, live: { $ne: generation } }, { $set: { building: null } }),
+    );
+    if (unclaimed.matchedCount > 0) await this.dropGeneration(collection, generation);
   }
 
   async promote(collection: string, generation: number): Promise<void> {
@@ -244,17 +252,28 @@ export class MongoDbReadStore implements ReadStore {
       // Not past the live checkpoint as the swap sees it: a commit into the live generation moves
       // liveKey first, and one that moves it after the swap is refused (moveLiveKey). Without
       // liveKey (no commit since an upgrade) the check above is all there is.
-      const swapped = await this.readModels.updateOne(
-        { _id: collection, live: model.live, building: generation, $or: [{ liveKey: { $exists: false } }, { liveKey: { $lte: builtKey } }] },
-        { $set: { live: generation, building: null, liveKey: builtKey } },
-      );
+      const swapped = await this.readModels
+        .updateOne(
+          { _id: collection, live: model.live, building: generation, $or: [{ liveKey: { $exists: false } }, { liveKey: { $lte: builtKey } }] },
+          { $set: { live: generation, building: null, liveKey: builtKey } },
+        )
+        .catch(async (error: unknown) => {
+          // A write concern error comes after the primary applied the update (the driver does not
+          // retry WriteConcernTimeout), and a lost answer leaves it open: what the primary holds now
+          // says. Thrown as failed, a swap that was applied would have its live generation abandoned.
+          const now = await this.readModelOnPrimary(collection).catch(() => null);
+          if (now?.live !== generation) throw error;
+          return { matchedCount: 1 };
+        });
       if (swapped.matchedCount === 0) {
-        const now = await this.readModel(collection);
+        // Why it matched nothing, from what it was matched against: a majority read may not show it yet.
+        const now = await this.readModelOnPrimary(collection);
         if (now.live === model.live && now.building === generation) throw new RebuildBehindError(collection);
         throw new GenerationReplacedError(collection, generation);
       }
+      // Promoted either way: without the stamp, dropRetired counts the generation's last change as its retirement.
       const now = new Date();
-      await this.generations.updateOne({ _id: generationId(collection, model.live) }, { $set: { retiredAt: now, updatedAt: now } });
+      await this.generations.updateOne({ _id: generationId(collection, model.live) }, { $set: { retiredAt: now, updatedAt: now } }).catch(() => undefined);
     });
     this.lastLive.set(collection, generation);
   }
@@ -376,6 +395,16 @@ export class MongoDbReadStore implements ReadStore {
 
   private async readModel(collection: string): Promise<MongoReadModel> {
     const model = await this.guard(() => this.readModels.findOne({ _id: collection }));
+    if (!model) throw new Error(`Unknown collection ${collection}: call ensureCollection first`);
+    return model;
+  }
+
+  /**
+   * The read model's document as the primary holds it now, majority-committed or not: what the
+   * conditional updates on it were matched against, for deciding what such an update did.
+   */
+  private async readModelOnPrimary(collection: string): Promise<MongoReadModel> {
+    const model = await this.guard(() => this.readModels.findOne({ _id: collection }, { readConcern: { level: 'local' } }));
     if (!model) throw new Error(`Unknown collection ${collection}: call ensureCollection first`);
     return model;
   }

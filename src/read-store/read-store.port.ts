@@ -39,10 +39,18 @@ export interface FindQuery {
   after?: number;
 }
 
+/**
+ * A find counts its matches up to this many: past it, counting would cost every list as much as
+ * the account holds. (Offsets stop there too: see MAX_LIST_OFFSET.)
+ */
+export const COUNT_LIMIT = 10_000;
+
 export interface FindResult {
   documents: ReadDocument[];
-  /** How many live documents match, ignoring offset and limit. */
+  /** How many live documents match, ignoring offset and limit: COUNT_LIMIT at most. */
   total: number;
+  /** More than COUNT_LIMIT match: `total` is a lower bound. */
+  capped: boolean;
 }
 
 /**
@@ -139,13 +147,15 @@ export interface ReadStore {
    * Atomically makes the building `generation` live and retires the live one. Throws
    * RebuildBehindError if its checkpoint is behind the live one's (no checkpoint counts as START)
    * as the swap sees it, a commit racing it included, GenerationReplacedError if it is not the
-   * building generation; either way nothing changes.
+   * building generation; either way nothing changes. A swap the store applied though its answer
+   * failed (MongoDB: a write concern timeout) resolves: that generation is live.
    */
   promote(collection: string, generation: number): Promise<void>;
   /**
    * Drops `generation` if it is still building: a rebuild that failed or was stopped gives its
    * storage (and, on SQLite, the connection's rebuild settings) back at once, not at the next
-   * rebuild. Nothing happens to a generation that is live, retired, dropped or another rebuild's.
+   * rebuild. Nothing happens to a generation that is live, retired, dropped or another rebuild's,
+   * as the store holds it when this runs: a promotion that failed may have made it live.
    */
   abandonRebuild(collection: string, generation: number): Promise<void>;
   /**

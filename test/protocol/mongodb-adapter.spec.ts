@@ -1,9 +1,11 @@
 import { Binary, Document } from 'mongodb';
 import { randomUUID } from 'node:crypto';
+import { customerProjection } from '../../src/customers/customer.projection';
 import { DataKeys } from '../../src/erasure/data-keys';
 import { MongoDbKeyStore } from '../../src/erasure/mongodb-key-store';
 import { SealedEventStore } from '../../src/erasure/sealed-event-store';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
+import { rebuildProjections } from '../../src/projections/rebuild';
 import { RECORD_KINDS } from '../../src/read-models';
 import { MongoDbReadStore } from '../../src/read-store/mongodb-read-store';
 import { toMongoCheckpoint } from '../../src/read-store/mongodb-mapping';
@@ -328,6 +330,111 @@ describe('MongoDB adapter: a rebuild\'s promotion racing a commit into the live 
     await expect(store.get('customers', 'acc', 'c1')).resolves.toMatchObject({ fields: { name: 'new' } });
     await expect(store.get('customers', 'acc', 'c1')).resolves.toMatchObject({ fields: { name: 'new' } });
     expect(reads).toEqual(['rm_customers__g1', 'rm_customers__g1', 'rm_customers__g2', 'rm_customers__g2']);
+  });
+});
+
+/**
+ * A replica set whose primary applied a promotion's swap that a majority does not have yet: the
+ * endpoint keeps `read_models` twice, as the primary holds it (what updates match and change, and
+ * what a `local` read shows) and as a majority read shows it. A primary answers a majority write
+ * whose wait for replication timed out with ok: 1, the write applied, and a writeConcernError 64
+ * (mongodb/mongo jstests/replsets/maxtime_and_wtimeout.js; that a write is applied before its write
+ * concern is waited for: jstests/replsets/noop_writes_wait_for_write_concern.js), which the driver
+ * throws as MongoWriteConcernError without retrying it (mongodb 7.9 src/sdam/server.ts, command:
+ * throwIfWriteConcernError; 64 is not in src/error.ts RETRYABLE_WRITE_ERROR_CODES).
+ */
+describe('MongoDB adapter: a promotion whose swap times out on its write concern (review of issue 33, finding 2)', () => {
+  function matches(filter: Document, d: Document): boolean {
+    return Object.entries(filter).every(([field, wanted]) => {
+      if (field === '$or') return (wanted as Document[]).some((f) => matches(f, d));
+      if (wanted && typeof wanted === 'object' && '$exists' in wanted) return (d[field] !== undefined) === wanted.$exists;
+      if (wanted && typeof wanted === 'object' && '$lte' in wanted) return d[field] !== undefined && d[field] <= wanted.$lte;
+      if (wanted && typeof wanted === 'object' && '$ne' in wanted) return d[field] !== wanted.$ne;
+      return d[field] === wanted;
+    });
+  }
+
+  /** The endpoint; `timesOut` says which updates are answered with a write concern timeout (applied on the primary all the same). */
+  async function lagging(primary: Document, majority: Document, timesOut: (collection: string, update: Document) => boolean) {
+    const sent: string[] = [];
+    const timeout = { code: 64, codeName: 'WriteConcernTimeout', errmsg: 'waiting for replication timed out', errInfo: { wtimeout: true } };
+    mongo = await startSilentMongo((command) => {
+      if (command.find === 'read_models') {
+        sent.push(`find read_models ${command.readConcern?.level}`);
+        return cursor('lag.read_models', [{ ...(command.readConcern?.level === 'local' ? primary : majority) }]);
+      }
+      if (command.find === 'read_model_generations') return cursor('lag.read_model_generations', []);
+      if (command.update === 'read_models') {
+        const [update] = command.updates;
+        if (update.upsert) return { n: 1, nModified: 0, ok: 1 }; // ensureCollection's $setOnInsert, on a document that exists
+        if (!matches(update.q, primary)) return { n: 0, nModified: 0, ok: 1 };
+        Object.assign(primary, update.u.$set);
+        sent.push(`update read_models ${JSON.stringify(update.u.$set)}`);
+        return { n: 1, nModified: 1, ok: 1, ...(timesOut('read_models', update) ? { writeConcernError: timeout } : {}) };
+      }
+      if (command.update === 'read_model_generations') {
+        return { n: 1, nModified: 1, ok: 1, ...(timesOut('read_model_generations', command.updates[0]) ? { writeConcernError: timeout } : {}) };
+      }
+      if (command.createIndexes) return { ok: 1 };
+      if (command.drop) {
+        sent.push(`drop ${command.drop}`);
+        return { ok: 1 };
+      }
+      return null;
+    });
+    store = await MongoDbReadStore.connect(mongo.uri, 'lag', 2000);
+    await store.ensureCollection(customerProjection.schema);
+    return sent;
+  }
+
+  it('settles the swap by a local read on the primary: the rebuild is promoted, and its generation is not dropped', async () => {
+    const primary: Document = { _id: 'customers', live: 1, building: null, next: 2 };
+    const majority: Document = { ...primary };
+    // The claim of generation 2 reached a majority; the swap, and the stamp on the generation it retires, only the primary.
+    const sent = await lagging(primary, majority, (collection, update) => {
+      if (collection === 'read_model_generations') return update.u.$set?.retiredAt !== undefined;
+      if (update.u.$set.live === undefined) Object.assign(majority, update.u.$set);
+      return update.u.$set.live !== undefined;
+    });
+    const sqlite = openTempSqlite();
+    const events = new SqliteEventStore(sqlite.db);
+    try {
+      // An empty event store: the rebuild promotes at once.
+      const results = await rebuildProjections([customerProjection], events, store!, { signal: new AbortController().signal, graceMs: 0 });
+      expect(results).toEqual([expect.objectContaining({ generation: 2 })]);
+    } finally {
+      await events.close();
+      sqlite.dispose();
+    }
+    expect(primary).toMatchObject({ live: 2, building: null });
+    expect(majority).toMatchObject({ live: 1, building: 2 }); // still, when the rebuild ended
+    expect(sent).toContain('find read_models local');
+    expect(sent).not.toContain('drop rm_customers__g2');
+  });
+
+  it('tells a swap that matched nothing by the primary\'s document: replaced by a later rebuild, not behind as a majority read still says', async () => {
+    const primary: Document = { _id: 'customers', live: 1, building: 3, next: 4 }; // another rebuild claimed 3
+    const majority: Document = { _id: 'customers', live: 1, building: 2, next: 3 };
+    await lagging(primary, majority, () => false);
+    await expect(store!.promote('customers', 2)).rejects.toThrow(GenerationReplacedError);
+    expect(primary).toMatchObject({ live: 1, building: 3 });
+  });
+
+  it('abandons a rebuild only if the primary still has it building: never one its swap made live, though a majority read still shows it building', async () => {
+    const primary: Document = { _id: 'customers', live: 2, building: null, next: 3 };
+    const majority: Document = { _id: 'customers', live: 1, building: 2, next: 3 };
+    const sent = await lagging(primary, majority, () => false);
+
+    await store!.abandonRebuild('customers', 2);
+    expect(primary).toMatchObject({ live: 2, building: null });
+    expect(sent.filter((s) => s.startsWith('drop'))).toEqual([]);
+
+    // One still building is unclaimed first, then dropped.
+    Object.assign(primary, { building: 3, next: 4 });
+    sent.length = 0;
+    await store!.abandonRebuild('customers', 3);
+    expect(sent).toEqual(['update read_models {"building":null}', 'drop rm_customers__g3']);
+    expect(primary).toMatchObject({ live: 2, building: null });
   });
 });
 

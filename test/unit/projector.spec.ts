@@ -286,6 +286,33 @@ describe('Projector', () => {
     warned.mockRestore();
   });
 
+  it('waits before folding again when the store still names the replaced generation live (its reads lag the fence: review of issue 33, finding 3)', async () => {
+    const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    // Commits are refused as replaced while status still says generation 1, as a MongoDB majority
+    // read does until the swap that the commit's conditional update already saw reaches a majority.
+    let lagging = true;
+    let refused = 0;
+    const lagged = standIn({
+      commit: async (...args) => {
+        if (lagging) {
+          // Folding again at once never lets the clock's timers run: the 50th refusal ends the lag.
+          if (++refused >= 50) lagging = false;
+          throw new GenerationReplacedError('customers', args[2].generation);
+        }
+        return reads.commit(...args);
+      },
+    });
+    const p = await startProjector(lagged);
+    const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(refused).toBeGreaterThan(0);
+    expect(refused).toBeLessThanOrEqual(2); // one fold a second at most, not one after the other
+    lagging = false;
+    await p.waitFor(a.position, 5000);
+    expect(await get(a.id)).toMatchObject({ fields: { name: 'Ada' } });
+    warned.mockRestore();
+  });
+
   describe('beside another instance on the same read store', () => {
     /**
      * Long enough that no lease runs out while the test process stalls (other suites share the
