@@ -24,7 +24,7 @@ const corsOptions = (origins: string[]) => ({
   origin: origins[0] === '*' ? '*' : origins,
   methods: ['GET', 'POST', 'PUT', 'DELETE'],
   allowedHeaders: ['Authorization', 'Content-Type', 'If-Match', 'Idempotency-Key', 'X-Request-Id'],
-  exposedHeaders: ['ETag', 'X-Total-Count', 'X-Next-Cursor', 'X-Request-Id', 'Retry-After'],
+  exposedHeaders: ['ETag', 'X-Total-Count', 'X-Total-Count-Capped', 'X-Next-Cursor', 'X-Request-Id', 'Retry-After'],
   maxAge: 600,
 });
 

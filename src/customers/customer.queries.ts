@@ -29,7 +29,7 @@ export class GetCustomerQuery extends Query<Versioned<CustomerView>> {
   }
 }
 
-export class ListCustomersQuery extends Query<{ customers: CustomerView[]; total: number; next?: string }> {
+export class ListCustomersQuery extends Query<{ customers: CustomerView[]; total: number; capped: boolean; next?: string }> {
   constructor(readonly accountId: string, readonly list: ListQuery) {
     super();
   }
@@ -56,7 +56,7 @@ export class GetCustomerHandler implements IQueryHandler<GetCustomerQuery, Versi
 }
 
 @QueryHandler(ListCustomersQuery)
-export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery, { customers: CustomerView[]; total: number; next?: string }> {
+export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery, { customers: CustomerView[]; total: number; capped: boolean; next?: string }> {
   constructor(
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     private readonly projections: ProjectionsService,
@@ -65,8 +65,8 @@ export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery, {
 
   async execute({ accountId, list }: ListCustomersQuery) {
     this.projections.assertCaughtUp(COLLECTION);
-    const { documents, total } = await this.readStore.find(COLLECTION, { accountId, ...list, order: 'newest' });
+    const { documents, total, capped } = await this.readStore.find(COLLECTION, { accountId, ...list, order: 'newest' });
     const shown = await withoutErased(this.keys, CUSTOMER, documents);
-    return { customers: shown.map((c) => customerView(c, 'short')), total, next: nextCursor(documents, list.limit) };
+    return { customers: shown.map((c) => customerView(c, 'short')), total, capped, next: nextCursor(documents, list.limit) };
   }
 }

@@ -105,7 +105,10 @@ const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
 
 const REQUEST_ID = { 'X-Request-Id': { description: "the request's id: the client's own when well-formed; also the events' correlationId", schema: { type: 'string' } } };
 const ETAG = { ETag: { description: 'the record\'s stream revision, quoted: "3"', schema: { type: 'string', pattern: '^"[0-9]+"$' } } };
-const TOTAL_COUNT = { 'X-Total-Count': { description: 'how many there are, ignoring paging', schema: { type: 'string', pattern: '^[0-9]+$' } } };
+const TOTAL_COUNT = { 'X-Total-Count': { description: 'how many there are, ignoring paging (for a list: up to 10000)', schema: { type: 'string', pattern: '^[0-9]+$' } } };
+const TOTAL_CAPPED = {
+  'X-Total-Count-Capped': { required: false, description: 'true when more than 10000 match: X-Total-Count is then 10000, a lower bound', schema: { type: 'string', enum: ['true'] } },
+};
 const NEXT_CURSOR = {
   'X-Next-Cursor': { required: false, description: 'on a full page: the after of the next one (absent once a page comes back short)', schema: { type: 'string' } },
 };
@@ -327,7 +330,7 @@ export function ApiRecordOperation(resource: Resource, operation: Operation) {
         ...CURSOR,
         ...FILTERS((resource === 'Profile' ? profileProjection : customerProjection).schema.filters),
         successResponse(200, `a page of the account's ${name}s`, 200, { type: 'array', items: wrapper(resource, short) }, [{ [resource]: example.short }], {
-          headers: { ...TOTAL_COUNT, ...NEXT_CURSOR },
+          headers: { ...TOTAL_COUNT, ...TOTAL_CAPPED, ...NEXT_CURSOR },
         }),
         ...errors('list'),
       );

@@ -1,3 +1,4 @@
+import type { Response } from 'express';
 import { FieldFault, validationFailed } from '../errors';
 import { asciiDigits, DIGIT_FIELDS } from './field-rules';
 
@@ -22,6 +23,16 @@ export const MAX_LIST_OFFSET = 10_000;
 
 /** The `after` of the page that follows one ending with the record created at `seq` (its X-Next-Cursor). */
 export const listCursor = (seq: number) => Buffer.from(`seq:${seq}`).toString('base64url');
+
+/**
+ * The headers of a list page: X-Total-Count (COUNT_LIMIT at most, with X-Total-Count-Capped: true
+ * when more match) and, on a full page, X-Next-Cursor.
+ */
+export function setListHeaders(res: Response, { total, capped, next }: { total: number; capped: boolean; next?: string }): void {
+  res.setHeader('X-Total-Count', String(total));
+  if (capped) res.setHeader('X-Total-Count-Capped', 'true');
+  if (next) res.setHeader('X-Next-Cursor', next);
+}
 
 /**
  * A full page's X-Next-Cursor, from the last record the store gave (before any is left out of the

@@ -28,7 +28,7 @@ export class GetProfileQuery extends Query<Versioned<ProfileView>> {
   }
 }
 
-export class ListProfilesQuery extends Query<{ profiles: ProfileView[]; total: number; next?: string }> {
+export class ListProfilesQuery extends Query<{ profiles: ProfileView[]; total: number; capped: boolean; next?: string }> {
   constructor(readonly accountId: string, readonly list: ListQuery) {
     super();
   }
@@ -81,7 +81,7 @@ export class WrittenProfileHandler implements IQueryHandler<WrittenProfileQuery,
 }
 
 @QueryHandler(ListProfilesQuery)
-export class ListProfilesHandler implements IQueryHandler<ListProfilesQuery, { profiles: ProfileView[]; total: number; next?: string }> {
+export class ListProfilesHandler implements IQueryHandler<ListProfilesQuery, { profiles: ProfileView[]; total: number; capped: boolean; next?: string }> {
   constructor(
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     private readonly projections: ProjectionsService,
@@ -90,9 +90,9 @@ export class ListProfilesHandler implements IQueryHandler<ListProfilesQuery, { p
 
   async execute({ accountId, list }: ListProfilesQuery) {
     this.projections.assertCaughtUp(COLLECTION);
-    const { documents, total } = await this.readStore.find(COLLECTION, { accountId, ...list, order: 'newest' });
+    const { documents, total, capped } = await this.readStore.find(COLLECTION, { accountId, ...list, order: 'newest' });
     const shown = await withoutErased(this.keys, PROFILE, documents);
     const defaultId = shown.length ? await defaultProfileId(this.readStore, accountId) : undefined;
-    return { profiles: shown.map((p) => profileView(p, p.id === defaultId)), total, next: nextCursor(documents, list.limit) };
+    return { profiles: shown.map((p) => profileView(p, p.id === defaultId)), total, capped, next: nextCursor(documents, list.limit) };
   }
 }

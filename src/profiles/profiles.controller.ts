@@ -6,7 +6,7 @@ import { ApiRecordOperation, ApiResource } from '../docs/openapi';
 import { toFields } from '../http/body-validation.pipe';
 import { envelope } from '../http/envelope';
 import { parseIfMatch, setETag } from '../http/etag';
-import { parseAsOf, parseListQuery } from '../http/list-query';
+import { parseAsOf, parseListQuery, setListHeaders } from '../http/list-query';
 import { RecordIdPipe } from '../http/record-id.pipe';
 import { Ctx, RequestContext } from '../http/request-context';
 import { IdempotentCreates } from '../idempotency/idempotent-creates';
@@ -49,11 +49,10 @@ export class ProfilesController {
   @Get()
   @ApiRecordOperation('Profile', 'list')
   async list(@Ctx() ctx: RequestContext, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) res: Response) {
-    const { profiles, total, next } = await this.queries.execute(
+    const { profiles, ...page } = await this.queries.execute(
       new ListProfilesQuery(ctx.accountId, parseListQuery(query, PROFILE_FILTERS, 10, { cursor: true })),
     );
-    res.setHeader('X-Total-Count', String(total));
-    if (next) res.setHeader('X-Next-Cursor', next);
+    setListHeaders(res, page);
     return envelope(profiles.map((p) => ({ Profile: p })), 200);
   }
 

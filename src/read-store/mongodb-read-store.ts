@@ -28,6 +28,7 @@ import {
   Checkpoint,
   CollectionSchema,
   CollectionStatus,
+  COUNT_LIMIT,
   FindQuery,
   FindResult,
   GenerationReplacedError,
@@ -132,10 +133,11 @@ export class MongoDbReadStore implements ReadStore {
       const c = this.collection(collection, g);
       return Promise.all([
         c.find(page).sort({ seq: query.order === 'newest' ? -1 : 1 }).skip(query.offset).limit(query.limit).toArray(),
-        c.countDocuments(filter),
+        // Counted up to one past COUNT_LIMIT: what lies beyond would cost every list to count.
+        c.countDocuments(filter, { limit: COUNT_LIMIT + 1 }),
       ]);
     });
-    return { documents: docs.map(fromMongoDocument), total };
+    return { documents: docs.map(fromMongoDocument), total: Math.min(total, COUNT_LIMIT), capped: total > COUNT_LIMIT };
   }
 
   async commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {

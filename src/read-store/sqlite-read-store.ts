@@ -6,6 +6,7 @@ import {
   Checkpoint,
   CollectionSchema,
   CollectionStatus,
+  COUNT_LIMIT,
   FindQuery,
   FindResult,
   GenerationReplacedError,
@@ -16,6 +17,7 @@ import {
   ReadStore,
   RebuildBehindError,
 } from './read-store.port';
+import { substringQuery, substringTokens } from './substrings';
 
 /** The columns a document is read from, id first: not the filter columns, which only queries use (fewer columns, cheaper rows). */
 const DOCUMENT_COLUMNS = ['id', 'account_id', 'revision', 'seq', 'deleted', 'created', 'fields'];
@@ -64,7 +66,9 @@ interface Table {
   /** Takes the ids as one JSON array, so one statement serves any number of them. */
   selectMany: Statement<[string], DocumentRow>;
   /** Prepared find statements by filter combination, order and limit, built on first use. */
-  finds: Map<string, { page: Statement; count: Statement }>;
+  finds: Map<string, { bySubstrings: boolean; page: Statement; count: Statement }>;
+  /** Its substring index (see substringsTable), or null where it has none (a generation being built, or retired before it had one). */
+  substrings: string | null;
 }
 
 /** A row read together with the generation live when it was read. */
@@ -134,6 +138,10 @@ export class SqliteReadStore implements ReadStore {
     private readonly db: SqliteDatabase,
     private readonly rowidsInMemory = ROWIDS_IN_MEMORY,
   ) {
+    // The substring indexes' triggers call it (see createSubstrings), in every process that writes.
+    db.function(TOKENS_FUNCTION, { deterministic: true, varargs: true }, (accountId: unknown, ...values: unknown[]) =>
+      substringTokens(String(accountId), values.map(String)),
+    );
     db.exec(`
       CREATE TABLE IF NOT EXISTS read_model_generations (
         collection  TEXT    NOT NULL,
@@ -190,7 +198,8 @@ export class SqliteReadStore implements ReadStore {
     this.collections.set(schema.name, { schema, tables: new Map() });
     this.db
       .transaction(() => {
-        if (this.selectGenerations.all(schema.name).length > 0) return;
+        // A store made before the substring index gets one on its live generation, once.
+        if (this.selectGenerations.all(schema.name).length > 0) return this.createSubstrings(schema, this.liveGeneration(schema.name));
         this.insertGeneration.run(schema.name, 1, 'live', Date.now());
         this.createTable(schema, 1, { indexed: true });
       })
@@ -232,15 +241,30 @@ export class SqliteReadStore implements ReadStore {
     const params = [query.accountId, ...fields.map((f) => filterKey(schema.filters[f], query.filters[f]))];
     const { documents, total } = this.readLive(collection, (table) => {
       const statements = this.findStatements(table, collection, fields, key, query);
-      const { live_generation: live, total } = statements.count.get(collection, ...params) as LiveRow<{ total: number }>;
+      // Through the substring index, its query comes first: the account's records holding every piece.
+      const match = statements.bySubstrings ? [this.substringsMatch(schema, query)] : [];
+      const { live_generation: live, total } = statements.count.get(collection, ...match, ...params) as LiveRow<{ total: number }>;
       if (live !== table.generation) return { live, documents: [], total };
-      const rows = statements.page.all(...params, ...(query.after === undefined ? [] : [query.after]), query.offset) as DocumentRow[];
+      const rows = statements.page.all(...match, ...params, ...(query.after === undefined ? [] : [query.after]), query.offset) as DocumentRow[];
       return { live, documents: rows.map(toDocument), total };
     });
-    return { documents, total };
+    return { documents, total: Math.min(total, COUNT_LIMIT), capped: total > COUNT_LIMIT };
   }
 
-  /** The page and count statements of a filter combination on one table, prepared on first use. */
+  /** The FTS5 query of a find's substring filters: the tokens of each (substrings.ts). */
+  private substringsMatch(schema: CollectionSchema, query: FindQuery): string {
+    return substringFields(schema)
+      .flatMap((f, place) => (query.filters[f] ? [substringQuery(query.accountId, place, filterKey('contains-ci', query.filters[f]))] : []))
+      .join(' ');
+  }
+
+  /**
+   * The page and count statements of a filter combination on one table, prepared on first use.
+   * Every shape costs what its page and COUNT_LIMIT cost, not what the account holds: the count
+   * stops past COUNT_LIMIT; the page starts past `after` by an index and skips at most
+   * MAX_LIST_OFFSET; an exact filter reads its index; substring filters alone read the substring
+   * index in creation order (its rowid is the record's seq), each candidate checked with instr.
+   */
   private findStatements(table: Table, collection: string, fields: string[], key: string, { order, limit, after }: FindQuery) {
     const { schema } = this.collection(collection);
     let statements = table.finds.get(key);
@@ -251,14 +275,19 @@ export class SqliteReadStore implements ReadStore {
         if (!kind) throw new Error(`Collection ${collection} has no filter ${f}`);
         where.push(kind === 'contains-ci' ? `instr(${filterColumn(f)}, ?) > 0` : `${filterColumn(f)} = ${TEXT_KEY}`);
       }
-      const clause = where.join(' AND ');
-      // The count ignores paging; the page starts past `after` by the index, skipping nothing.
-      const past = after === undefined ? '' : ` AND seq ${order === 'newest' ? '<' : '>'} ?`;
+      const bySubstrings = table.substrings !== null && fields.length > 0 && fields.every((f) => schema.filters[f] === 'contains-ci');
+      const s = table.substrings;
+      const sorted = bySubstrings ? `${s}.rowid` : 'seq';
+      const past = after === undefined ? '' : ` AND ${sorted} ${order === 'newest' ? '<' : '>'} ?`;
+      const from = bySubstrings
+        ? `${s} JOIN ${table.name} ON seq = ${s}.rowid WHERE ${s} MATCH ? AND ${where.join(' AND ')}`
+        : `${table.name} WHERE ${where.join(' AND ')}`;
       statements = {
-        page: this.db.prepare(
-          `SELECT ${DOCUMENT} FROM ${table.name} WHERE ${clause}${past} ORDER BY seq ${order === 'newest' ? 'DESC' : 'ASC'} LIMIT ${limit} OFFSET ?`,
+        bySubstrings,
+        page: this.db.prepare(`SELECT ${DOCUMENT} FROM ${from}${past} ORDER BY ${sorted} ${order === 'newest' ? 'DESC' : 'ASC'} LIMIT ${limit} OFFSET ?`),
+        count: this.db.prepare(
+          `SELECT (${LIVE_GENERATION}) AS live_generation, (SELECT count(*) FROM (SELECT 1 FROM ${from} LIMIT ${COUNT_LIMIT + 1})) AS total`,
         ),
-        count: this.db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, (SELECT count(*) FROM ${table.name} WHERE ${clause}) AS total`),
       };
       table.finds.set(key, statements);
     }
@@ -507,6 +536,41 @@ export class SqliteReadStore implements ReadStore {
       CREATE INDEX IF NOT EXISTS ${t}_by_account ON ${t} (account_id, seq) WHERE deleted = 0;
       ${exactIndexes}
     `);
+    this.createSubstrings(schema, generation);
+  }
+
+  /**
+   * The substring index of a generation's table, if its collection has substring filters and the
+   * table none yet: an FTS5 table of the live records' tokens (substrings.ts) by seq, kept by
+   * triggers on every write to the table (this process's and others', which register the tokens
+   * function too), filled from the table once. secure-delete: an erased record's tokens leave the
+   * index's pages at once, like its values leave the table's (secure_delete, see erase).
+   */
+  private createSubstrings(schema: CollectionSchema, generation: number): void {
+    const fields = substringFields(schema);
+    if (fields.length === 0) return;
+    const t = tableName(schema.name, generation);
+    const s = substringsTable(t);
+    if (this.db.prepare('SELECT 1 FROM sqlite_master WHERE name = ?').get(s)) return;
+    const tokens = (row: 'NEW' | '') => `${TOKENS_FUNCTION}(${[`${row}${row && '.'}account_id`, ...fields.map((f) => `${row}${row && '.'}${filterColumn(f)}`)].join(', ')})`;
+    const changed = fields.map((f) => `OLD.${filterColumn(f)} IS NOT NEW.${filterColumn(f)}`).join(' OR ');
+    this.db.exec(`
+      CREATE VIRTUAL TABLE ${s} USING fts5(tokens, content='', contentless_delete=1, tokenize='ascii', detail='none');
+      INSERT INTO ${s} (${s}, rank) VALUES ('secure-delete', 1);
+      INSERT INTO ${s} (rowid, tokens) SELECT seq, v FROM (SELECT seq, ${tokens('')} AS v FROM ${t} WHERE deleted = 0) WHERE v != '';
+      CREATE TRIGGER ${s}_insert AFTER INSERT ON ${t} WHEN NEW.deleted = 0 BEGIN
+        INSERT INTO ${s} (rowid, tokens) SELECT NEW.seq, v FROM (SELECT ${tokens('NEW')} AS v) WHERE v != '';
+      END;
+      CREATE TRIGGER ${s}_update AFTER UPDATE ON ${t} WHEN OLD.deleted IS NOT NEW.deleted OR ${changed} BEGIN
+        DELETE FROM ${s} WHERE rowid = OLD.seq;
+        INSERT INTO ${s} (rowid, tokens) SELECT NEW.seq, v FROM (SELECT ${tokens('NEW')} AS v) WHERE NEW.deleted = 0 AND v != '';
+      END;
+      CREATE TRIGGER ${s}_delete AFTER DELETE ON ${t} BEGIN
+        DELETE FROM ${s} WHERE rowid = OLD.seq;
+      END;
+    `);
+    // Statements prepared before it read the table without it.
+    this.collections.get(schema.name)?.tables.delete(generation);
   }
 
   /** A build promoted, replaced or dropped: once none is left, the connection (the event store's too, in the service) checkpoints as usual again. */
@@ -517,7 +581,7 @@ export class SqliteReadStore implements ReadStore {
   private dropGeneration(collection: string, generation: number): void {
     this.collections.get(collection)?.tables.delete(generation);
     this.endBuild(tableName(collection, generation));
-    this.db.exec(`DROP TABLE IF EXISTS ${tableName(collection, generation)}`);
+    this.db.exec(`DROP TABLE IF EXISTS ${tableName(collection, generation)}; DROP TABLE IF EXISTS ${substringsTable(tableName(collection, generation))}`);
     this.setState.run('dropped', Date.now(), collection, generation);
   }
 
@@ -595,6 +659,7 @@ export class SqliteReadStore implements ReadStore {
       selectOldest: this.db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, ${DOCUMENT} FROM ${name} WHERE account_id = ${TEXT_KEY} AND deleted = 0 ORDER BY seq LIMIT 1`),
       selectMany: this.db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE id IN (SELECT value FROM json_each(?))`),
       finds: new Map(),
+      substrings: this.db.prepare('SELECT 1 FROM sqlite_master WHERE name = ?').get(substringsTable(name)) ? substringsTable(name) : null,
     };
     // Statements of generations this process no longer reads go with the new one's arrival.
     for (const old of c.tables.keys()) if (old < generation - 1) c.tables.delete(old);
@@ -607,6 +672,15 @@ export class SqliteReadStore implements ReadStore {
 const LIVE_GENERATION = "SELECT generation FROM read_model_generations WHERE collection = ? AND state = 'live'";
 
 const idIndex = (table: string) => `CREATE UNIQUE INDEX IF NOT EXISTS ${table}_by_id ON ${table} (id);`;
+
+/** A generation table's substring index: named outside `<collection>__g<n>`, the tables' own pattern. */
+const substringsTable = (table: string) => `substrings_${table}`;
+
+/** The SQL function the substring index's triggers call: substringTokens(account, ...values). */
+const TOKENS_FUNCTION = 'substring_tokens';
+
+/** The collection's substring (`contains-ci`) fields, in the order their tokens number them. */
+const substringFields = (schema: CollectionSchema) => Object.keys(schema.filters).filter((f) => schema.filters[f] === 'contains-ci');
 
 /** The filters with an index of their own: exact ones; a `contains-ci` filter scans the account's rows. */
 const indexedFilters = (schema: CollectionSchema) => Object.keys(schema.filters).filter((f) => schema.filters[f] !== 'contains-ci');

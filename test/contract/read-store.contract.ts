@@ -150,7 +150,7 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
         expect(ids(await store.find(schema.name, query({}, { order: 'oldest', after: docs[1].seq })))).toEqual([docs[2].id, docs[3].id]);
         expect(ids(await store.find(schema.name, query({ tel: '0101' }, { after: docs[2].seq })))).toEqual([docs[0].id]);
         expect(ids(await store.find(schema.name, query({ company: 'acme' }, { after: docs[1].seq })))).toEqual([docs[0].id]);
-        expect(await store.find(schema.name, query({}, { after: docs[0].seq }))).toEqual({ documents: [], total: 4 });
+        expect(await store.find(schema.name, query({}, { after: docs[0].seq }))).toEqual({ documents: [], total: 4, capped: false });
       });
 
       it('matches exact-ci filters ignoring case', async () => {
@@ -197,8 +197,8 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
       });
 
       it('answers an empty page and a zero total past the end or for an unknown account', async () => {
-        expect(await store.find(schema.name, query({}, { offset: 10 }))).toEqual({ documents: [], total: 4 });
-        expect(await store.find(schema.name, query({}, { accountId: 'nobody' }))).toEqual({ documents: [], total: 0 });
+        expect(await store.find(schema.name, query({}, { offset: 10 }))).toEqual({ documents: [], total: 4, capped: false });
+        expect(await store.find(schema.name, query({}, { accountId: 'nobody' }))).toEqual({ documents: [], total: 0, capped: false });
       });
 
       it('combines filters with AND', async () => {

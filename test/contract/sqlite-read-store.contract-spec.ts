@@ -49,7 +49,7 @@ describe('SqliteReadStore rebuilds', () => {
 
     await store.promote(schema.name, generation);
     const found = await store.find(schema.name, { accountId: 'acc', filters: { email: 'B@X.IO' }, limit: 10, offset: 0, order: 'oldest' });
-    expect(found).toEqual({ documents: [b1], total: 1 });
+    expect(found).toEqual({ documents: [b1], total: 1, capped: false });
     const b2 = { ...b1, revision: 2, fields: { email: 'b2@x.io' } };
     await store.commit(schema.name, [b2], at(4n, generation));
     expect(await store.get(schema.name, 'acc', b.id)).toEqual(b2);
@@ -137,7 +137,7 @@ describe('SqliteReadStore rebuilds', () => {
     await reader.commit(schema.name, [before], at(1n, 1));
     const query = { accountId: 'acc', filters: {}, limit: 10, offset: 0, order: 'oldest' as const };
     expect(await reader.get(schema.name, 'acc', before.id)).toEqual(before); // generation 1, remembered as live
-    expect(await reader.find(schema.name, query)).toEqual({ documents: [before], total: 1 });
+    expect(await reader.find(schema.name, query)).toEqual({ documents: [before], total: 1, capped: false });
 
     const rebuilt = { ...before, revision: 1, fields: { email: 'new@x.io' } };
     const generation = await builder.startRebuild(schema.name);
@@ -145,7 +145,7 @@ describe('SqliteReadStore rebuilds', () => {
     await builder.promote(schema.name, generation);
     expect(await reader.oldest(schema.name, 'acc')).toEqual(rebuilt); // the first read since the promotion
     expect(await reader.get(schema.name, 'acc', before.id)).toEqual(rebuilt);
-    expect(await reader.find(schema.name, query)).toEqual({ documents: [rebuilt], total: 1 });
+    expect(await reader.find(schema.name, query)).toEqual({ documents: [rebuilt], total: 1, capped: false });
 
     // A reader that last read generation 1 before it was dropped finds the live one.
     const late = new SqliteReadStore(sqlite.db);
@@ -153,14 +153,108 @@ describe('SqliteReadStore rebuilds', () => {
     const third = await builder.startRebuild(schema.name);
     await builder.commit(schema.name, [rebuilt], at(3n, third));
     await builder.promote(schema.name, third);
-    expect(await reader.find(schema.name, query)).toEqual({ documents: [rebuilt], total: 1 }); // reads generation 3
+    expect(await reader.find(schema.name, query)).toEqual({ documents: [rebuilt], total: 1, capped: false }); // reads generation 3
     const fourth = await builder.startRebuild(schema.name);
     await builder.commit(schema.name, [rebuilt], at(4n, fourth));
     await builder.promote(schema.name, fourth);
     await builder.dropRetired(schema.name, -1_000); // drops generation 3, the one `reader` read last
     expect(await reader.oldest(schema.name, 'acc')).toEqual(rebuilt);
     expect(await reader.get(schema.name, 'acc', before.id)).toEqual(rebuilt);
-    expect(await reader.find(schema.name, query)).toEqual({ documents: [rebuilt], total: 1 });
+    expect(await reader.find(schema.name, query)).toEqual({ documents: [rebuilt], total: 1, capped: false });
     expect(await late.get(schema.name, 'acc', randomUUID())).toBeNull();
+  });
+});
+
+describe('SqliteReadStore lists: work bounded by the page, not by the account (20,000 records)', () => {
+  const schema = { name: 'buyers', filters: { email: 'exact-ci' as const, company: 'contains-ci' as const } };
+  const RECORDS = 20_000;
+  let sqlite: ReturnType<typeof openTempSqlite>;
+  let store: SqliteReadStore;
+  /** Rows the store checked a substring on: SQLite's instr, counted (same answers). */
+  let checked = 0;
+  const companyOf = (i: number) => (i % 10 === 0 ? `Acme Trading ${i}` : `Globex ${i}`);
+
+  beforeAll(async () => {
+    sqlite = openTempSqlite();
+    sqlite.db.function('instr', { deterministic: true }, (text: unknown, part: unknown) => {
+      checked++;
+      return typeof text === 'string' && typeof part === 'string' ? text.indexOf(part) + 1 : 0;
+    });
+    store = new SqliteReadStore(sqlite.db);
+    await store.ensureCollection(schema);
+    const docs = Array.from({ length: RECORDS }, (_, i) => ({
+      id: randomUUID(),
+      accountId: 'big',
+      revision: 0,
+      seq: i + 1,
+      deleted: false,
+      created: 1_700_000_000,
+      fields: { email: `b${i}@x.io`, company: companyOf(i) },
+    }));
+    for (let i = 0; i < RECORDS; i += 5000) await store.commit(schema.name, docs.slice(i, i + 5000), { generation: 1, position: { commit: BigInt(i + 1), prepare: BigInt(i + 1) } });
+  });
+  afterAll(async () => {
+    await store.close();
+    sqlite.dispose();
+  });
+
+  const find = async (filters: Record<string, string>, over: object = {}) => {
+    checked = 0;
+    const found = await store.find(schema.name, { accountId: 'big', filters, order: 'newest', offset: 0, limit: 10, ...over });
+    return { companies: found.documents.map((d) => d.fields.company), total: found.total, capped: found.capped, checked };
+  };
+
+  it('finds a substring no record holds without checking any', async () => {
+    expect(await find({ company: 'zzz' })).toEqual({ companies: [], total: 0, capped: false, checked: 0 });
+    expect(await find({ company: 'q' })).toEqual({ companies: [], total: 0, capped: false, checked: 0 });
+  });
+
+  it('checks only the records holding every piece of a rare substring', async () => {
+    // Checked twice: once for the page, once for the count.
+    expect(await find({ company: 'trading 1234' })).toEqual({ companies: ['Acme Trading 12340'], total: 1, capped: false, checked: 2 });
+  });
+
+  it('counts a common substring up to COUNT_LIMIT (capped past it), checking no more than that', async () => {
+    const common = await find({ company: 'globex' });
+    expect(common).toMatchObject({ total: 10_000, capped: true });
+    expect(common.companies).toEqual(['Globex 19999', 'Globex 19998', 'Globex 19997', 'Globex 19996', 'Globex 19995', 'Globex 19994', 'Globex 19993', 'Globex 19992', 'Globex 19991', 'Globex 19989']);
+    expect(common.checked).toBeLessThanOrEqual(10_001 + 10);
+    const some = await find({ company: 'acme' });
+    expect(some).toMatchObject({ total: 2_000, capped: false });
+    expect(some.checked).toBeGreaterThanOrEqual(2_000); // each match is checked: the count counts
+    expect(some.checked).toBeLessThanOrEqual(2_000 + 10);
+  });
+
+  it('pages a substring past a cursor by the index, in either order', async () => {
+    expect((await find({ company: 'acme' }, { after: 19_991 })).companies.slice(0, 2)).toEqual(['Acme Trading 19980', 'Acme Trading 19970']);
+    expect((await find({ company: 'acme' }, { order: 'oldest', after: 1, limit: 2 })).companies).toEqual(['Acme Trading 10', 'Acme Trading 20']);
+    expect((await find({ company: 'acme' }, { after: 11 })).companies).toEqual(['Acme Trading 0']);
+  });
+
+  it('finds one and two characters, and follows a changed, a deleted and an erased record', async () => {
+    const [first] = (await store.find(schema.name, { accountId: 'big', filters: {}, order: 'oldest', offset: 0, limit: 1 })).documents;
+    await store.commit(schema.name, [{ ...first, revision: 1, fields: { ...first.fields, company: 'Ωmega' } }], { generation: 1, position: { commit: 30_000n, prepare: 30_000n } });
+    expect((await find({ company: 'ω' })).companies).toEqual(['Ωmega']);
+    expect((await find({ company: 'ΩM' })).companies).toEqual(['Ωmega']);
+    expect((await find({ company: 'acme trading 0' })).companies).toEqual([]); // its old value
+    await store.erase(schema.name, [first.id]);
+    expect(await find({ company: 'ω' })).toMatchObject({ companies: [], total: 0 });
+  });
+
+  it('counts an account past COUNT_LIMIT as capped, and an exact filter by its index', async () => {
+    expect(await find({})).toMatchObject({ total: 10_000, capped: true, checked: 0 });
+    expect(await find({ email: 'B123@X.IO' })).toEqual({ companies: ['Globex 123'], total: 1, capped: false, checked: 0 });
+  });
+
+  it('gives a rebuilt generation its substring index at the promotion', async () => {
+    const generation = await store.startRebuild(schema.name);
+    const doc = { id: randomUUID(), accountId: 'big', revision: 0, seq: 1, deleted: false, created: 1_700_000_000, fields: { company: 'Rebuilt Works' } };
+    await store.commit(schema.name, [doc], { generation, position: { commit: 40_000n, prepare: 40_000n } });
+    await store.promote(schema.name, generation);
+    // Checked twice: once for the page, once for the count.
+    expect(await find({ company: 'works' })).toEqual({ companies: ['Rebuilt Works'], total: 1, capped: false, checked: 2 });
+    const later = { ...doc, id: randomUUID(), seq: 2, fields: { company: 'Later Works' } };
+    await store.commit(schema.name, [later], { generation, position: { commit: 40_001n, prepare: 40_001n } });
+    expect((await find({ company: 'works' })).companies).toEqual(['Later Works', 'Rebuilt Works']);
   });
 });

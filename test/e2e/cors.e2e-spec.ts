@@ -33,7 +33,7 @@ describe('CORS', () => {
       const res = await get(app, ALLOWED);
       expect(res.status).toBe(200);
       expect(res.headers['access-control-allow-origin']).toBe(ALLOWED);
-      expect(res.headers['access-control-expose-headers']).toBe('ETag,X-Total-Count,X-Next-Cursor,X-Request-Id,Retry-After');
+      expect(res.headers['access-control-expose-headers']).toBe('ETag,X-Total-Count,X-Total-Count-Capped,X-Next-Cursor,X-Request-Id,Retry-After');
     });
 
     it('gives another origin no CORS header, so its browser keeps the answer from the page', async () => {
