@@ -40,11 +40,13 @@ export function randomBytesPooled(size: number): Buffer {
  * call, about 12 µs on Node 24 (OpenSSL 3) against 2 with a KeyObject (on Node 20, 2.7 and 1.8). Only
  * for keys kept to be used again: a key used once (a rebuild opens each record's values once) goes
  * raw, since making its KeyObject costs more than it saves there, and a million of them held up a
- * rebuild's garbage collection (89,000 events/s against 61,000 on Node 20).
+ * rebuild's garbage collection (89,000 events/s against 61,000 on Node 20). The opening thread
+ * (open-worker.ts) makes one per key for the batch it opens and lets it go: on Node 24 that costs
+ * less than one raw import, so `open` takes a KeyObject too.
  */
 const keyObjects = new WeakMap<Uint8Array, KeyObject>();
 
-const cipherKey = (key: Uint8Array): KeyObject | Uint8Array => keyObjects.get(key) ?? key;
+const cipherKey = (key: Uint8Array | KeyObject): KeyObject | Uint8Array => (key instanceof KeyObject ? key : (keyObjects.get(key) ?? key));
 
 /**
  * AES-256-GCM: authenticated, so a sealed value moved to another event (`context`, the event's id)
@@ -58,7 +60,7 @@ export function seal(key: Buffer, plaintext: string, context: string): string {
   return Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64');
 }
 
-export function open(key: Uint8Array, sealed: string, context: string): string {
+export function open(key: Uint8Array | KeyObject, sealed: string, context: string): string {
   const bytes = Buffer.from(sealed, 'base64');
   const decipher = createDecipheriv('aes-256-gcm', cipherKey(key), bytes.subarray(0, IV_BYTES));
   decipher.setAAD(Buffer.from(context));
@@ -69,7 +71,7 @@ export function open(key: Uint8Array, sealed: string, context: string): string {
 }
 
 /** A sealed value's plaintext; null when there is no key (erased), or the value was altered or sealed with another key. */
-export function openOrNull(key: Uint8Array | undefined, sealed: string, context: string): string | null {
+export function openOrNull(key: Uint8Array | KeyObject | undefined, sealed: string, context: string): string | null {
   if (!key) return null;
   try {
     return open(key, sealed, context);

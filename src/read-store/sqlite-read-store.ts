@@ -17,6 +17,7 @@ import {
   ReadStore,
   RebuildBehindError,
 } from './read-store.port';
+import { RowidTable } from './rowid-table';
 import { substringQuery, substringTokens } from './substrings';
 
 /** The columns a document is read from, id first: not the filter columns, which only queries use (fewer columns, cheaper rows). */
@@ -82,12 +83,14 @@ interface Collection {
 /**
  * A generation this store is building. Its table has no index until the promotion, not even on id:
  * keeping a random-key index up to date row by row is most of a large rebuild's cost. Rows are found
- * by rowid instead, through `rowids`. That map costs memory (a rebuild of a million documents peaked
- * about 340 MB higher), so past `rowidsInMemory` documents the id index is built once, the map let
- * go (null), and the rest of the rebuild writes through the index like a live generation.
+ * by rowid instead, through `rowids`, a table outside the JavaScript heap (50 to 100 bytes a
+ * document; a Map of them made a rebuild of a million documents peak about 340 MB higher). Past
+ * `rowidsInMemory` documents the id index is built once, the table let go (null), and the rest of
+ * the rebuild writes through the index like a live generation: memory stays bounded whatever the
+ * store holds.
  */
 interface Build {
-  rowids: Map<string, number> | null;
+  rowids: RowidTable | null;
   insert: Statement;
   /** Every column but id, then the rowid and the revision it must be newer than. */
   update: Statement;
@@ -96,8 +99,8 @@ interface Build {
 
 const NAME = /^[a-z][a-z0-9_]*$/;
 
-/** Documents a rebuild finds through an in-memory map before it builds the id index instead (see Build). */
-const ROWIDS_IN_MEMORY = 1_000_000;
+/** Documents a rebuild finds through its rowid table (at most about 100 MB) before it builds the id index instead (see Build). */
+export const ROWIDS_IN_MEMORY = 2_000_000;
 
 /** WAL pages (about 40 MB) a rebuilding connection lets accumulate before checkpointing. */
 const REBUILD_WAL_CHECKPOINT_PAGES = 10_000;
@@ -440,6 +443,7 @@ export class SqliteReadStore implements ReadStore {
       .immediate();
     // Indexed and live now: written like any live generation from here on.
     this.endBuild(tableName(collection, generation));
+    if (this.builds.size === 0) await this.truncateLog();
   }
 
   async abandonRebuild(collection: string, generation: number): Promise<void> {
@@ -478,13 +482,28 @@ export class SqliteReadStore implements ReadStore {
 
   async dropRetired(collection: string, graceMs: number): Promise<void> {
     const before = Date.now() - graceMs;
-    this.db
+    const dropped = this.db
       .transaction(() => {
+        let count = 0;
         for (const row of this.selectGenerations.all(collection)) {
-          if (row.state === 'retired' && row.updated_at <= before) this.dropGeneration(collection, row.generation);
+          if (row.state === 'retired' && row.updated_at <= before) this.dropGeneration(collection, row.generation), count++;
         }
+        return count;
       })
       .immediate();
+    // A dropped table's pages are zeroed (secure_delete) through the log: as many as the table held.
+    if (dropped > 0 && this.builds.size === 0) await this.truncateLog();
+  }
+
+  /**
+   * After a rebuild's large writes (the promotion's indexes, a replaced generation zeroed as it is
+   * dropped), the write-ahead log is as large as the largest of them, hundreds of MB for a million
+   * documents, and SQLite reuses the file without shrinking it: it is checkpointed and truncated
+   * here. Best effort: should readers keep it from finishing, the log stays as it is, and the
+   * promotion or drop still stands.
+   */
+  private async truncateLog(): Promise<void> {
+    await checkpointAndTruncate(this.db).catch(() => undefined);
   }
 
   async acquireLease(name: string, holder: string, ttlMs: number, replacing?: string): Promise<string> {
@@ -611,7 +630,7 @@ export class SqliteReadStore implements ReadStore {
     const name = tableName(schema.name, generation);
     const columns = allColumns(schema);
     return {
-      rowids: new Map(),
+      rowids: new RowidTable(),
       insert: this.db.prepare(`INSERT INTO ${name} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`),
       update: this.db.prepare(
         `UPDATE ${name} SET ${columns

@@ -1,0 +1,96 @@
+/** Slots at first; the table doubles whenever it is half full. */
+const FIRST_SLOTS = 1 << 12;
+
+/**
+ * Rowids by document id, for a read model being built (see SqliteReadStore's Build), held in typed
+ * arrays outside the JavaScript heap: a UUID id is packed exactly into four 32-bit words, so an
+ * entry costs 48 to 96 bytes (24 a slot, the table kept at most half full) against the 300 or so a
+ * Map<string, number> cost a rebuild once garbage collection's headroom is counted, and the
+ * collector has nothing to scan. Ids that are not lowercase UUIDs (none the service makes) go to a
+ * Map beside it. `size` counts both.
+ */
+export class RowidTable {
+  private words = new Int32Array(FIRST_SLOTS * 4);
+  /** 0: an empty slot (SQLite's rowids of a fresh table start at 1). */
+  private rowids = new Float64Array(FIRST_SLOTS);
+  private packed = 0;
+  private readonly others = new Map<string, number>();
+  /** The key being looked up, packed: reused, so a lookup allocates nothing. */
+  private readonly key = new Int32Array(4);
+
+  get size(): number {
+    return this.packed + this.others.size;
+  }
+
+  /** Bytes the table holds (its arrays; the Map of other ids aside). */
+  get bytes(): number {
+    return this.words.byteLength + this.rowids.byteLength;
+  }
+
+  get(id: string): number | undefined {
+    if (!this.pack(id)) return this.others.get(id);
+    const slot = this.find(this.words, this.rowids);
+    return this.rowids[slot] === 0 ? undefined : this.rowids[slot];
+  }
+
+  set(id: string, rowid: number): void {
+    if (!this.pack(id)) return void this.others.set(id, rowid);
+    if (rowid <= 0) throw new Error(`Not a rowid: ${rowid}`);
+    const slot = this.find(this.words, this.rowids);
+    if (this.rowids[slot] === 0) {
+      this.words.set(this.key, slot * 4);
+      this.packed++;
+    }
+    this.rowids[slot] = rowid;
+    if (this.packed * 2 > this.rowids.length) this.grow();
+  }
+
+  /** Packs a lowercase UUID into `key`; false for any other id. Char by char: a regex and slices cost five times as much. */
+  private pack(id: string): boolean {
+    if (id.length !== 36) return false;
+    let word = 0;
+    let nibbles = 0;
+    for (let i = 0; i < 36; i++) {
+      const c = id.charCodeAt(i);
+      if (i === 8 || i === 13 || i === 18 || i === 23) {
+        if (c !== 45) return false; // '-'
+        continue;
+      }
+      const nibble = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : -1;
+      if (nibble < 0) return false;
+      word = (word << 4) | nibble;
+      if (++nibbles % 8 === 0) this.key[nibbles / 8 - 1] = word;
+    }
+    return true;
+  }
+
+  /** The slot holding `key`, or the empty slot where it would go (linear probing). */
+  private find(words: Int32Array, rowids: Float64Array): number {
+    const k = this.key;
+    const mask = rowids.length - 1;
+    // Random UUIDs are uniform already: a mix of their words spreads them well enough.
+    let slot = (Math.imul(k[0] ^ k[3], 0x9e3779b1) ^ k[1] ^ k[2]) & mask;
+    for (;;) {
+      if (rowids[slot] === 0) return slot;
+      const at = slot * 4;
+      if (words[at] === k[0] && words[at + 1] === k[1] && words[at + 2] === k[2] && words[at + 3] === k[3]) return slot;
+      slot = (slot + 1) & mask;
+    }
+  }
+
+  private grow(): void {
+    const oldWords = this.words;
+    const oldRowids = this.rowids;
+    const words = new Int32Array(oldWords.length * 2);
+    const rowids = new Float64Array(oldRowids.length * 2);
+    for (let s = 0; s < oldRowids.length; s++) {
+      if (oldRowids[s] === 0) continue;
+      this.key.set(oldWords.subarray(s * 4, s * 4 + 4));
+      const slot = this.find(words, rowids);
+      words.set(this.key, slot * 4);
+      rowids[slot] = oldRowids[s];
+    }
+    this.words = words;
+    this.rowids = rowids;
+  }
+}

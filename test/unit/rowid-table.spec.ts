@@ -1,0 +1,33 @@
+import { randomUUID } from 'node:crypto';
+import { RowidTable } from '../../src/read-store/rowid-table';
+
+describe('RowidTable (a rebuild\'s rowids by document id)', () => {
+  it('finds every id it was given, UUIDs packed and others beside them, through its growth', () => {
+    const table = new RowidTable();
+    const ids = Array.from({ length: 20_000 }, () => randomUUID());
+    ids.forEach((id, i) => table.set(id, i + 1));
+    const others = ['c1', 'ABCDEF01-2345-6789-ABCD-EF0123456789', `${ids[0].slice(0, 35)}g`, 'x'.repeat(36)];
+    others.forEach((id, i) => table.set(id, 100_000 + i));
+    expect(table.size).toBe(ids.length + others.length);
+    ids.forEach((id, i) => expect(table.get(id)).toBe(i + 1));
+    others.forEach((id, i) => expect(table.get(id)).toBe(100_000 + i));
+    // The upper-case form of a packed id is another id, not the same one.
+    expect(table.get(ids[1].toUpperCase())).toBeUndefined();
+    expect(table.get(randomUUID())).toBeUndefined();
+  });
+
+  it('overwrites an id set again without counting it twice', () => {
+    const table = new RowidTable();
+    const id = randomUUID();
+    table.set(id, 1);
+    table.set(id, 7);
+    expect(table.size).toBe(1);
+    expect(table.get(id)).toBe(7);
+  });
+
+  it('holds its entries outside the heap, in at most 96 bytes each once past its first size', () => {
+    const table = new RowidTable();
+    for (let i = 1; i <= 50_000; i++) table.set(randomUUID(), i);
+    expect(table.bytes).toBeLessThanOrEqual(50_000 * 96);
+  });
+});

@@ -1,0 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import { statSync } from 'node:fs';
+import type { ReadDocument } from '../../src/read-store/read-store.port';
+import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
+import { openSqliteDatabase } from '../../src/storage/sqlite-database';
+import { openTempSqlite } from '../support/temp-sqlite';
+
+// A rebuild's memory and log on SQLite: bounded whatever the store holds, and the log given back.
+describe('SqliteReadStore rebuild bounds', () => {
+  const schema = { name: 'people', filters: { email: 'exact-ci' as const, company: 'contains-ci' as const } };
+  const doc = (n: number): ReadDocument => ({
+    id: randomUUID(),
+    accountId: 'acc',
+    revision: 0,
+    seq: n,
+    deleted: false,
+    created: 1_700_000_000,
+    fields: { name: `Person ${n}`, email: `p${n}@example.com`, company: `Company ${n % 10}`, address: 'x'.repeat(200) },
+  });
+  const indexOf = (db: ReturnType<typeof openSqliteDatabase>, name: string) => db.prepare('SELECT name FROM sqlite_master WHERE name = ?').get(name);
+
+  it('finds rows through its rowid table up to rowidsInMemory documents, then through the id index, and folds the same documents', async () => {
+    const sqlite = openTempSqlite();
+    const store = new SqliteReadStore(sqlite.db, 500);
+    try {
+      await store.ensureCollection(schema);
+      const generation = await store.startRebuild('people');
+      const docs = Array.from({ length: 1200 }, (_, i) => doc(i + 1));
+      let commit = 0n;
+      for (let from = 0; from < docs.length; from += 100) {
+        const batch = docs.slice(from, from + 100);
+        await store.commit('people', batch, { generation, position: { commit: ++commit, prepare: commit } });
+        // Under the bound, no index on id yet; past it, the id index and no table.
+        expect(Boolean(indexOf(sqlite.db, `people__g${generation}_by_id`))).toBe(from + 100 > 500);
+        // Updates of documents written before, found whichever way.
+        const updated = batch.slice(0, 10).map((d) => ({ ...d, revision: 1, fields: { ...d.fields, name: `${d.fields.name} v2` } }));
+        const found = await store.getMany('people', updated.map((d) => d.id), generation);
+        expect(found.size).toBe(10);
+        await store.commit('people', updated, { generation, position: { commit: ++commit, prepare: commit } });
+      }
+      await store.promote('people', generation);
+      const all = await store.getMany('people', docs.map((d) => d.id));
+      expect(all.size).toBe(docs.length);
+      expect([...all.values()].filter((d) => d.fields.name.endsWith(' v2'))).toHaveLength(120);
+    } finally {
+      await store.close().catch(() => undefined);
+      sqlite.dispose();
+    }
+  });
+
+  it('leaves the write-ahead log empty after the promotion and after the drop of the replaced generation, while another connection has the file open', async () => {
+    const sqlite = openTempSqlite();
+    const store = new SqliteReadStore(openSqliteDatabase(sqlite.file, { durable: false }));
+    try {
+      await store.ensureCollection(schema);
+      const generation = await store.startRebuild('people');
+      let commit = 0n;
+      for (let from = 0; from < 4000; from += 1000) {
+        const docs = Array.from({ length: 1000 }, (_, i) => doc(from + i + 1));
+        await store.commit('people', docs, { generation, position: { commit: ++commit, prepare: commit } });
+      }
+      // The indexes built at the promotion go through the log: hundreds of pages.
+      await store.promote('people', generation);
+      expect(statSync(`${sqlite.file}-wal`).size).toBe(0);
+      // The old generation held nothing; a second rebuild replaces one that holds 4,000 rows.
+      const next = await store.startRebuild('people');
+      await store.commit('people', [doc(1)], { generation: next, position: { commit: ++commit, prepare: commit } });
+      await store.promote('people', next);
+      await store.dropRetired('people', 0);
+      expect(statSync(`${sqlite.file}-wal`).size).toBe(0);
+    } finally {
+      await store.close();
+      sqlite.dispose();
+    }
+  });
+});
