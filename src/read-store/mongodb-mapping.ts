@@ -16,6 +16,7 @@ import { ConfigError } from '../config/config';
 import type { Position } from '../event-store/event-store.port';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import type { CollectionSchema, FindQuery, MatchKind, ReadDocument } from './read-store.port';
+import { substringQuery, substringTokens } from './substrings';
 
 /** The pure half of the MongoDB read store: names, document shapes, filters, indexes, errors. */
 
@@ -30,6 +31,11 @@ export interface MongoReadDocument {
   fields: Record<string, string>;
   /** Per filter field: the value as is (exact) or lowercased (exact-ci, contains-ci), so indexes serve case-insensitive matches. */
   match: Record<string, string>;
+  /**
+   * The substring tokens of a live document's contains-ci values (substrings.ts): what the
+   * substring index holds. Empty for a deleted one; absent in generations made before it.
+   */
+  substrings?: string[];
 }
 
 /** Which generation of a read model is live, and which one a rebuild is filling: one document, so a promotion is one atomic update. */
@@ -60,6 +66,8 @@ export interface MongoGeneration {
   updatedAt: Date;
   retiredAt?: Date;
   dropped?: boolean;
+  /** Its documents carry their substring tokens (`substrings`): made since the substring index was. */
+  substrings?: boolean;
 }
 
 export const READ_MODELS_COLLECTION = 'read_models';
@@ -106,8 +114,15 @@ export function matchValue(kind: MatchKind, value: string): string {
 export function toMongoDocument(schema: CollectionSchema, d: ReadDocument): MongoReadDocument {
   const match: Record<string, string> = {};
   for (const [field, kind] of Object.entries(schema.filters)) match[field] = matchValue(kind, d.fields[field] ?? '');
-  return { _id: d.id, accountId: d.accountId, revision: d.revision, seq: d.seq, deleted: d.deleted, created: d.created, fields: d.fields, match };
+  const document: MongoReadDocument = { _id: d.id, accountId: d.accountId, revision: d.revision, seq: d.seq, deleted: d.deleted, created: d.created, fields: d.fields, match };
+  const substrings = substringFields(schema);
+  if (substrings.length === 0) return document;
+  const tokens = d.deleted ? '' : substringTokens(d.accountId, substrings.map((f) => match[f]));
+  return { ...document, substrings: tokens ? tokens.split(' ') : [] };
 }
+
+/** The collection's contains-ci fields, in the order their tokens number them. */
+const substringFields = (schema: CollectionSchema) => Object.keys(schema.filters).filter((f) => schema.filters[f] === 'contains-ci');
 
 export function fromMongoDocument(m: MongoReadDocument): ReadDocument {
   return { id: m._id, accountId: m.accountId, revision: m.revision, seq: m.seq, deleted: m.deleted, created: m.created, fields: m.fields };
@@ -116,7 +131,12 @@ export function fromMongoDocument(m: MongoReadDocument): ReadDocument {
 /** Live documents only: the indexes are partial on `deleted: false`, and queries must say so to use them. */
 const LIVE = { deleted: false } as const;
 
-/** One index per list: the account's live documents in creation order, and the same narrowed by each exact filter. */
+/**
+ * One index per list: the account's live documents in creation order, the same narrowed by each
+ * exact filter, and the substring index: each token (account-scoped, see substrings.ts) with the
+ * documents holding it in creation order, so a substring query reads one token's documents of
+ * that account newest first, stops at its page, and $regex checks each.
+ */
 export function indexesFor(schema: CollectionSchema): IndexDescription[] {
   const exactFields = Object.keys(schema.filters).filter((f) => schema.filters[f] !== 'contains-ci');
   return [
@@ -126,8 +146,11 @@ export function indexesFor(schema: CollectionSchema): IndexDescription[] {
       key: { accountId: 1, [`match.${f}`]: 1, seq: 1 },
       partialFilterExpression: LIVE,
     })),
+    ...(substringFields(schema).length > 0 ? [{ name: SUBSTRINGS_INDEX, key: { substrings: 1, seq: 1 }, partialFilterExpression: LIVE }] : []),
   ];
 }
+
+export const SUBSTRINGS_INDEX = 'live_by_substrings';
 
 /**
  * Regex metacharacters of user input made literal: contains-ci never runs a pattern a client
@@ -137,16 +160,30 @@ export function escapeRegex(value: string): string {
   return value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\0/g, '\\x00');
 }
 
-export function findFilter(collection: string, schema: CollectionSchema, query: FindQuery): Filter<MongoReadDocument> {
+/**
+ * A find's filter. With `substrings` (the generation has the index), contains-ci filters also ask
+ * for their tokens: the server reads the substring index by one of them and checks each document
+ * it gives against the others and the $regex, the exact check.
+ */
+export function findFilter(collection: string, schema: CollectionSchema, query: FindQuery, { substrings = false } = {}): Filter<MongoReadDocument> {
   const filter: Filter<MongoReadDocument> = { accountId: query.accountId, ...LIVE };
+  const tokens: string[] = [];
   for (const [field, value] of Object.entries(query.filters)) {
     const kind = schema.filters[field];
     if (!kind) throw new Error(`Collection ${collection} has no filter ${field}`);
     const wanted = matchValue(kind, value);
     filter[`match.${field}`] = kind === 'contains-ci' ? { $regex: escapeRegex(wanted) } : wanted;
+    if (kind === 'contains-ci' && substrings) tokens.push(...substringQuery(query.accountId, substringFields(schema).indexOf(field), wanted).split(' '));
   }
+  if (tokens.length > 0) filter.substrings = { $all: tokens };
   return filter;
 }
+
+/** Whether a find reads the substring index: contains-ci filters alone (an exact one reads its own index). */
+export const readsSubstrings = (schema: CollectionSchema, query: FindQuery) => {
+  const fields = Object.keys(query.filters);
+  return fields.length > 0 && fields.every((f) => schema.filters[f] === 'contains-ci');
+};
 
 /**
  * A position as a string that sorts like the position: each part shifted by one (START's -1

@@ -20,6 +20,8 @@ import {
   READ_MODELS_COLLECTION,
   readModelCollection,
   readModelCollections,
+  readsSubstrings,
+  SUBSTRINGS_INDEX,
   toMongoCheckpoint,
   toMongoDocument,
   translateMongoError,
@@ -60,6 +62,8 @@ export class MongoDbReadStore implements ReadStore {
   private readonly leases: Collection<MongoLease>;
   /** The live generation last seen, by read model: what a read tries first (see readLive). */
   private readonly lastLive = new Map<string, number>();
+  /** Per generation (its id), whether its documents carry substring tokens (see hasSubstrings). */
+  private readonly substringGenerations = new Map<string, boolean>();
 
   constructor(
     private readonly client: MongoClient,
@@ -86,7 +90,7 @@ export class MongoDbReadStore implements ReadStore {
       await this.ignoreDuplicate(() =>
         this.generations.updateOne(
           { _id: generationId(schema.name, 1) },
-          { $setOnInsert: { collection: schema.name, generation: 1, failure: null, updatedAt: new Date() } },
+          { $setOnInsert: { collection: schema.name, generation: 1, failure: null, updatedAt: new Date(), substrings: true } },
           { upsert: true },
         ),
       );
@@ -126,18 +130,36 @@ export class MongoDbReadStore implements ReadStore {
   }
 
   async find(collection: string, query: FindQuery): Promise<FindResult> {
-    const filter = findFilter(collection, this.schema(collection), query);
-    // The count ignores paging; the page starts past `after` on the index's seq, skipping nothing.
-    const page = query.after === undefined ? filter : { ...filter, seq: { [query.order === 'newest' ? '$lt' : '$gt']: query.after } };
-    const [docs, total] = await this.readLive(collection, (g) => {
+    const schema = this.schema(collection);
+    const [docs, total] = await this.readLive(collection, async (g) => {
+      // Substring filters alone read the substring index, where the generation has one (see indexesFor).
+      const substrings = readsSubstrings(schema, query) && (await this.hasSubstrings(collection, g));
+      const filter = findFilter(collection, schema, query, { substrings });
+      const hint = substrings ? { hint: SUBSTRINGS_INDEX } : {};
+      // The count ignores paging; the page starts past `after` on the index's seq, skipping nothing.
+      const page = query.after === undefined ? filter : { ...filter, seq: { [query.order === 'newest' ? '$lt' : '$gt']: query.after } };
       const c = this.collection(collection, g);
       return Promise.all([
-        c.find(page).sort({ seq: query.order === 'newest' ? -1 : 1 }).skip(query.offset).limit(query.limit).toArray(),
+        c.find(page, hint).sort({ seq: query.order === 'newest' ? -1 : 1 }).skip(query.offset).limit(query.limit).toArray(),
         // Counted up to one past COUNT_LIMIT: what lies beyond would cost every list to count.
-        c.countDocuments(filter, { limit: COUNT_LIMIT + 1 }),
+        c.countDocuments(filter, { limit: COUNT_LIMIT + 1, ...hint }),
       ]);
     });
     return { documents: docs.map(fromMongoDocument), total: Math.min(total, COUNT_LIMIT), capped: total > COUNT_LIMIT };
+  }
+
+  /**
+   * Whether the generation's documents carry substring tokens: those made before the index came
+   * (an upgraded store's live one, until a rebuild) match substrings by $regex alone. Never changes.
+   */
+  private async hasSubstrings(collection: string, generation: number): Promise<boolean> {
+    const id = generationId(collection, generation);
+    let known = this.substringGenerations.get(id);
+    if (known === undefined) {
+      known = (await this.guard(() => this.generations.findOne({ _id: id }, { projection: { substrings: 1 } })))?.substrings === true;
+      this.substringGenerations.set(id, known);
+    }
+    return known;
   }
 
   async commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
@@ -212,7 +234,7 @@ export class MongoDbReadStore implements ReadStore {
       // Replaces what a rebuild that crashed before this fix left under the same number.
       await this.generations.replaceOne(
         { _id: generationId(collection, generation) },
-        { collection, generation, failure: null, updatedAt: new Date() },
+        { collection, generation, failure: null, updatedAt: new Date(), substrings: true },
         { upsert: true },
       );
       await this.collection(collection, generation).createIndexes(indexesFor(schema));
@@ -286,7 +308,7 @@ export class MongoDbReadStore implements ReadStore {
     const blanks = Object.fromEntries(Object.keys(schema.filters).map((f) => [`match.${f}`, '']));
     const names = await this.guard(() => this.db.listCollections(readModelCollections(collection), { nameOnly: true }).toArray());
     for (const { name } of names) {
-      await this.guard(() => this.db.collection<MongoReadDocument>(name).updateMany({ _id: { $in: ids } }, { $set: { fields: {}, deleted: true, ...blanks } }));
+      await this.guard(() => this.db.collection<MongoReadDocument>(name).updateMany({ _id: { $in: ids } }, { $set: { fields: {}, deleted: true, ...blanks, substrings: [] } }));
     }
   }
 

@@ -7,6 +7,7 @@ import { SealedEventStore } from '../../src/erasure/sealed-event-store';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { rebuildProjections } from '../../src/projections/rebuild';
 import { RECORD_KINDS } from '../../src/read-models';
+import { substringQuery } from '../../src/read-store/substrings';
 import { MongoDbReadStore } from '../../src/read-store/mongodb-read-store';
 import { toMongoCheckpoint } from '../../src/read-store/mongodb-mapping';
 import { GenerationReplacedError, RebuildBehindError } from '../../src/read-store/read-store.port';
@@ -89,7 +90,8 @@ describe('MongoDB adapter: an erasure of several records scrubs each of them in 
       expect(updates).toEqual([
         expect.objectContaining({
           q: { _id: { $in: ['c1', 'c2'] } },
-          u: { $set: { fields: {}, deleted: true, 'match.email': '' } },
+          // The substring tokens too: they are pieces of the values.
+          u: { $set: { fields: {}, deleted: true, 'match.email': '', substrings: [] } },
           multi: true,
         }),
       ]);
@@ -545,5 +547,50 @@ describe('MongoDB key store: a key another writer made, not yet on a majority (i
     expect(Buffer.from(inserts[0].documents[0].key.buffer)).toEqual(key);
     expect(inserts[0].writeConcern).toEqual({ w: 'majority', j: true, wtimeout: 1000 });
     expect(mongo.unanswered).toEqual([]); // no read after the insert
+  });
+});
+
+describe('MongoDB adapter: substring filters read the substring index, where the generation has one (issue 36, item 1)', () => {
+  let rs: ScriptedReplicaSet | undefined;
+  afterEach(async () => {
+    await store?.close().catch(() => undefined);
+    store = undefined;
+    await rs?.close();
+    rs = undefined;
+  });
+
+  /** The find and count commands a substring list sends, with the generation's record as given. */
+  async function listCommands(generation: Document): Promise<{ find: Document; count: Document }> {
+    const sent: Document[] = [];
+    const model = { _id: 'customers', live: 1, building: null, next: 2 };
+    rs = await startScriptedReplicaSet((_member, command) => {
+      if (command.find === 'read_model_generations') return cursor('rs.read_model_generations', [generation]);
+      if (command.find === 'rm_customers__g1') return sent.push(command), cursor('rs.rm_customers__g1', []);
+      if (command.aggregate === 'rm_customers__g1') return sent.push(command), cursor('rs.rm_customers__g1', [{ _id: 1, n: 0 }]);
+      return ensureCollectionReply(command, 'rs', model);
+    });
+    store = await MongoDbReadStore.connect(rs.uri, 'rs', 2000);
+    await store.ensureCollection({ name: 'customers', filters: { email: 'exact-ci', company: 'contains-ci' } });
+    await expect(store.find('customers', { accountId: 'acc', filters: { company: 'Acme' }, order: 'newest', offset: 0, limit: 10 })).resolves.toEqual({
+      documents: [],
+      total: 0,
+      capped: false,
+    });
+    return { find: sent.find((c) => c.find)!, count: sent.find((c) => c.aggregate)! };
+  }
+
+  it('asks for every token of the substring on the substring index, and counts up to COUNT_LIMIT + 1 the same way', async () => {
+    const { find, count } = await listCommands({ _id: 'customers:1', collection: 'customers', generation: 1, failure: null, updatedAt: new Date(), substrings: true });
+    const tokens = substringQuery('acc', 0, 'acme').split(' ');
+    expect(find).toMatchObject({ filter: { accountId: 'acc', deleted: false, 'match.company': { $regex: 'acme' }, substrings: { $all: tokens } }, hint: 'live_by_substrings', sort: { seq: -1 } });
+    expect(count).toMatchObject({ hint: 'live_by_substrings' });
+    expect(count.pipeline).toEqual(expect.arrayContaining([{ $match: expect.objectContaining({ substrings: { $all: tokens } }) }, { $limit: 10_001 }]));
+  });
+
+  it('matches by $regex alone in a generation made before the index (an upgraded store, until a rebuild)', async () => {
+    const { find, count } = await listCommands({ _id: 'customers:1', collection: 'customers', generation: 1, failure: null, updatedAt: new Date() });
+    expect(find.filter).toEqual({ accountId: 'acc', deleted: false, 'match.company': { $regex: 'acme' } });
+    expect(find.hint).toBeUndefined();
+    expect(count.hint).toBeUndefined();
   });
 });

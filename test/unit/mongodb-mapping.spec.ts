@@ -8,6 +8,7 @@ import {
   fromMongoCheckpoint,
   fromMongoDocument,
   indexesFor,
+  readsSubstrings,
   isDuplicateKey,
   mongoClientOptions,
   positionKey,
@@ -16,6 +17,7 @@ import {
   toMongoDocument,
   translateMongoError,
 } from '../../src/read-store/mongodb-mapping';
+import { substringQuery, substringTokens } from '../../src/read-store/substrings';
 import type { CollectionSchema, ReadDocument } from '../../src/read-store/read-store.port';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 
@@ -58,12 +60,37 @@ describe('MongoDB mapping', () => {
     expect(toMongoDocument(schema, { ...doc, fields: {} }).match).toEqual({ email: '', tel: '', company: '' });
   });
 
-  it('indexes live documents by account in creation order, and by each exact filter', () => {
+  it('indexes live documents by account in creation order, by each exact filter, and by substring token', () => {
     expect(indexesFor(schema)).toEqual([
       { name: 'live_by_account', key: { accountId: 1, seq: 1 }, partialFilterExpression: { deleted: false } },
       { name: 'live_by_email', key: { accountId: 1, 'match.email': 1, seq: 1 }, partialFilterExpression: { deleted: false } },
       { name: 'live_by_tel', key: { accountId: 1, 'match.tel': 1, seq: 1 }, partialFilterExpression: { deleted: false } },
+      { name: 'live_by_substrings', key: { substrings: 1, seq: 1 }, partialFilterExpression: { deleted: false } },
     ]);
+  });
+
+  it("keeps a live document's substring tokens (account-scoped pieces of its contains-ci values), none for a deleted one", () => {
+    const doc = { id: 'id-1', accountId: 'acc', revision: 0, seq: 1, deleted: false, created: 1, fields: { company: 'ACME' } };
+    const tokens = toMongoDocument(schema, doc).substrings!;
+    expect(tokens).toEqual(substringTokens('acc', ['acme']).split(' '));
+    expect(tokens).toHaveLength(4 + 3 + 2); // a, c, m, e; ac, cm, me; acm, cme
+    expect(toMongoDocument(schema, { ...doc, deleted: true }).substrings).toEqual([]);
+    expect(toMongoDocument({ name: 'people', filters: { email: 'exact-ci' } }, doc)).not.toHaveProperty('substrings');
+  });
+
+  it("asks, where the generation has the index, for every token of a substring filter besides its $regex", () => {
+    const filter = findFilter('customers', schema, query({ company: 'AcMe' }), { substrings: true });
+    expect(filter).toEqual({
+      accountId: 'acc',
+      deleted: false,
+      'match.company': { $regex: 'acme' },
+      substrings: { $all: substringQuery('acc', 0, 'acme').split(' ') },
+    });
+    expect((filter.substrings as { $all: string[] }).$all).toHaveLength(2); // acm, cme
+    expect(findFilter('customers', schema, query({ company: 'AcMe' }))).not.toHaveProperty('substrings');
+    expect(readsSubstrings(schema, query({ company: 'x' }))).toBe(true);
+    expect(readsSubstrings(schema, query({ company: 'x', email: 'a@b.io' }))).toBe(false);
+    expect(readsSubstrings(schema, query({}))).toBe(false);
   });
 
   it('builds filters on live documents of the account, lowering case-insensitive values', () => {
