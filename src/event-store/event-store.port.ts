@@ -3,6 +3,7 @@
  * Adapters: SQLite (embedded default) and EventStoreDB. Nothing outside the adapters imports a
  * driver; their failures to reach a server surface as StoreUnavailableError.
  */
+import { ApiError } from '../errors';
 
 /**
  * A place in the store's global order. SQLite uses its sequence number for both parts; EventStoreDB
@@ -87,6 +88,18 @@ export class WrongExpectedRevisionError extends Error {
   ) {
     super(`Stream ${streamId}: expected revision ${String(expected)}, found ${String(actual)}`);
     this.name = 'WrongExpectedRevisionError';
+  }
+}
+
+/**
+ * The stream was deleted for good on the server (by hand: the service never deletes one), so it can
+ * never be written again: its record reads as never written, yet cannot be created or changed. A
+ * conflict the caller cannot resolve, answered 409 with a message saying so, not a 500.
+ */
+export class StreamTombstonedError extends ApiError {
+  constructor(readonly streamId: string) {
+    super('CONFLICT', `This record was deleted from the event store (stream ${streamId}) and cannot be written again.`);
+    this.name = 'StreamTombstonedError';
   }
 }
 

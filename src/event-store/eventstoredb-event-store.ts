@@ -12,8 +12,10 @@ import {
   StreamDeletedError,
   StreamingRead,
   StreamNotFoundError,
+  UnknownError,
 } from '@eventstore/db-client';
 import { ConfigError } from '../config/config';
+import { EsdbClients, reconnection } from './eventstoredb-clients';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import {
   AppendResult,
@@ -65,6 +67,8 @@ const HEAD_PAGE = 32;
 const SCAN_PAGES = 8;
 /** How an append answers when the node has no leader (lost its cluster, or starting). */
 const NOT_READY = /Server Is Not Ready$/;
+/** A call the client cancelled itself (grpc-js's details for a cancel()). */
+const CANCELLED_HERE = /Cancelled on client/;
 
 /** Put in the subscription's own output by its checkpointReached callback, so it stays in order with the events. */
 interface CheckpointMarker {
@@ -85,35 +89,46 @@ interface CheckpointMarker {
  * A subscription can also fall silent for good without failing: a node that lost its cluster
  * keeps the call open, and the client keeps a started call when it reconnects elsewhere. So one
  * silent for `silenceMs` while an event of its own lies past it (read from the leader) is dropped
- * and renewed. A client whose call went unanswered is replaced, so that it finds the leader again.
+ * and renewed. A client whose call went unanswered is replaced, so that it finds the leader again
+ * (see EsdbClients).
  */
 export class EventStoreDbEventStore implements EventStore {
   private readonly logger = new Logger('EventStoreDB');
+  private readonly clients: EsdbClients;
 
   /**
    * @param deadlineMs how long one call may wait for the server before it fails as unavailable
    * @param silenceMs how long a subscription may hear nothing before the log past it is checked
+   * @param newClient a new client for the same connection string, used when the current one is stuck on a node
+   * @param discoveryMs how long a new client may take to find the leader: it is not replaced before
    */
   constructor(
-    private client: EventStoreDBClient,
+    client: EventStoreDBClient,
     private readonly deadlineMs: number,
     private readonly silenceMs = DEFAULT_SILENCE_MS,
-    /** A new client for the same connection string, used when the current one is stuck on a node. */
-    private readonly newClient?: () => EventStoreDBClient,
-  ) {}
+    newClient?: () => EventStoreDBClient,
+    discoveryMs = 0,
+  ) {
+    this.clients = new EsdbClients(client, newClient, Math.max(deadlineMs, discoveryMs), this.logger);
+  }
+
+  private get client(): EventStoreDBClient {
+    return this.clients.current;
+  }
 
   /**
    * A client for the connection string, once the server has answered a read within `timeoutMs`:
    * a wrong or unreachable server stops the start with a clear error rather than a hang.
    */
   static async connect(connectionString: string, timeoutMs: number, silenceMs = DEFAULT_SILENCE_MS): Promise<EventStoreDbEventStore> {
+    const again = reconnection(connectionString, timeoutMs);
     let client: EventStoreDBClient;
     try {
-      client = EventStoreDBClient.connectionString(connectionString);
+      client = EventStoreDBClient.connectionString(again.connectionString);
     } catch (error) {
       throw new ConfigError(`EVENTSTORE_CONNECTION_STRING cannot be parsed: ${(error as Error).message}`);
     }
-    const store = new EventStoreDbEventStore(client, timeoutMs, silenceMs, () => EventStoreDBClient.connectionString(connectionString));
+    const store = new EventStoreDbEventStore(client, timeoutMs, silenceMs, again.newClient, again.discoveryMs);
     try {
       // Bounded like every call, cluster discovery (esdb+discover://) included.
       await store.headPosition();
@@ -132,17 +147,20 @@ export class EventStoreDbEventStore implements EventStore {
       const client = this.client;
       let result;
       try {
-        result = await this.withinDeadline(client.appendToStream(streamId, data, { expectedRevision, deadline: this.deadlineMs, ...ON_LEADER }), () =>
-          this.replaceClient(client, `an append left unanswered for ${this.deadlineMs} ms`),
-        );
+        const call = client.appendToStream(streamId, data, { expectedRevision, deadline: this.deadlineMs, ...ON_LEADER });
+        const leave = this.clients.enter(client, true);
+        call.then(leave, leave);
+        result = await this.withinDeadline(call, () => this.replaceClient(client, `an append left unanswered for ${this.deadlineMs} ms`));
       } catch (error) {
         // A node with no leader answers "not ready", on which the client stays: another one may lead.
         if (NOT_READY.test((error as Error).message)) this.replaceClient(client, `an append answered "${(error as Error).message}"`);
         // A lost answer may hide a write that landed: sending the same event ids again at the same
         // expected revision is idempotent on the server, so a retry cannot store the events twice.
         // A call that used up its deadline is not retried: the caller has waited long enough. One
-        // cancelled with a client replaced meanwhile is, on the new client.
-        const replaced = client !== this.client && !(error instanceof StoreUnavailableError);
+        // cancelled by the client (the replaced one's disposal: "Cancelled on client", an
+        // UnknownError to it, client 6.2.1 utils/CommandError.ts lines 489-491 and 502) is, on the
+        // new client; any answer of the server's stands.
+        const replaced = client !== this.client && error instanceof UnknownError && CANCELLED_HERE.test(error.message);
         if (!(replaced || isTransientEsdbError(error)) || attempt === ATTEMPTS) throw translateEsdbError(error, streamId, expected);
         await sleep(retryDelayMs(attempt));
         continue;
@@ -264,6 +282,7 @@ export class EventStoreDbEventStore implements EventStore {
     const matches = streamMatcher(options.streamPrefix);
     while (!signal.aborted) {
       const client = this.client;
+      const leave = this.clients.enter(client);
       const subscription = client.subscribeToAll(
         {
           fromPosition: comparePositions(position, START) === 0 ? ESDB_START : position,
@@ -340,6 +359,7 @@ export class EventStoreDbEventStore implements EventStore {
         signal.removeEventListener('abort', stop);
         // Not awaited: with the server gone, cancelling could wait on a reconnection.
         void subscription.unsubscribe().catch(() => undefined);
+        leave();
       }
       await sleep(retryDelayMs(failures), signal);
     }
@@ -347,7 +367,7 @@ export class EventStoreDbEventStore implements EventStore {
 
   /** Bounded too: the client waits for every call it has open to finish, and one may never. */
   async close(): Promise<void> {
-    await this.withinDeadline(this.client.dispose()).catch((error: Error) => this.logger.warn(`Closing: ${error.message}`));
+    await this.clients.close((dispose) => this.withinDeadline(dispose).catch((error: Error) => this.logger.warn(`Closing: ${error.message}`)));
   }
 
   /**
@@ -385,13 +405,17 @@ export class EventStoreDbEventStore implements EventStore {
    * leader (the client reconnects to it meanwhile), or when the client was replaced under it.
    */
   private async retried<T>(read: (client: EventStoreDBClient) => Promise<T>): Promise<T> {
+    let cutShort = 0;
     for (let attempt = 1; ; attempt++) {
       try {
         return await read(this.client);
       } catch (error) {
+        // Cut short by a replacement, which says nothing of the server the new client reaches: not
+        // counted as a try (replacements are rate-limited, and bounded here too).
+        if (error instanceof CutShort && ++cutShort <= ATTEMPTS) attempt -= 1;
         // A read that used up its deadline failed as StoreUnavailableError: not transient, not tried again.
-        if (!(error instanceof CutShort || isTransientEsdbError(error)) || attempt === ATTEMPTS) throw error;
-        await sleep(retryDelayMs(attempt));
+        else if (!isTransientEsdbError(error) || attempt === ATTEMPTS) throw error;
+        await sleep(retryDelayMs(Math.max(attempt, 1)));
       }
     }
   }
@@ -402,17 +426,14 @@ export class EventStoreDbEventStore implements EventStore {
    * no leader answered "not ready" to. The client reconnects by itself only on UNAVAILABLE,
    * NotLeader and the server's cancellations, never on its own cancellations (client 6.2.1
    * Client/index.ts lines 516-531, utils/CommandError.ts lines 489-491). A new client connects
-   * afresh, through discovery (gossip) for a cluster's connection string. The old one is disposed,
-   * not awaited: that cancels its calls (reads and subscriptions end as if complete, which
-   * eachEvent and subscribeToAll check), and its channel, idle, closes by itself (grpc-js: after
-   * 30 minutes).
+   * afresh, through discovery (gossip) for a cluster's connection string. The old one is disposed:
+   * that cancels the calls it has open (reads and subscriptions end as if complete, which
+   * eachEvent and subscribeToAll check). Its channel closes only once no call is left on it, so
+   * it is disposed again as its other calls settle (EsdbClients). Once per client, at most once
+   * per deadline, and never with one host and no discovery, where it would reach the same node.
    */
   private replaceClient(stale: EventStoreDBClient, why: string): void {
-    // Once per client: calls that time out together replace it once.
-    if (!this.newClient || stale !== this.client) return;
-    this.logger.warn(`Connecting to EventStoreDB again after ${why}`);
-    this.client = this.newClient();
-    void stale.dispose().catch(() => undefined);
+    this.clients.replace(stale, why);
   }
 
   /**
@@ -454,6 +475,7 @@ export class EventStoreDbEventStore implements EventStore {
       }, this.deadlineMs);
     };
     arm();
+    const leave = this.clients.enter(client);
     try {
       for await (const resolved of read) {
         visit(resolved);
@@ -463,6 +485,7 @@ export class EventStoreDbEventStore implements EventStore {
       if (!silent) throw error;
     } finally {
       clearTimeout(timer);
+      leave();
     }
     if (silent) throw new StoreUnavailableError('EventStoreDB', `no answer within ${this.deadlineMs} ms`);
     // The client's own cancellation ends a read as if it were complete: it may lack events.

@@ -8,13 +8,14 @@ import {
   NotLeaderError,
   RecordedEvent,
   STREAM_NAME,
+  StreamDeletedError,
   TimeoutError,
   UnavailableError,
   UnknownError,
   WrongExpectedVersionError,
 } from '@eventstore/db-client';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
-import { EventMetadata, ExpectedRevision, Position, StoredEvent, WrongExpectedRevisionError } from './event-store.port';
+import { EventMetadata, ExpectedRevision, Position, StoredEvent, StreamTombstonedError, WrongExpectedRevisionError } from './event-store.port';
 
 /** The pure half of the EventStoreDB adapter: how the port's values and errors map to the client's. */
 
@@ -59,6 +60,9 @@ export function translateEsdbError(error: unknown, streamId?: string, expected?:
     const actual = error.actualVersion;
     return new WrongExpectedRevisionError(streamId, expected, actual === NO_STREAM ? 'no_stream' : fromEsdbRevision(actual));
   }
+  // An append to a hard-deleted stream: the server refuses it as Deleted (KurrentDB v24.10.6
+  // IndexWriter.cs lines 183-184, Streams.BatchAppend.cs lines 250-252), whatever it expected.
+  if (error instanceof StreamDeletedError && streamId !== undefined) return new StreamTombstonedError(streamId);
   if (isTransientEsdbError(error)) return new StoreUnavailableError('EventStoreDB', (error as Error).message);
   return error;
 }

@@ -2,6 +2,7 @@ import { EventStoreDBClient } from '@eventstore/db-client';
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { EventBatch, NewEvent, Position, START } from '../../src/event-store/event-store.port';
+import { StreamTombstonedError } from '../../src/event-store/event-store.port';
 import { EventStoreDbEventStore } from '../../src/event-store/eventstoredb-event-store';
 import { rebuildProjections } from '../../src/projections/rebuild';
 import { READ_MODELS } from '../../src/read-models';
@@ -11,6 +12,7 @@ import {
   answerReadBackwards,
   answerStreamRead,
   appendNotHandled,
+  appendStreamDeleted,
   appendSuccess,
   caughtUpMessage,
   checkpointMessage,
@@ -219,6 +221,15 @@ describe('EventStoreDB adapter: a stream deleted on the server', () => {
     expect(seen).toEqual(['customer-1', 'customer-3']);
     expect(position).toEqual({ commit: 400n, prepare: 400n });
     expect(server!.reads.filter((call) => describeRead(call).subscription)).toHaveLength(1);
+  });
+
+  it('answers an append to a hard-deleted stream as a 409 saying so, not a 500', async () => {
+    // Read as never written, the stream is then appended to as no_stream, which the server refuses
+    // as Deleted (appendStreamDeleted). Before: the client's StreamDeletedError went through untranslated.
+    const s = await open({ batchAppend: (call) => call.on('data', (request) => call.write(appendStreamDeleted(request))) });
+    const error = await s.appendToStream('customer-1', [newEvent()], 'no_stream').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StreamTombstonedError);
+    expect(error).toMatchObject({ status: 409, code: 'CONFLICT', streamId: 'customer-1' });
   });
 
   it('reads a hard-deleted stream as one with no events', async () => {

@@ -1,14 +1,16 @@
 import { EventStoreDBClient } from '@eventstore/db-client';
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { EventBatch, NewEvent, Position, START } from '../../src/event-store/event-store.port';
+import { EventBatch, NewEvent, Position, START, StreamTombstonedError } from '../../src/event-store/event-store.port';
 import { EventStoreDbEventStore } from '../../src/event-store/eventstoredb-event-store';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 import { startTestApp, TestApp, withToken } from '../support/test-app';
 import {
   answerReadBackwards,
+  answerStreamRead,
   appendedEvents,
   appendNotHandled,
+  appendStreamDeleted,
   appendSuccess,
   appendTimedOut,
   caughtUpMessage,
@@ -26,7 +28,6 @@ import {
   ScriptedServer,
   seedsConnectionString,
   startScriptedEventStoreDb,
-  streamNotFoundMessage,
 } from '../support/scripted-eventstoredb';
 
 /**
@@ -94,17 +95,8 @@ async function until(check: () => boolean, ms = 10_000): Promise<void> {
 
 const subscriptions = (server: ScriptedServer) => server.reads.filter((call) => describeRead(call).subscription);
 
-/**
- * A read of a stream, answered from `log`: its events, or "stream not found" (Streams.Read.cs
- * v24.10.6 lines 277-281).
- */
-function answerStream(call: ReadCall, log: ScriptedEvent[]): void {
-  const { stream } = describeRead(call);
-  const events = log.filter((e) => e.streamId === stream).sort((a, b) => a.revision - b.revision);
-  if (events.length === 0) call.write(streamNotFoundMessage(stream!));
-  for (const e of events) call.write(eventMessage(e));
-  call.end();
-}
+/** A read of a stream, answered from `log` from its revision, at most its count (see answerStreamRead). */
+const answerStream = answerStreamRead;
 
 /**
  * A filtered subscription to $all, answered from `log` as a node whose log it is, read in one
@@ -506,5 +498,128 @@ describe('the service when its subscriptions go silent after catching up (item 1
     expect(created.status).toBe(201);
     const list = await app.http.get(withToken('customers')).expect(200);
     expect(JSON.stringify(list.body)).toContain('quiet@x.io');
+  });
+});
+
+describe('EventStoreDB: clients replaced, and what is left on them (review 33b)', () => {
+  it('disposes a replaced client again when a call on it settles: the append stream it opened late is cancelled', async () => {
+    // The server says which methods it has only after the deadline: the append waits for that
+    // (client 6.2.1 appendToStream/index.ts lines 59-61) and opens its batch-append stream on the
+    // client after its replacement disposed it with nothing to cancel (Client/index.ts lines 440-467).
+    // Before: that stream (deadline Infinity, batchAppend.ts lines 49-58) stayed open for good.
+    const server = await node({ features: 600, batchAppend: (call) => call.on('data', (request) => call.write(appendSuccess(request, 0, 100n))) });
+    const s = connect(server);
+    await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
+    await until(() => server.appends.length === 1 && server.appends[0].cancelled, 3000);
+  });
+
+  it('disposes every replaced client at close: an append stream left unanswered on one is cancelled', async () => {
+    const server = await node({ features: 600, batchAppend: () => undefined });
+    const s = connect(server);
+    await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
+    await until(() => server.appends.length === 1, 3000);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(server.appends[0].cancelled).toBe(false);
+    await s.close();
+    // Before: close() disposed only the current client.
+    await until(() => server.appends[0].cancelled, 3000);
+  });
+
+  it('makes no new client after close(), when a call times out later', async () => {
+    const server = await node({});
+    let made = 0;
+    const client = () => {
+      made += 1;
+      return EventStoreDBClient.connectionString(server.connectionString);
+    };
+    store = new EventStoreDbEventStore(client(), DEADLINE_MS, SILENCE_MS, client);
+    const read = store.readStream('customer-1');
+    await store.close();
+    await expect(read).rejects.toThrow(StoreUnavailableError);
+    // Before: the read's timer made a new client, never disposed.
+    expect(made).toBe(1);
+    expect(logged.filter((line) => line.includes('Connecting to EventStoreDB again'))).toEqual([]);
+  });
+
+  it('makes no new client for a connection string of one host and no discovery: it would reach the same node', async () => {
+    const server = await node({ read: (call) => answerReadBackwards(call, []), batchAppend: () => undefined });
+    store = await EventStoreDbEventStore.connect(server.connectionString, DEADLINE_MS, SILENCE_MS);
+    await expect(store.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
+    await expect(store.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
+    // Before: one new client per timed-out append, each to the same endpoint.
+    expect(logged.filter((line) => line.includes('Connecting to EventStoreDB again'))).toEqual([]);
+  });
+
+  it('replaces the client at most once per deadline while every node answers appends "not ready" (an election)', async () => {
+    // During an election no node leads, and each answers appends "Server Is Not Ready"
+    // (ClusterVNodeController.cs v24.10.6 lines 155-159; Streams.BatchAppend.cs lines 223-228).
+    const gossip = (): Member[] => [{ endpoint: a.endpoint, state: 'leader' }, { endpoint: b.endpoint, state: 'follower' }];
+    const notReady = (call: Parameters<NonNullable<Script['batchAppend']>>[0]) => call.on('data', (request) => call.write(appendNotHandled(request, 'Server Is Not Ready')));
+    const a: ScriptedServer = await node({ read: answerFrom([]), batchAppend: notReady, gossip });
+    const b: ScriptedServer = await node({ read: answerFrom([]), batchAppend: notReady, gossip });
+    const s = connect(seedsConnectionString(a, b));
+    await s.headPosition();
+    await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
+    // Tries at 0, 0.25 and 0.75 s: the second came within the deadline (400 ms) of the first
+    // replacement. Before: each replaced the client (and cancelled every read and subscription on it).
+    expect(logged.filter((line) => line.includes('Connecting to EventStoreDB again'))).toHaveLength(2);
+  });
+
+  it('does not count a read cut short by a replacement as one of its tries', async () => {
+    // The stream's first read is cut short by the replacement (as in the test above), the next two
+    // are answered UNAVAILABLE "not ready", the fourth in full. Before: the cut-short read counted,
+    // and the read failed 503 after the second "not ready".
+    const log: ScriptedEvent[] = [0, 1].map((revision) => ({ streamId: 'customer-1', revision, commit: 100n * BigInt(revision + 1) }));
+    let streamReads = 0;
+    const server = await node({
+      read: (call) => {
+        if (describeRead(call).stream === undefined) return;
+        streamReads += 1;
+        if (streamReads === 2 || streamReads === 3) return failNotReady(call);
+        if (streamReads > 3) return answerStreamRead(call, log);
+        const timers = log.map((e, i) => setTimeout(() => call.write(eventMessage(e)), 350 * i));
+        timers.push(setTimeout(() => call.end(), 350 * log.length));
+        call.on('cancelled', () => timers.forEach(clearTimeout));
+      },
+    });
+    const s = connect(server);
+    const read = s.readStream('customer-1');
+    await expect(s.headPosition()).rejects.toThrow(StoreUnavailableError);
+    expect((await read).map((e) => e.revision)).toEqual([0, 1]);
+    expect(streamReads).toBe(4);
+  });
+
+  it('does not retry an append the server refused after the client was replaced', async () => {
+    // Reads of $all are never answered: the head read replaces the client at 400 ms. The append,
+    // started at 200 ms, waits for the server's features (answered 300 ms later), so the
+    // replacement finds nothing to cancel; it is then sent on the replaced client and refused:
+    // the stream was deleted for good. Before: any error of an append whose client had changed
+    // was retried, so it was sent twice.
+    let sent = 0;
+    const server = await node({
+      features: 300,
+      batchAppend: (call) =>
+        call.on('data', (request) => {
+          sent += 1;
+          call.write(appendStreamDeleted(request));
+        }),
+    });
+    const s = connect(server);
+    const head = s.headPosition().catch((error: Error) => error);
+    await new Promise((r) => setTimeout(r, 200));
+    await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StreamTombstonedError);
+    expect(await head).toBeInstanceOf(StoreUnavailableError);
+    expect(logged).toContainEqual(expect.stringMatching(/Connecting to EventStoreDB again after a read left unanswered/));
+    expect(sent).toBe(1);
+  });
+
+  it("reads an append's position back at the revision the server answered, not the stream's last", async () => {
+    // A re-sent append recognised as stored comes without a position (BatchAppendResp.cs v24.10.6
+    // lines 12-23); the stream has moved on since. positionOf reads one event from that revision.
+    const log: ScriptedEvent[] = [0, 1, 2].map((revision) => ({ streamId: 'customer-1', revision, commit: 100n * BigInt(revision + 1) }));
+    const server = await node({ read: answerFrom(log), batchAppend: (call) => call.on('data', (request) => call.write(appendSuccess(request, 1))) });
+    const s = connect(server);
+    await expect(s.appendToStream('customer-1', [newEvent()], 0)).resolves.toEqual({ revision: 1, position: { commit: 200n, prepare: 200n } });
+    expect(server.reads.map(describeRead)).toEqual([expect.objectContaining({ stream: 'customer-1', streamFrom: 1n, count: 1 })]);
   });
 });

@@ -5,7 +5,7 @@ import { ClusterInfo, EndPoint as GossipEndPoint, MemberInfo } from '@eventstore
 import { GossipService } from '@eventstore/db-client/generated/gossip_grpc_pb';
 import { SupportedMethod, SupportedMethods } from '@eventstore/db-client/generated/serverfeatures_pb';
 import { ServerFeaturesService } from '@eventstore/db-client/generated/serverfeatures_grpc_pb';
-import { AllStreamPosition, StreamIdentifier, Timeout, UUID } from '@eventstore/db-client/generated/shared_pb';
+import { AllStreamPosition, StreamDeleted, StreamIdentifier, Timeout, UUID } from '@eventstore/db-client/generated/shared_pb';
 import { Code } from '@eventstore/db-client/generated/code_pb';
 import { Status } from '@eventstore/db-client/generated/status_pb';
 import { StreamsService } from '@eventstore/db-client/generated/streams_grpc_pb';
@@ -27,8 +27,8 @@ export interface Script {
   read?: (call: ReadCall) => void;
   /** Streams.BatchAppend. Unset: every request is left unanswered. */
   batchAppend?: (call: BatchAppendCall) => void;
-  /** ServerFeatures.GetSupportedMethods: 'answer' (as 24.10 does), or 'silent' (never answers). */
-  features?: 'answer' | 'silent';
+  /** ServerFeatures.GetSupportedMethods: 'answer' (as 24.10 does), 'silent' (never answers), or answered after this many ms. */
+  features?: 'answer' | 'silent' | number;
   /** Gossip.Read: the members this node lists now. Unset: the call is left unanswered. */
   gossip?: () => Member[];
 }
@@ -46,18 +46,24 @@ export interface ScriptedServer {
   endpoint: Endpoint;
   /** Every Streams.Read call received, in order. */
   reads: ReadCall[];
+  /** Every Streams.BatchAppend call received, in order. */
+  appends: BatchAppendCall[];
   close(): Promise<void>;
 }
 
 export async function startScriptedEventStoreDb(script: Script): Promise<ScriptedServer> {
   const server = new grpc.Server();
   const reads: ReadCall[] = [];
+  const appends: BatchAppendCall[] = [];
   server.addService(StreamsService, {
     read: (call: ReadCall) => {
       reads.push(call);
       script.read?.(call);
     },
-    batchAppend: (call: BatchAppendCall) => script.batchAppend?.(call),
+    batchAppend: (call: BatchAppendCall) => {
+      appends.push(call);
+      script.batchAppend?.(call);
+    },
   });
   server.addService(GossipService, {
     read: (_call: unknown, callback: grpc.sendUnaryData<ClusterInfo>) => {
@@ -66,7 +72,8 @@ export async function startScriptedEventStoreDb(script: Script): Promise<Scripte
   });
   server.addService(ServerFeaturesService, {
     getSupportedMethods: (_call: unknown, callback: grpc.sendUnaryData<SupportedMethods>) => {
-      if (script.features !== 'silent') callback(null, supportedMethods());
+      if (typeof script.features === 'number') setTimeout(() => callback(null, supportedMethods()), script.features);
+      else if (script.features !== 'silent') callback(null, supportedMethods());
     },
   });
   const port = await new Promise<number>((resolve, reject) =>
@@ -76,6 +83,7 @@ export async function startScriptedEventStoreDb(script: Script): Promise<Scripte
     connectionString: `esdb://127.0.0.1:${port}?tls=false`,
     endpoint: { host: '127.0.0.1', port },
     reads,
+    appends,
     // Forced: calls the script left open (subscriptions) would keep a graceful shutdown waiting.
     close: async () => server.forceShutdown(),
   };
@@ -301,12 +309,14 @@ export function describeRead(call: ReadCall): ReadRequest {
 }
 
 /**
- * Answers a read of $all backwards with the events of `log` (newest first) from its position on,
- * that one included, at most its count, and ends the call.
+ * Answers a read of $all backwards with the events of `log` (newest first) before its position,
+ * at most its count, and ends the call. The event at the position itself is left out, as the
+ * server reads backwards from the record before it (KurrentDB v24.10.6
+ * src/EventStore.Core/Services/Storage/ReaderIndex/AllReader.cs lines 204-254).
  */
 export function answerReadBackwards(call: ReadCall, log: ScriptedEvent[]): void {
   const { count, from } = describeRead(call);
-  const events = log.filter((e) => from === undefined || e.commit <= from);
+  const events = log.filter((e) => from === undefined || e.commit < from);
   for (const e of events.slice(0, count || events.length)) call.write(eventMessage(e));
   call.end();
 }
@@ -367,4 +377,19 @@ export function appendNotHandled(request: BatchAppendReq, reason: 'Server Is Not
     .setCorrelationId(request.getCorrelationId())
     .setStreamIdentifier(request.getOptions()?.getStreamIdentifier())
     .setError(new Status().setMessage(reason).setDetails(details));
+}
+
+/**
+ * The answer to a batch append to a hard-deleted stream: the server refuses it as Deleted
+ * (IndexWriter.cs v24.10.6 lines 183-184), answered as a status with StreamDeleted details
+ * (Streams.BatchAppend.cs lines 250-252), which the client turns into StreamDeletedError
+ * (client 6.2.1 streams/appendToStream/unpackError.ts lines 44-50).
+ */
+export function appendStreamDeleted(request: BatchAppendReq): BatchAppendResp {
+  const details = new Any();
+  details.pack(new StreamDeleted().setStreamIdentifier(request.getOptions()?.getStreamIdentifier()).serializeBinary(), 'event_store.client.StreamDeleted');
+  return new BatchAppendResp()
+    .setCorrelationId(request.getCorrelationId())
+    .setStreamIdentifier(request.getOptions()?.getStreamIdentifier())
+    .setError(new Status().setCode(Code.FAILED_PRECONDITION).setMessage('Stream deleted').setDetails(details));
 }

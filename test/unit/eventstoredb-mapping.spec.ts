@@ -1,3 +1,5 @@
+import { ConfigError } from '../../src/config/config';
+import { reconnection } from '../../src/event-store/eventstoredb-clients';
 import {
   ANY,
   CancelledError,
@@ -151,5 +153,25 @@ describe('EventStoreDB mapping', () => {
 
   it('backs off from a quarter second, doubling, up to ten seconds', () => {
     expect([1, 2, 3, 4, 5, 6, 7, 50].map(retryDelayMs)).toEqual([250, 500, 1000, 2000, 4000, 8000, 10_000, 10_000]);
+  });
+});
+
+describe('EventStoreDB reconnection settings (review 33b, findings 2 and 3)', () => {
+  it('makes no new client for one host and no discovery: it would reach the same node', () => {
+    expect(reconnection('esdb://localhost:2113?tls=false', 5000)).toEqual({ connectionString: 'esdb://localhost:2113?tls=false', discoveryMs: 0 });
+  });
+
+  it('bounds the gossip timeout so that asking every seed once fits in STORE_TIMEOUT_MS', () => {
+    // The client's default is 5 s per seed (client 6.2.1 Client/discovery.ts line 23): one black-holed seed used up the whole deadline.
+    const seeds = reconnection('esdb://a:2113,b:2113,c:2113?tls=false', 5000);
+    expect(seeds).toMatchObject({ connectionString: 'esdb://a:2113,b:2113,c:2113?tls=false&gossipTimeout=1', discoveryMs: 3000 });
+    expect(seeds.newClient).toBeDefined();
+    expect(reconnection('esdb+discover://cluster.example:2113', 5000)).toMatchObject({ connectionString: 'esdb+discover://cluster.example:2113?gossipTimeout=4', discoveryMs: 4000 });
+    expect(reconnection('esdb://a:2113,b:2113?gossipTimeout=2', 5000)).toMatchObject({ connectionString: 'esdb://a:2113,b:2113?gossipTimeout=2', discoveryMs: 4000 });
+  });
+
+  it('refuses a gossip timeout, or a STORE_TIMEOUT_MS, with which discovery would use up a call', () => {
+    expect(() => reconnection('esdb://a:2113,b:2113?gossipTimeout=5', 5000)).toThrow(ConfigError);
+    expect(() => reconnection('esdb://a:2113,b:2113,c:2113', 2000)).toThrow(ConfigError);
   });
 });
