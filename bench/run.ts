@@ -8,6 +8,7 @@ const BENCHES: Record<string, () => Promise<{ main(args: string[]): Promise<void
   operations: () => import('./operations'),
   rebuild: () => import('./rebuild'),
   profile: () => import('./profile'),
+  scale: () => import('./scale'),
 };
 
 async function run(): Promise<void> {
