@@ -6,6 +6,7 @@ import { ApiRecordOperation, ApiResource } from '../docs/openapi';
 import { toFields } from '../http/body-validation.pipe';
 import { envelope } from '../http/envelope';
 import { parseIfMatch, setETag } from '../http/etag';
+import { inAccountTurn } from '../http/account-turns';
 import { parseAsOf, parseListQuery, setListHeaders } from '../http/list-query';
 import { RecordIdPipe } from '../http/record-id.pipe';
 import { Ctx, RequestContext } from '../http/request-context';
@@ -50,9 +51,8 @@ export class CustomersController {
   @Get()
   @ApiRecordOperation('Customer', 'list')
   async list(@Ctx() ctx: RequestContext, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) res: Response) {
-    const { customers, ...page } = await this.queries.execute(
-      new ListCustomersQuery(ctx.accountId, parseListQuery(query, CUSTOMER_FILTERS, 10, { cursor: true })),
-    );
+    const list = parseListQuery(query, CUSTOMER_FILTERS, 10, { cursor: true });
+    const { customers, ...page } = await inAccountTurn(ctx.accountId, () => this.queries.execute(new ListCustomersQuery(ctx.accountId, list)));
     setListHeaders(res, page);
     return envelope(customers.map((c) => ({ Customer: c })), 200);
   }

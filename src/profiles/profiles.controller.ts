@@ -6,6 +6,7 @@ import { ApiRecordOperation, ApiResource } from '../docs/openapi';
 import { toFields } from '../http/body-validation.pipe';
 import { envelope } from '../http/envelope';
 import { parseIfMatch, setETag } from '../http/etag';
+import { inAccountTurn } from '../http/account-turns';
 import { parseAsOf, parseListQuery, setListHeaders } from '../http/list-query';
 import { RecordIdPipe } from '../http/record-id.pipe';
 import { Ctx, RequestContext } from '../http/request-context';
@@ -49,9 +50,8 @@ export class ProfilesController {
   @Get()
   @ApiRecordOperation('Profile', 'list')
   async list(@Ctx() ctx: RequestContext, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) res: Response) {
-    const { profiles, ...page } = await this.queries.execute(
-      new ListProfilesQuery(ctx.accountId, parseListQuery(query, PROFILE_FILTERS, 10, { cursor: true })),
-    );
+    const list = parseListQuery(query, PROFILE_FILTERS, 10, { cursor: true });
+    const { profiles, ...page } = await inAccountTurn(ctx.accountId, () => this.queries.execute(new ListProfilesQuery(ctx.accountId, list)));
     setListHeaders(res, page);
     return envelope(profiles.map((p) => ({ Profile: p })), 200);
   }
