@@ -8,17 +8,17 @@
 // per process as the service sets them (what Express itself can do at best).
 // With --scale it then seeds 1,000,000 customers over 100 accounts through the event store, folds
 // them with the operators' rebuild, and measures the read and list rows again at that size.
-import { ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generatorName, LoadResult, LoadSpec } from './load-worker';
 import { rebuildAll } from './rebuild';
 import { seedCustomers } from './seed';
+import { listening, load, Service, startService, stopService } from './service';
 
-const ROOT = join(__dirname, '..', '..');
 const TOKEN = 'bench-token';
 const ACCOUNT = 'account-0';
 /** Records made before the rows run, so reads, updates and lists have something to hit. */
@@ -44,15 +44,6 @@ interface Row {
   scales?: boolean;
   /** The load on the i-th service (each has its own record ids). */
   spec: (i: number) => Omit<LoadSpec, 'url' | 'token' | 'connections' | 'durationSeconds'>;
-}
-
-/** A process answering HTTP: the service, or one of the yardsticks. */
-interface Service {
-  url: string;
-  child: ChildProcess;
-  output(): string;
-  /** The service's WORKERS. */
-  workers?: number;
 }
 
 /** A row's result, by route and WORKERS setting. */
@@ -94,7 +85,7 @@ async function smallDataRun(options: Options): Promise<Map<string, RowResult>> {
     // The same records (ids aside) in each service: the rows take their paths from the first.
     const ids: Record<'customers' | 'profiles', string[]>[] = [];
     for (const workers of options.workers) {
-      const service = await startService(mkdtempSync(join(tmpdir(), 'pcs-bench-')), workers);
+      const service = await startService(mkdtempSync(join(tmpdir(), 'pcs-bench-')), { workers, accessTokens: `${TOKEN}:${ACCOUNT}` });
       services.push(service);
       ids.push({
         customers: await createMany(service, 'customers', (i) => ({ name: `customer ${i}`, email: LISTED_EMAIL, company: 'Bench Co' })),
@@ -141,7 +132,7 @@ async function scaleRun(options: Options, small: Map<string, RowResult>): Promis
     console.log(`Projection rebuild (\`projections rebuild all\`): ${rebuilt.seconds.toFixed(1)} s, ${Math.round(rebuilt.events / rebuilt.seconds).toLocaleString('en')} events/s.`);
     // At the first WORKERS setting only: the question here is the size of the data.
     const scaled = { ...options, workers: options.workers.slice(0, 1) };
-    const service = await startService(dataDir, scaled.workers[0]);
+    const service = await startService(dataDir, { workers: scaled.workers[0], accessTokens: `${TOKEN}:${ACCOUNT}` });
     let yardsticks: Yardsticks | undefined;
     try {
       const items = seeded.sampleIds.map((id) => `/v1/customers/${id}`);
@@ -294,52 +285,6 @@ function printTable(title: string, rows: Row[], results: Map<string, RowResult>,
   }
 }
 
-function load(spec: LoadSpec): Promise<LoadResult> {
-  return new Promise((resolve, reject) => {
-    const worker = fork(join(__dirname, 'load-worker.js'));
-    worker.once('message', (result: LoadResult) => resolve(result));
-    worker.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`load worker exited with ${code}`))));
-    worker.send(spec);
-  });
-}
-
-/** Node's flags for the service, as `npm start` and `npm run start:prod` give them (package.json). */
-function serviceNodeFlags(): string[] {
-  const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-  return scripts['start:prod'].split(' ').filter((word) => word.startsWith('--'));
-}
-
-/** The service as users run it: its Node flags, logs at info into a file, metrics (always on), rate limits on, above the load. */
-async function startService(dataDir: string, workers: number): Promise<Service & { dataDir: string }> {
-  const log = join(dataDir, 'service.log');
-  const fd = openSync(log, 'a');
-  const child = spawn(process.execPath, [...serviceNodeFlags(), ...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), join(ROOT, 'dist', 'main.js')], {
-    cwd: dataDir,
-    env: {
-      PATH: process.env.PATH,
-      NO_COLOR: '1',
-      DATA_DIR: dataDir,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      ACCESS_TOKENS: `${TOKEN}:${ACCOUNT}`,
-      // One token makes the whole load: a limit well above it, so it is counted on every request and never refuses.
-      RATE_LIMIT_REQUESTS: '1000000',
-      RATE_LIMIT_WINDOW_SECONDS: '60',
-      WORKERS: String(workers),
-    },
-    stdio: ['ignore', fd, fd],
-  });
-  closeSync(fd);
-  // The log grows by a line per request: read its tail only.
-  const output = () => {
-    const text = readFileSync(log, 'utf8');
-    return text.slice(-65_536);
-  };
-  // With several workers, once every one of them listens.
-  return { url: await listening(child, output, workers > 1 ? /\d+ workers serve (http:\/\/[^\s"]+)/ : undefined), child, output, workers, dataDir };
-}
-
 /** The floor and the limit (bench/floor.ts), answering a constant body of `bytes` bytes. */
 async function startYardsticks(bytes: number): Promise<Yardsticks> {
   const start = async (kind: string): Promise<Service> => {
@@ -350,27 +295,6 @@ async function startYardsticks(bytes: number): Promise<Yardsticks> {
     return { url: await listening(child, () => output), child, output: () => output };
   };
   return { floor: await start('nest'), limit: await start('node'), bornFloor: await start('nest-born') };
-}
-
-function listening(child: ChildProcess, output: () => string, pattern = /Listening on (http:\/\/[^\s"]+)/): Promise<string> {
-  return new Promise<string>((resolve, reject) => {
-    const timer = setInterval(() => {
-      const match = output().match(pattern);
-      if (match) {
-        clearInterval(timer);
-        resolve(match[1].replace('localhost', '127.0.0.1'));
-      } else if (child.exitCode !== null) {
-        clearInterval(timer);
-        reject(new Error(`${child.spawnargs.join(' ')} exited with ${child.exitCode}:\n${output()}`));
-      }
-    }, 20);
-  });
-}
-
-async function stopService(service: Service): Promise<void> {
-  const exited = new Promise((resolve) => service.child.once('exit', resolve));
-  service.child.kill('SIGTERM');
-  await exited;
 }
 
 async function createMany(service: Service, resource: string, bodyOf: (i: number) => Record<string, string>): Promise<string[]> {

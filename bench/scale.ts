@@ -9,17 +9,16 @@
 // (utime + stime from /proc): every list shape, deep pages, history and as-of reads of a record
 // written 20,000 times through the API, and another account's reads while the first sends its most
 // expensive lists from 8 connections.
-import { ChildProcess, fork, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openEventStore } from '../src/storage/storage.module';
 import { Database } from '../src/storage/sqlite-database';
-import type { LoadResult, LoadSpec } from './load-worker';
 import { seedCustomers } from './seed';
+import { load as runLoad, ROOT, Service, startService, stopService } from './service';
 
-const ROOT = join(__dirname, '..', '..');
 const A = { token: 'scale-token-a', account: 'account-0' };
 const B = { token: 'scale-token-b', account: 'account-b' };
 const LISTED_EMAIL = 'listed@example.com';
@@ -60,7 +59,9 @@ export async function main(args: string[]): Promise<void> {
       `${rebuild.seconds.toFixed(1)} s wall, ${rebuild.cpuSeconds.toFixed(1)} s CPU; peak RSS (VmHWM) ${rebuild.peakMb} MB; WAL after it ${rebuild.walMb} MB (another connection holding the file)`,
     );
 
-    const service = await startService(dataDir);
+    const service = await startService(dataDir, { workers: 1, accessTokens: `${A.token}:${A.account},${B.token}:${B.account}` });
+    // Until the read models have reached the head (they have: the rebuild folded it), reads answer 503.
+    while ((await timed(service, A, '/v1/customers?limit=1')).status === 503) await new Promise((r) => setTimeout(r, 200));
     try {
       const customerOf = async (auth: typeof A, body: object) => (Object.values(JSON.parse((await call(service, auth, 'POST', '/v1/customers', body)).text).data)[0] as { id: string }).id;
       const bId = await customerOf(B, { name: 'B reader', email: 'b@example.com' });
@@ -227,66 +228,6 @@ const pct = (values: number[], p: number) => {
   const sorted = [...values].sort((x, y) => x - y);
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN;
 };
-
-interface Service {
-  url: string;
-  child: ChildProcess;
-}
-
-/** As users run it: npm start's Node flags, logs at info into a file, metrics, rate limits on (raised above the load: 1,000,000 a minute). */
-async function startService(dataDir: string): Promise<Service> {
-  const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-  const flags = scripts['start:prod'].split(' ').filter((w) => w.startsWith('--'));
-  const log = join(dataDir, 'service.log');
-  const fd = openSync(log, 'a');
-  const child = spawn(process.execPath, [...flags, join(ROOT, 'dist', 'main.js')], {
-    env: {
-      PATH: process.env.PATH,
-      NO_COLOR: '1',
-      DATA_DIR: dataDir,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      WORKERS: '1',
-      ACCESS_TOKENS: `${A.token}:${A.account},${B.token}:${B.account}`,
-      RATE_LIMIT_REQUESTS: '1000000',
-      RATE_LIMIT_WINDOW_SECONDS: '60',
-    },
-    stdio: ['ignore', fd, fd],
-  });
-  closeSync(fd);
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setInterval(() => {
-      const match = readFileSync(log, 'utf8').match(/Listening on (http:\/\/[^\s"]+)/);
-      if (match) {
-        clearInterval(timer);
-        resolve(match[1].replace('localhost', '127.0.0.1'));
-      } else if (child.exitCode !== null) {
-        clearInterval(timer);
-        reject(new Error(`the service exited: ${readFileSync(log, 'utf8').slice(-2000)}`));
-      }
-    }, 50);
-  });
-  const service = { url, child };
-  // Until the read models have reached the head (they have: the rebuild folded it), reads answer 503.
-  while ((await timed(service, A, '/v1/customers?limit=1')).status === 503) await new Promise((r) => setTimeout(r, 200));
-  return service;
-}
-
-async function stopService(service: Service): Promise<void> {
-  const exited = new Promise((resolve) => service.child.once('exit', resolve));
-  service.child.kill('SIGTERM');
-  await exited;
-}
-
-function runLoad(spec: LoadSpec): Promise<LoadResult> {
-  return new Promise((resolve, reject) => {
-    const worker = fork(join(__dirname, 'load-worker.js'));
-    worker.once('message', (result: LoadResult) => resolve(result));
-    worker.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`load worker exited with ${code}`))));
-    worker.send(spec);
-  });
-}
 
 function numberArg(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(name);

@@ -41,9 +41,6 @@ export function recordHistory(kind: RecordKind, events: StoredEvent[], before: R
   });
 }
 
-/** Whether the stream ends in its erasure: nothing of it may be shown then. */
-export const isErased = (kind: RecordKind, events: StoredEvent[]) => events[events.length - 1]?.type === kind.events.erased;
-
 export function fieldChanges(before: Fields, after: Fields): Record<string, { from: string; to: string }> {
   const changes: Record<string, { from: string; to: string }> = {};
   for (const field of new Set([...Object.keys(before), ...Object.keys(after)])) {

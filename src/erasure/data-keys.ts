@@ -37,12 +37,10 @@ export function randomBytesPooled(size: number): Buffer {
 
 /**
  * The cached keys (DataKeys) as KeyObjects: the cipher and HMAC set-up imports raw key bytes on every
- * call, about 12 µs on Node 24 (OpenSSL 3) against 2 with a KeyObject (on Node 20, 2.7 and 1.8). Only
- * for keys kept to be used again: a key used once (a rebuild opens each record's values once) goes
- * raw, since making its KeyObject costs more than it saves there, and a million of them held up a
- * rebuild's garbage collection (89,000 events/s against 61,000 on Node 20). The opening thread
- * (open-worker.ts) makes one per key for the batch it opens and lets it go: on Node 24 that costs
- * less than one raw import, so `open` takes a KeyObject too.
+ * call (OpenSSL 3), a KeyObject once. Only for keys kept to be used again: a million KeyObjects of
+ * keys used once (a rebuild opens each record's values once) would hold up garbage collection. The
+ * opening thread (open-worker.ts) makes one per key for the batch it opens and lets it go, which
+ * costs less than one raw import, so `open` takes a KeyObject too.
  */
 const keyObjects = new WeakMap<Uint8Array, KeyObject>();
 

@@ -5,9 +5,9 @@ import { KEY_BYTES, openOrNull } from './data-keys';
 import type { OpenAnswer, OpenRequest } from './opening-thread';
 
 parentPort!.on('message', ({ id, sealed, contexts, keyTable, keyOf }: OpenRequest) => {
-  // Each key of the batch made a KeyObject once: on Node 24 (OpenSSL 3) a decipher given raw key
-  // bytes imports them on every call, 19 µs a value against 7 with a KeyObject made for it, even
-  // when the key opens one value only (as in a rebuild, where most records have one event).
+  // Each key of the batch made a KeyObject once: a decipher given raw key bytes imports them on
+  // every call (OpenSSL 3), which costs more than making the KeyObject, even for a key that opens
+  // one value only (as in a rebuild, where most records have one event).
   const keys = new Map<number, KeyObject>();
   const keyAt = (k: number) => {
     if (k < 0) return undefined;

@@ -1,6 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash, randomUUID } from 'node:crypto';
-import { isErased } from '../audit/record-history';
 import { DataKeys, digest, open, seal } from '../erasure/data-keys';
 import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
 import { ApiError, validationFailed } from '../errors';
@@ -119,12 +118,12 @@ export class IdempotentCreates {
           const current = await this.keys.current(keyOf(claim.recordId));
           // No key, not even a destroyed one's tombstone: made on another instance and not shown
           // yet where this read went (unavailable), unless the record's erasure says it is gone.
-          if (current === undefined && !isErased(request.kind, await this.eventStore.readStream(keyOf(claim.recordId)))) {
+          if (current === undefined && !(await this.recordErased(request.kind, keyOf(claim.recordId)))) {
             throw new StoreUnavailableError(this.keys.store.name, `no data key for ${keyOf(claim.recordId)}: not there yet`);
           }
           dataKey = current ?? undefined;
           if (!dataKey) throw createdRecordErased(request.kind);
-        } else if (isErased(request.kind, await this.eventStore.readStream(keyOf(claim.recordId)))) {
+        } else if (await this.recordErased(request.kind, keyOf(claim.recordId))) {
           // A claim from before schema 2, its answer in plain (EventStoreDB cannot seal old events):
           // no key to miss, so the record's own stream says whether it was erased since.
           throw createdRecordErased(request.kind);
@@ -164,6 +163,11 @@ export class IdempotentCreates {
       }
     }
     throw new ApiError('CONFLICT', 'Other requests with this Idempotency-Key are in progress right now; try again.');
+  }
+
+  /** Whether the record's stream ends with its erasure (nothing follows one): its last event only. */
+  private async recordErased(kind: RecordKind, streamId: string): Promise<boolean> {
+    return (await this.eventStore.readLastEvent(streamId))?.type === kind.events.erased;
   }
 }
 

@@ -16,7 +16,7 @@ import { ConfigError } from '../config/config';
 import type { Position } from '../event-store/event-store.port';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import type { CollectionSchema, FindQuery, MatchKind, ReadDocument } from './read-store.port';
-import { substringQuery, substringTokens } from './substrings';
+import { substringFields, substringQuery, substringTokens } from './substrings';
 
 /** The pure half of the MongoDB read store: names, document shapes, filters, indexes, errors. */
 
@@ -121,8 +121,6 @@ export function toMongoDocument(schema: CollectionSchema, d: ReadDocument): Mong
   return { ...document, substrings: tokens ? tokens.split(' ') : [] };
 }
 
-/** The collection's contains-ci fields, in the order their tokens number them. */
-const substringFields = (schema: CollectionSchema) => Object.keys(schema.filters).filter((f) => schema.filters[f] === 'contains-ci');
 
 export function fromMongoDocument(m: MongoReadDocument): ReadDocument {
   return { id: m._id, accountId: m.accountId, revision: m.revision, seq: m.seq, deleted: m.deleted, created: m.created, fields: m.fields };
@@ -168,22 +166,18 @@ export function escapeRegex(value: string): string {
 export function findFilter(collection: string, schema: CollectionSchema, query: FindQuery, { substrings = false } = {}): Filter<MongoReadDocument> {
   const filter: Filter<MongoReadDocument> = { accountId: query.accountId, ...LIVE };
   const tokens: string[] = [];
+  const places = substrings ? substringFields(schema) : [];
   for (const [field, value] of Object.entries(query.filters)) {
     const kind = schema.filters[field];
     if (!kind) throw new Error(`Collection ${collection} has no filter ${field}`);
     const wanted = matchValue(kind, value);
     filter[`match.${field}`] = kind === 'contains-ci' ? { $regex: escapeRegex(wanted) } : wanted;
-    if (kind === 'contains-ci' && substrings) tokens.push(...substringQuery(query.accountId, substringFields(schema).indexOf(field), wanted).split(' '));
+    if (kind === 'contains-ci' && substrings) tokens.push(...substringQuery(query.accountId, places.indexOf(field), wanted).split(' '));
   }
   if (tokens.length > 0) filter.substrings = { $all: tokens };
   return filter;
 }
 
-/** Whether a find reads the substring index: contains-ci filters alone (an exact one reads its own index). */
-export const readsSubstrings = (schema: CollectionSchema, query: FindQuery) => {
-  const fields = Object.keys(query.filters);
-  return fields.length > 0 && fields.every((f) => schema.filters[f] === 'contains-ci');
-};
 
 /**
  * A position as a string that sorts like the position: each part shifted by one (START's -1

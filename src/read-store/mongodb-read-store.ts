@@ -20,12 +20,12 @@ import {
   READ_MODELS_COLLECTION,
   readModelCollection,
   readModelCollections,
-  readsSubstrings,
   SUBSTRINGS_INDEX,
   toMongoCheckpoint,
   toMongoDocument,
   translateMongoError,
 } from './mongodb-mapping';
+import { readsSubstrings } from './substrings';
 import {
   Checkpoint,
   CollectionSchema,
@@ -133,7 +133,7 @@ export class MongoDbReadStore implements ReadStore {
     const schema = this.schema(collection);
     const [docs, total] = await this.readLive(collection, async (g) => {
       // Substring filters alone read the substring index, where the generation has one (see indexesFor).
-      const substrings = readsSubstrings(schema, query) && (await this.hasSubstrings(collection, g));
+      const substrings = readsSubstrings(schema, Object.keys(query.filters)) && (await this.hasSubstrings(collection, g));
       const filter = findFilter(collection, schema, query, { substrings });
       const hint = substrings ? { hint: SUBSTRINGS_INDEX } : {};
       // The count ignores paging; the page starts past `after` on the index's seq, skipping nothing.

@@ -3,10 +3,9 @@ const FIRST_SLOTS = 1 << 12;
 
 /**
  * Rowids by document id, for a read model being built (see SqliteReadStore's Build), held in typed
- * arrays outside the JavaScript heap: a UUID id is packed exactly into four 32-bit words, so an
- * entry costs 48 to 96 bytes (24 a slot, the table kept at most half full) against the 300 or so a
- * Map<string, number> cost a rebuild once garbage collection's headroom is counted, and the
- * collector has nothing to scan. Ids that are not lowercase UUIDs (none the service makes) go to a
+ * arrays outside the JavaScript heap: a UUID id is packed exactly into four 32-bit words (24 bytes a
+ * slot, the table kept at most half full), a fraction of what a Map<string, number> costs once
+ * garbage collection's headroom is counted, and the collector has nothing to scan. Ids that are not lowercase UUIDs (none the service makes) go to a
  * Map beside it. `size` counts both.
  */
 export class RowidTable {
@@ -45,7 +44,7 @@ export class RowidTable {
     if (this.packed * 2 > this.rowids.length) this.grow();
   }
 
-  /** Packs a lowercase UUID into `key`; false for any other id. Char by char: a regex and slices cost five times as much. */
+  /** Packs a lowercase UUID into `key`; false for any other id. Char by char: a regex and slices cost several times as much. */
   private pack(id: string): boolean {
     if (id.length !== 36) return false;
     let word = 0;

@@ -18,7 +18,7 @@ import {
   RebuildBehindError,
 } from './read-store.port';
 import { RowidTable } from './rowid-table';
-import { substringQuery, substringTokens } from './substrings';
+import { readsSubstrings, substringFields, substringQuery, substringTokens } from './substrings';
 
 /** The columns a document is read from, id first: not the filter columns, which only queries use (fewer columns, cheaper rows). */
 const DOCUMENT_COLUMNS = ['id', 'account_id', 'revision', 'seq', 'deleted', 'created', 'fields'];
@@ -83,8 +83,7 @@ interface Collection {
 /**
  * A generation this store is building. Its table has no index until the promotion, not even on id:
  * keeping a random-key index up to date row by row is most of a large rebuild's cost. Rows are found
- * by rowid instead, through `rowids`, a table outside the JavaScript heap (50 to 100 bytes a
- * document; a Map of them made a rebuild of a million documents peak about 340 MB higher). Past
+ * by rowid instead, through `rowids`, a table outside the JavaScript heap (rowid-table.ts). Past
  * `rowidsInMemory` documents the id index is built once, the table let go (null), and the rest of
  * the rebuild writes through the index like a live generation: memory stays bounded whatever the
  * store holds.
@@ -128,6 +127,8 @@ export class SqliteReadStore implements ReadStore {
   private readonly selectGenerations: Statement<[string], GenerationRow>;
   private readonly selectGeneration: Statement<[string, number], GenerationRow>;
   private readonly selectLive: Statement<[string], number>;
+  /** Whether a table (a substring index, say) exists: `exists(name)`. */
+  private readonly exists: (name: string) => boolean;
   private readonly selectState: Statement<[string, number], string>;
   private readonly saveCheckpoint: Statement;
   private readonly saveFailure: Statement;
@@ -164,6 +165,8 @@ export class SqliteReadStore implements ReadStore {
     `);
     this.selectGenerations = db.prepare(`SELECT * FROM read_model_generations WHERE collection = ${TEXT_KEY} ORDER BY generation`);
     this.selectGeneration = db.prepare('SELECT * FROM read_model_generations WHERE collection = ? AND generation = ?');
+    const selectTable = db.prepare<[string], 1>('SELECT 1 FROM sqlite_master WHERE name = ?');
+    this.exists = (name) => selectTable.get(name) !== undefined;
     this.selectLive = db
       .prepare<[string], number>("SELECT generation FROM read_model_generations WHERE collection = ? AND state = 'live'")
       .pluck();
@@ -278,7 +281,7 @@ export class SqliteReadStore implements ReadStore {
         if (!kind) throw new Error(`Collection ${collection} has no filter ${f}`);
         where.push(kind === 'contains-ci' ? `instr(${filterColumn(f)}, ?) > 0` : `${filterColumn(f)} = ${TEXT_KEY}`);
       }
-      const bySubstrings = table.substrings !== null && fields.length > 0 && fields.every((f) => schema.filters[f] === 'contains-ci');
+      const bySubstrings = table.substrings !== null && readsSubstrings(schema, fields);
       const s = table.substrings;
       const sorted = bySubstrings ? `${s}.rowid` : 'seq';
       const past = after === undefined ? '' : ` AND ${sorted} ${order === 'newest' ? '<' : '>'} ?`;
@@ -570,7 +573,7 @@ export class SqliteReadStore implements ReadStore {
     if (fields.length === 0) return;
     const t = tableName(schema.name, generation);
     const s = substringsTable(t);
-    if (this.db.prepare('SELECT 1 FROM sqlite_master WHERE name = ?').get(s)) return;
+    if (this.exists(s)) return;
     const tokens = (row: 'NEW' | '') => `${TOKENS_FUNCTION}(${[`${row}${row && '.'}account_id`, ...fields.map((f) => `${row}${row && '.'}${filterColumn(f)}`)].join(', ')})`;
     const changed = fields.map((f) => `OLD.${filterColumn(f)} IS NOT NEW.${filterColumn(f)}`).join(' OR ');
     this.db.exec(`
@@ -672,13 +675,12 @@ export class SqliteReadStore implements ReadStore {
           `UPDATE ${name} SET ${plain.map((col) => `${col} = ?`).join(', ')}
            WHERE id = ? AND revision < ? AND ${indexed.map((col) => `${col} = ?`).join(' AND ')}`,
         )).run(...rewriteParams.map((i) => values[i])).changes === 1,
-      // The live generation as a subquery, not a join: SQLite 3.54 (better-sqlite3 13, on Node 22+)
-      // ran the join form three times slower than 3.53 (24 µs against 9), this form in 8.
+      // The live generation as a subquery, not a join: SQLite 3.54 runs the join form several times slower.
       selectOne: this.db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, ${DOCUMENT} FROM ${name} WHERE id = ? AND account_id = ? AND deleted = 0`),
       selectOldest: this.db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, ${DOCUMENT} FROM ${name} WHERE account_id = ${TEXT_KEY} AND deleted = 0 ORDER BY seq LIMIT 1`),
       selectMany: this.db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE id IN (SELECT value FROM json_each(?))`),
       finds: new Map(),
-      substrings: this.db.prepare('SELECT 1 FROM sqlite_master WHERE name = ?').get(substringsTable(name)) ? substringsTable(name) : null,
+      substrings: this.exists(substringsTable(name)) ? substringsTable(name) : null,
     };
     // Statements of generations this process no longer reads go with the new one's arrival.
     for (const old of c.tables.keys()) if (old < generation - 1) c.tables.delete(old);
@@ -698,8 +700,6 @@ const substringsTable = (table: string) => `substrings_${table}`;
 /** The SQL function the substring index's triggers call: substringTokens(account, ...values). */
 const TOKENS_FUNCTION = 'substring_tokens';
 
-/** The collection's substring (`contains-ci`) fields, in the order their tokens number them. */
-const substringFields = (schema: CollectionSchema) => Object.keys(schema.filters).filter((f) => schema.filters[f] === 'contains-ci');
 
 /** The filters with an index of their own: exact ones; a `contains-ci` filter scans the account's rows. */
 const indexedFilters = (schema: CollectionSchema) => Object.keys(schema.filters).filter((f) => schema.filters[f] !== 'contains-ci');

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { CollectionSchema } from './read-store.port';
 
 /**
  * The tokens that let a full-text index find substrings of a record's `contains-ci` values within
@@ -33,6 +34,14 @@ function pieces(value: string, lengths: number[]): Set<string> {
   return found;
 }
 
+/** The collection's substring (`contains-ci`) fields, in the order their tokens number them. */
+export const substringFields = (schema: CollectionSchema) => Object.keys(schema.filters).filter((f) => schema.filters[f] === 'contains-ci');
+
+/** Whether a find reads the substring index: substring filters alone (an exact one reads its own index). */
+export function readsSubstrings(schema: CollectionSchema, fields: string[]): boolean {
+  return fields.length > 0 && fields.every((f) => schema.filters[f] === 'contains-ci');
+}
+
 /** A document's tokens, space-separated ('' when it has no substring value). */
 export function substringTokens(accountId: string, values: string[]): string {
   const account = accountKey(accountId);
@@ -43,7 +52,7 @@ export function substringTokens(accountId: string, values: string[]): string {
 
 /** The tokens every record holding `substring` in the field at `place` has: an FTS5 query (implicit AND). */
 export function substringQuery(accountId: string, place: number, substring: string): string {
-  const length = [...substring].length;
-  const wanted = length <= PIECE ? new Set([substring]) : pieces(substring, [PIECE]);
-  return [...wanted].map((piece) => `${accountKey(accountId)}${fieldKey(place)}${hex(piece)}`).join(' ');
+  const prefix = `${accountKey(accountId)}${fieldKey(place)}`;
+  const wanted = [...substring].length <= PIECE ? new Set([substring]) : pieces(substring, [PIECE]);
+  return [...wanted].map((piece) => `${prefix}${hex(piece)}`).join(' ');
 }

@@ -1,8 +1,5 @@
 import { EventStoreDBClient } from '@eventstore/db-client';
-import { Logger } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
-import { EventBatch, NewEvent, Position, START } from '../../src/event-store/event-store.port';
-import { StreamTombstonedError } from '../../src/event-store/event-store.port';
+import { EventBatch, Position, START, StreamTombstonedError } from '../../src/event-store/event-store.port';
 import { EventStoreDbEventStore } from '../../src/event-store/eventstoredb-event-store';
 import { rebuildProjections } from '../../src/projections/rebuild';
 import { READ_MODELS } from '../../src/read-models';
@@ -26,6 +23,8 @@ import {
   ScriptedServer,
   startScriptedEventStoreDb,
   tombstoneMessage,
+  loggedLines,
+  newEvent,
 } from '../support/scripted-eventstoredb';
 import { openTempSqlite } from '../support/temp-sqlite';
 
@@ -37,18 +36,8 @@ import { openTempSqlite } from '../support/temp-sqlite';
  */
 
 const DEADLINE_MS = 400;
-const meta = { accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 };
-const newEvent = (): NewEvent => ({ id: randomUUID(), type: 'SomethingHappened', data: {}, metadata: meta });
 
-/** What the adapter logs: kept out of the run's output, and checked where a test expects a line. */
-let logged: string[] = [];
-beforeEach(() => {
-  logged = [];
-  for (const level of ['warn', 'error'] as const) {
-    jest.spyOn(Logger.prototype, level).mockImplementation((...args: unknown[]) => void logged.push(`${level}: ${String(args[0])}`));
-  }
-});
-afterEach(() => jest.restoreAllMocks());
+const logged = loggedLines();
 
 let server: ScriptedServer | undefined;
 let store: EventStoreDbEventStore | undefined;

@@ -1,7 +1,5 @@
 import { EventStoreDBClient } from '@eventstore/db-client';
-import { Logger } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
-import { EventBatch, NewEvent, Position, START, StreamTombstonedError } from '../../src/event-store/event-store.port';
+import { EventBatch, Position, START, StreamTombstonedError } from '../../src/event-store/event-store.port';
 import { EventStoreDbEventStore } from '../../src/event-store/eventstoredb-event-store';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 import { startTestApp, TestApp, withToken } from '../support/test-app';
@@ -28,6 +26,8 @@ import {
   ScriptedServer,
   seedsConnectionString,
   startScriptedEventStoreDb,
+  loggedLines,
+  newEvent,
 } from '../support/scripted-eventstoredb';
 
 /**
@@ -42,17 +42,8 @@ import {
 const DEADLINE_MS = 400;
 /** The watchdog's silence here; the service's default is 10 s. */
 const SILENCE_MS = 300;
-const meta = { accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 };
-const newEvent = (): NewEvent => ({ id: randomUUID(), type: 'SomethingHappened', data: {}, metadata: meta });
 
-let logged: string[] = [];
-beforeEach(() => {
-  logged = [];
-  for (const level of ['warn', 'error'] as const) {
-    jest.spyOn(Logger.prototype, level).mockImplementation((...args: unknown[]) => void logged.push(`${level}: ${String(args[0])}`));
-  }
-});
-afterEach(() => jest.restoreAllMocks());
+const logged = loggedLines();
 
 let servers: ScriptedServer[] = [];
 let store: EventStoreDbEventStore | undefined;

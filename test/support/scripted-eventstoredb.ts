@@ -10,6 +10,8 @@ import { Code } from '@eventstore/db-client/generated/code_pb';
 import { Status } from '@eventstore/db-client/generated/status_pb';
 import { StreamsService } from '@eventstore/db-client/generated/streams_grpc_pb';
 import { BatchAppendReq, BatchAppendResp, ReadReq, ReadResp } from '@eventstore/db-client/generated/streams_pb';
+import { Logger } from '@nestjs/common';
+import type { NewEvent } from '../../src/event-store/event-store.port';
 import { randomUUID } from 'node:crypto';
 
 /**
@@ -392,4 +394,28 @@ export function appendStreamDeleted(request: BatchAppendReq): BatchAppendResp {
     .setCorrelationId(request.getCorrelationId())
     .setStreamIdentifier(request.getOptions()?.getStreamIdentifier())
     .setError(new Status().setCode(Code.FAILED_PRECONDITION).setMessage('Stream deleted').setDetails(details));
+}
+
+/** An event to append: what it holds does not matter to the adapter's tests. */
+export const newEvent = (): NewEvent => ({
+  id: randomUUID(),
+  type: 'SomethingHappened',
+  data: {},
+  metadata: { accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 },
+});
+
+/**
+ * What the adapter logs at warn and error, kept out of the run's output: the current test's lines,
+ * in one array (emptied before each test), checked where a test expects a line.
+ */
+export function loggedLines(): string[] {
+  const logged: string[] = [];
+  beforeEach(() => {
+    logged.length = 0;
+    for (const level of ['warn', 'error'] as const) {
+      jest.spyOn(Logger.prototype, level).mockImplementation((...args: unknown[]) => void logged.push(`${level}: ${String(args[0])}`));
+    }
+  });
+  afterEach(() => jest.restoreAllMocks());
+  return logged;
 }
