@@ -24,6 +24,7 @@ describe('IdempotentCreates: a claim kept in plain from before encryption', () =
   let events: ReturnType<typeof openTempSqlite>;
   let keys: ReturnType<typeof openTempSqlite>;
   let store: SqliteEventStore;
+  let keyStore: SqliteKeyStore;
   let creates: IdempotentCreates;
   let id: string;
   const body = () => ({ data: { Customer: { id, ...fields } }, success: true, status: 201 });
@@ -32,7 +33,8 @@ describe('IdempotentCreates: a claim kept in plain from before encryption', () =
     events = openTempSqlite();
     keys = openTempSqlite();
     store = new SqliteEventStore(events.db);
-    creates = new IdempotentCreates(store, new DataKeys(new SqliteKeyStore(keys.db)));
+    keyStore = new SqliteKeyStore(keys.db);
+    creates = new IdempotentCreates(store, new DataKeys(keyStore));
     id = randomUUID();
     const stream = `idempotency-${sha256(`${account}\n${key}`)}`;
     const fingerprint = sha256(JSON.stringify(['customers', Object.entries(fields).sort(([a], [b]) => (a < b ? -1 : 1))]));
@@ -40,7 +42,9 @@ describe('IdempotentCreates: a claim kept in plain from before encryption', () =
     await store.appendToStream(`customer-${id}`, [{ id: randomUUID(), type: CUSTOMER.events.created, data: fields, metadata }], 'no_stream');
     await store.appendToStream(stream, [{ id: randomUUID(), type: 'IdempotencyKeyAnswered', data: { body: body(), revision: 0 }, metadata }], 0);
   });
-  afterEach(() => {
+  afterEach(async () => {
+    await store.close();
+    await keyStore.close();
     events.dispose();
     keys.dispose();
   });
