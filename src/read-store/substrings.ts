@@ -19,7 +19,20 @@ import type { CollectionSchema } from './read-store.port';
 const PIECE = 3;
 
 /** A short key per account: a collision only costs a few more records checked. */
-const accountKey = (accountId: string) => `k${createHash('sha256').update(accountId).digest('hex').slice(0, 8)}`;
+const hashAccount = (accountId: string) => `k${createHash('sha256').update(accountId).digest('hex').slice(0, 8)}`;
+
+/** Account keys lately made: a rebuild's index asks for the key of every record, most of them of a few accounts. */
+const accountKeys = new Map<string, string>();
+const ACCOUNT_KEYS_KEPT = 1000;
+
+function accountKey(accountId: string): string {
+  let key = accountKeys.get(accountId);
+  if (key === undefined) {
+    if (accountKeys.size >= ACCOUNT_KEYS_KEPT) accountKeys.clear();
+    accountKeys.set(accountId, (key = hashAccount(accountId)));
+  }
+  return key;
+}
 
 /** The field's place among the substring fields, as one letter outside the hex digits. */
 const fieldKey = (place: number) => String.fromCharCode(0x67 + place); // g, h, i, …
@@ -42,12 +55,55 @@ export function readsSubstrings(schema: CollectionSchema, fields: string[]): boo
   return fields.length > 0 && fields.every((f) => schema.filters[f] === 'contains-ci');
 }
 
-/** A document's tokens, space-separated ('' when it has no substring value). */
+/** The hex of each ASCII character's byte. */
+const ASCII_HEX = Array.from({ length: 128 }, (_, c) => c.toString(16).padStart(2, '0'));
+
+/**
+ * A document's tokens, space-separated ('' when it has no substring value): for each value, its
+ * distinct pieces of 1, then 2, then 3 code points, each in the order it first occurs. A piece's
+ * hex is the concatenation of its code points' (UTF-8 encodes each on its own), so each code
+ * point is encoded once and the pieces are put together from those, strings all along: the
+ * rebuild's promotion makes the tokens of every record, and per-piece Buffers cost most of it.
+ */
 export function substringTokens(accountId: string, values: string[]): string {
   const account = accountKey(accountId);
-  return values
-    .flatMap((value, place) => [...pieces(value, [1, 2, 3])].map((piece) => `${account}${fieldKey(place)}${hex(piece)}`))
-    .join(' ');
+  let tokens = '';
+  for (let place = 0; place < values.length; place++) {
+    const value = values[place];
+    if (value.length === 0) continue;
+    const prefix = `${account}${fieldKey(place)}`;
+    // Each code point's hex, and the code point itself where it is not ASCII (else null).
+    const hexes: string[] = [];
+    let chars: string[] | null = null;
+    for (let i = 0; i < value.length; i++) {
+      const c = value.charCodeAt(i);
+      if (c < 128) {
+        hexes.push(ASCII_HEX[c]);
+        chars?.push(value[i]);
+        continue;
+      }
+      chars ??= [...value.slice(0, i)];
+      // A surrogate pair is one code point; a lone surrogate is one too, as `[...value]` has it.
+      const char = value.slice(i, c >= 0xd800 && c <= 0xdbff && (value.charCodeAt(i + 1) & 0xfc00) === 0xdc00 ? i + 2 : i + 1);
+      hexes.push(hex(char));
+      chars.push(char);
+      i += char.length - 1;
+    }
+    // Distinct pieces, as the pieces of text they are: every lone surrogate's UTF-8 is U+FFFD's,
+    // so where there is any non-ASCII code point the hex does not tell all pieces apart.
+    const seen = new Set<string>();
+    for (let n = 1; n <= PIECE; n++) {
+      for (let i = 0; i + n <= hexes.length; i++) {
+        let piece = hexes[i];
+        for (let k = 1; k < n; k++) piece += hexes[i + k];
+        const key = chars === null ? piece : chars.slice(i, i + n).join('');
+        if (seen.has(key)) continue;
+        seen.add(key);
+        tokens += tokens === '' ? prefix + piece : ' ' + prefix + piece;
+      }
+    }
+  }
+  return tokens;
 }
 
 /** The tokens every record holding `substring` in the field at `place` has: an FTS5 query (implicit AND). */
