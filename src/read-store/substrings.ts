@@ -60,13 +60,104 @@ const ASCII_HEX = Array.from({ length: 128 }, (_, c) => c.toString(16).padStart(
 
 /**
  * A document's tokens, space-separated ('' when it has no substring value): for each value, its
- * distinct pieces of 1, then 2, then 3 code points, each in the order it first occurs. A piece's
- * hex is the concatenation of its code points' (UTF-8 encodes each on its own), so each code
- * point is encoded once and the pieces are put together from those, strings all along: the
- * rebuild's promotion makes the tokens of every record, and per-piece Buffers cost most of it.
+ * distinct pieces of 1, then 2, then 3 code points, each in the order it first occurs. The
+ * rebuild's promotion makes the tokens of every record (one call a record, from SQL), so values
+ * all in ASCII, as most are, take a way that makes no string but the answer (asciiTokens).
  */
 export function substringTokens(accountId: string, values: string[]): string {
   const account = accountKey(accountId);
+  for (const value of values) if (!ASCII.test(value)) return anyTokens(account, values);
+  return asciiTokens(account, values);
+}
+
+const ASCII = /^[\x00-\x7f]*$/;
+const HEX_DIGITS = Buffer.from('0123456789abcdef', 'latin1');
+
+/** The answer of asciiTokens as it is written, in bytes: grown as needed, never shrunk (a few KB for the usual values). */
+let written = Buffer.allocUnsafe(1 << 12);
+/**
+ * The pieces of the value being tokenized: a set of numbers, made anew for each value by moving
+ * `mark` on (a slot is taken when its mark is the current one). Open addressing; grown as needed.
+ */
+let seenPieces = new Int32Array(1 << 9);
+let seenMarks = new Int32Array(1 << 9);
+/** 32 less the table's bits: a multiplicative hash's top bits pick the slot. */
+let seenShift = 32 - 9;
+let mark = 0;
+
+/**
+ * substringTokens of values in ASCII: a piece of n characters is the number n·2²¹ + its character
+ * codes, 7 bits each, so telling pieces apart takes no string; tokens are written as bytes, hex
+ * and all, and made one string at the end.
+ */
+function asciiTokens(account: string, values: string[]): string {
+  const prefixLength = account.length + 1;
+  let length = 0;
+  for (let place = 0; place < values.length; place++) {
+    const value = values[place];
+    const n = value.length;
+    if (n === 0) continue;
+    // At most 3n pieces: a space, the prefix and at most 6 hex digits each.
+    const most = length + 3 * n * (prefixLength + 7);
+    if (most > written.length) {
+      const larger = Buffer.allocUnsafe(Math.max(most, written.length * 2));
+      written.copy(larger, 0, 0, length);
+      written = larger;
+    }
+    // The table at most half full.
+    if (6 * n > seenPieces.length) {
+      let slots = seenPieces.length;
+      while (slots < 6 * n) slots *= 2;
+      seenPieces = new Int32Array(slots);
+      seenMarks = new Int32Array(slots);
+      seenShift = 32 - Math.log2(slots);
+      mark = 0;
+    }
+    if (mark === 0x7fffffff) {
+      seenMarks.fill(0);
+      mark = 0;
+    }
+    mark++;
+    const mask = seenPieces.length - 1;
+    const prefixAt = length + (length === 0 ? 0 : 1); // where this value's first prefix is written
+    for (let size = 1; size <= PIECE; size++) {
+      for (let i = 0; i + size <= n; i++) {
+        let piece = size << 21;
+        for (let k = 0; k < size; k++) piece |= value.charCodeAt(i + k) << (7 * (size - 1 - k));
+        let slot = Math.imul(piece, 0x9e3779b1) >>> seenShift;
+        let seen = false;
+        for (; seenMarks[slot] === mark; slot = (slot + 1) & mask) {
+          if (seenPieces[slot] === piece) {
+            seen = true;
+            break;
+          }
+        }
+        if (seen) continue;
+        seenMarks[slot] = mark;
+        seenPieces[slot] = piece;
+        if (length > 0) written[length++] = 0x20;
+        if (length === prefixAt) {
+          length += written.write(account, length, 'latin1');
+          written[length++] = 0x67 + place; // fieldKey(place)
+        } else {
+          for (let k = prefixAt; k < prefixAt + prefixLength; k++) written[length++] = written[k];
+        }
+        for (let k = 0; k < size; k++) {
+          const c = value.charCodeAt(i + k);
+          written[length++] = HEX_DIGITS[c >> 4];
+          written[length++] = HEX_DIGITS[c & 15];
+        }
+      }
+    }
+  }
+  return written.toString('latin1', 0, length);
+}
+
+/**
+ * substringTokens of any values. A piece's hex is the concatenation of its code points' (UTF-8
+ * encodes each on its own), so each code point is encoded once and the pieces put together from those.
+ */
+function anyTokens(account: string, values: string[]): string {
   let tokens = '';
   for (let place = 0; place < values.length; place++) {
     const value = values[place];

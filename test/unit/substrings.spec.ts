@@ -33,6 +33,18 @@ describe('substring tokens', () => {
     );
   });
 
+  it('are the same for long values, and for any ASCII (control characters, NUL)', () => {
+    const ascii = fc.oneof(fc.string({ unit: 'binary-ascii', maxLength: 3000 }), fc.string({ maxLength: 50 }));
+    fc.assert(
+      fc.property(fc.array(ascii, { maxLength: 3 }), (values) => {
+        expect(substringTokens('acc', values)).toBe(reference('acc', values));
+      }),
+      { numRuns: 300 },
+    );
+    const long = 'x'.repeat(5000) + Array.from({ length: 3000 }, (_, i) => String.fromCharCode(i % 128)).join('');
+    expect(substringTokens('acc', [long, 'ab'])).toBe(reference('acc', [long, 'ab']));
+  });
+
   it("keep each account's apart, many accounts in turn", () => {
     const tokens = Array.from({ length: 3000 }, (_, i) => substringTokens(`account-${i % 1500}`, ['Acme']));
     tokens.forEach((t, i) => expect(t).toBe(reference(`account-${i % 1500}`, ['Acme'])));
