@@ -48,6 +48,35 @@ describe('SqliteReadStore rebuild bounds', () => {
     }
   });
 
+  it('inserts a batch of new documents many rows a statement: a document given twice, a batch rolled back, rows found after', async () => {
+    const sqlite = openTempSqlite();
+    const store = new SqliteReadStore(sqlite.db);
+    try {
+      await store.ensureCollection(schema);
+      const generation = await store.startRebuild('people');
+      const docs = Array.from({ length: 150 }, (_, i) => doc(i + 1));
+      const twice = { ...docs[70], revision: 1, fields: { ...docs[70].fields, name: 'Given twice' } };
+      await store.commit('people', [...docs.slice(0, 100), twice, ...docs.slice(100)], { generation, position: { commit: 1n, prepare: 1n } });
+      // Rolled back when a document cannot be written: none of the batch's rows stay, and the next batch's rows are right.
+      const failing = Array.from({ length: 90 }, (_, i) => doc(1000 + i));
+      failing[80] = { ...failing[80], fields: { name: 1n as unknown as string } };
+      await expect(store.commit('people', failing, { generation, position: { commit: 2n, prepare: 2n } })).rejects.toThrow();
+      const later = Array.from({ length: 70 }, (_, i) => doc(2000 + i));
+      await store.commit('people', later, { generation, position: { commit: 3n, prepare: 3n } });
+      const found = await store.getMany('people', [...docs, ...failing, ...later].map((d) => d.id), generation);
+      expect(found.size).toBe(docs.length + later.length);
+      for (const d of [...docs, ...later]) expect(found.get(d.id)).toEqual(d === docs[70] ? twice : d);
+      await store.promote('people', generation);
+      const count = sqlite.db.prepare(`SELECT count(*) FROM people__g${generation}`).pluck().get();
+      expect(count).toBe(docs.length + later.length);
+      const listed = await store.find('people', { accountId: 'acc', filters: { company: 'company 3' }, order: 'oldest', limit: 100, offset: 0 });
+      expect(listed.documents.map((d) => d.id)).toEqual([...docs, ...later].filter((d) => d.fields.company === 'Company 3').map((d) => d.id));
+    } finally {
+      await store.close().catch(() => undefined);
+      sqlite.dispose();
+    }
+  });
+
   it('leaves the write-ahead log empty after the promotion and after the drop of the replaced generation, while another connection has the file open', async () => {
     const sqlite = openTempSqlite();
     const store = new SqliteReadStore(openSqliteDatabase(sqlite.file, { durable: false }));
