@@ -1,20 +1,68 @@
 // The script of OpeningThread's worker: opens each batch it is sent and answers with the plaintexts.
+import type { Statement } from 'better-sqlite3';
 import { createSecretKey, KeyObject } from 'node:crypto';
 import { parentPort } from 'node:worker_threads';
+import { Database, SqliteDatabase } from '../storage/sqlite-database';
 import { KEY_BYTES, openOrNull } from './data-keys';
 import type { OpenAnswer, OpenRequest } from './opening-thread';
 
-parentPort!.on('message', ({ id, sealed, contexts, keyTable, keyOf }: OpenRequest) => {
+/** Keys read at once: json_each takes any number, but the rows of one read are held together. */
+const KEYS_A_READ = 1000;
+
+/** The SQLite key store this thread reads (OpenRequest.keyFile): one file a thread, opened once. */
+let keyStore: { file: string; db: SqliteDatabase; select: Statement<[string], { key_id: string; key: Buffer | null }> } | undefined;
+
+parentPort!.on('message', (request: OpenRequest) => {
+  const { id, sealed, contexts, keyOf } = request;
   // Each key of the batch made a KeyObject once: a decipher given raw key bytes imports them on
   // every call (OpenSSL 3), which costs more than making the KeyObject, even for a key that opens
   // one value only (as in a rebuild, where most records have one event).
   const keys = new Map<number, KeyObject>();
+  let absent: string[] | undefined;
+  let keyBytes: (k: number) => Uint8Array | null;
+  if (request.keyFile !== undefined) {
+    let read: { bytes: (Buffer | null)[]; absent: string[] };
+    try {
+      read = readKeys(request.keyFile, request.keyIds!);
+    } catch (error) {
+      return parentPort!.postMessage({ id, opened: [], error: (error as Error).message } satisfies OpenAnswer);
+    }
+    absent = read.absent;
+    keyBytes = (k) => read.bytes[k];
+  } else {
+    const table = request.keyTable!;
+    keyBytes = (k) => table.subarray(k * KEY_BYTES, (k + 1) * KEY_BYTES);
+  }
   const keyAt = (k: number) => {
     if (k < 0) return undefined;
     let key = keys.get(k);
-    if (!key) keys.set(k, (key = createSecretKey(keyTable.subarray(k * KEY_BYTES, (k + 1) * KEY_BYTES))));
+    if (!key) {
+      const bytes = keyBytes(k);
+      if (!bytes) return undefined;
+      keys.set(k, (key = createSecretKey(bytes)));
+    }
     return key;
   };
   const opened = sealed.map((value, i) => openOrNull(keyAt(keyOf[i]), value, contexts[i]));
-  parentPort!.postMessage({ id, opened } satisfies OpenAnswer);
+  parentPort!.postMessage({ id, opened, ...(absent ? { absent } : {}) } satisfies OpenAnswer);
 });
+
+/**
+ * The keys of `keyIds` as the key store has them now, in order: bytes, or null where destroyed or
+ * absent; `absent` names the ids it has no row for. Read as SqliteKeyStore.getMany reads them, through
+ * a read-only connection of this thread's own: WAL lets it read beside the store's writer.
+ */
+function readKeys(file: string, keyIds: string[]): { bytes: (Buffer | null)[]; absent: string[] } {
+  if (keyStore?.file !== file) {
+    keyStore?.db.close();
+    const db = new Database(file, { readonly: true, fileMustExist: true });
+    db.pragma('busy_timeout = 5000');
+    keyStore = { file, db, select: db.prepare('SELECT key_id, key FROM data_keys WHERE key_id IN (SELECT value FROM json_each(?))') };
+  }
+  const found = new Map<string, Buffer | null>();
+  for (let from = 0; from < keyIds.length; from += KEYS_A_READ) {
+    for (const row of keyStore.select.all(JSON.stringify(keyIds.slice(from, from + KEYS_A_READ)))) found.set(row.key_id, row.key);
+  }
+  const absent = keyIds.filter((keyId) => !found.has(keyId));
+  return { bytes: keyIds.map((keyId) => found.get(keyId) ?? null), absent };
+}

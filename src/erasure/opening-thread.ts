@@ -5,20 +5,30 @@ import { KEY_BYTES } from './data-keys';
 
 /**
  * A batch for the thread: sealed values, the id of each one's event, and the keys, each once, in one
- * buffer (KEY_BYTES apiece) with the index of each value's key in it (-1: the key is gone).
+ * buffer (KEY_BYTES apiece) with the index of each value's key in it (-1: the key is gone). Or,
+ * with `keyFile`, no keys but their ids (`keyIds`, each once, `keyOf` indexing them): the thread
+ * reads them from that SQLite key store itself (see SqliteKeyStore), through a connection of its own.
  */
 export interface OpenRequest {
   id: number;
   sealed: string[];
   contexts: string[];
-  keyTable: Uint8Array;
+  keyTable?: Uint8Array;
   keyOf: Int32Array;
+  keyFile?: string;
+  keyIds?: string[];
 }
 
-/** Each sealed value opened, in order: its plaintext, or null where it does not open. */
+/**
+ * Each sealed value opened, in order: its plaintext, or null where it does not open (its key
+ * destroyed, too). Where the thread read the keys, `absent` names those the key store does not have
+ * (not even a destroyed key's tombstone); their values are null. `error`: the keys could not be read.
+ */
 export interface OpenAnswer {
   id: number;
   opened: (string | null)[];
+  absent?: string[];
+  error?: string;
 }
 
 /** The thread's script, as built (dist/erasure/open-worker.js). */
@@ -38,7 +48,7 @@ export class OpeningThread {
   private worker?: Worker;
   private closed = false;
   private nextId = 0;
-  private readonly waiting = new Map<number, { resolve: (opened: (string | null)[]) => void; reject: (error: unknown) => void }>();
+  private readonly waiting = new Map<number, { resolve: (answer: OpenAnswer) => void; reject: (error: unknown) => void }>();
 
   /** Opens each sealed value with its key (undefined: gone, and it opens as null). */
   open(sealed: string[], contexts: string[], keys: (Buffer | undefined)[]): Promise<(string | null)[]> {
@@ -52,13 +62,36 @@ export class OpeningThread {
     // A buffer of its own: a slice of Node's shared pool would send the thread the whole pool.
     const keyTable = new Uint8Array(index.size * KEY_BYTES);
     for (const [key, k] of index) keyTable.set(key, k * KEY_BYTES);
+    return this.ask({ sealed, contexts, keyTable, keyOf }).then((answer) => answer.opened);
+  }
+
+  /**
+   * Opens each sealed value with the key of `keyIds[keyOf[i]]`, read by the thread from the SQLite
+   * key store in `keyFile` (a connection of its own, read-only): the key store's reads and the
+   * opening both off the caller's thread. `absent`: the ids the key store has no key for, not even
+   * a destroyed one's tombstone; their values, like those of destroyed keys, are null.
+   */
+  async openReadingKeys(
+    keyFile: string,
+    sealed: string[],
+    contexts: string[],
+    keyIds: string[],
+    keyOf: Int32Array,
+  ): Promise<{ opened: (string | null)[]; absent: string[] }> {
+    if (this.closed) throw new Error('The store is closed');
+    const answer = await this.ask({ sealed, contexts, keyOf, keyFile, keyIds });
+    if (answer.error !== undefined) throw new Error(`The thread opening sealed values could not read the keys: ${answer.error}`);
+    return { opened: answer.opened, absent: answer.absent ?? [] };
+  }
+
+  private ask(request: Omit<OpenRequest, 'id'>): Promise<OpenAnswer> {
     const worker = this.started();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       // Referenced while it has work: a CLI's rebuild waiting only on the thread must not exit.
       if (this.waiting.size === 0) worker.ref();
       this.waiting.set(id, { resolve, reject });
-      worker.postMessage({ id, sealed, contexts, keyTable, keyOf } satisfies OpenRequest);
+      worker.postMessage({ id, ...request } satisfies OpenRequest);
     });
   }
 
@@ -77,8 +110,9 @@ export class OpeningThread {
     const settled = () => {
       if (this.waiting.size === 0 && !this.closed) worker.unref(); // idle, it keeps no process alive
     };
-    worker.on('message', ({ id, opened }: OpenAnswer) => {
-      this.waiting.get(id)?.resolve(opened);
+    worker.on('message', (answer: OpenAnswer) => {
+      const { id } = answer;
+      this.waiting.get(id)?.resolve(answer);
       this.waiting.delete(id);
       settled();
     });

@@ -10,8 +10,11 @@ import type {
 } from '../event-store/event-store.port';
 import { keyStreamOf, type RecordKind } from '../records/record';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
+import type { SqliteDatabase } from '../storage/sqlite-database';
 import { DataKeys, openOrNull, seal } from './data-keys';
+import type { KeyStore } from './key-store.port';
 import { OpeningThread } from './opening-thread';
+import { SqliteKeyStore } from './sqlite-key-store';
 
 /**
  * A record event's data as stored from schema version 2 on: the names of the fields it carries,
@@ -56,6 +59,8 @@ export class SealedEventStore implements EventStore {
   private readonly prefixes: string[];
   private readonly erasureTypes: Set<string>;
   private readonly thread = OpeningThread.available ? new OpeningThread() : undefined;
+  /** The file of the SQLite key store, which the thread reads the keys of large batches from itself (see openAll). */
+  private readonly keyFile: string | undefined;
   /**
    * By event id, the values (as sealed: a JSON array) of events appended here while a subscription
    * of this process runs: the subscription takes them from here rather than opening what was just
@@ -71,6 +76,7 @@ export class SealedEventStore implements EventStore {
   ) {
     this.prefixes = kinds.map((k) => `${k.streamPrefix}-`);
     this.erasureTypes = new Set(kinds.map((k) => k.events.erased));
+    this.keyFile = this.thread ? sqliteKeyFile(keys.store) : undefined;
   }
 
   async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
@@ -185,6 +191,10 @@ export class SealedEventStore implements EventStore {
   private async openAll(events: StoredEvent[], keep: boolean, known?: Map<string, string>): Promise<StoredEvent[]> {
     const keyIds = new Set<string>();
     const plain: StoredEvent[] = [];
+    // The sealed events to open, and the index of each one's key among keyIds.
+    const sealed: StoredEvent[] = [];
+    const keyIndexes: number[] = [];
+    const keyIndex = new Map<string, number>();
     for (const event of events) {
       if (this.erasureTypes.has(event.type)) this.keys.forget(event.streamId);
       else if (!this.isRecord(event.streamId)) continue;
@@ -193,7 +203,14 @@ export class SealedEventStore implements EventStore {
       } else {
         const values = known?.get(event.id);
         if (values === undefined) {
-          keyIds.add(keyStreamOf(event.streamId));
+          const keyId = keyStreamOf(event.streamId);
+          let k = keyIndex.get(keyId);
+          if (k === undefined) {
+            keyIndex.set(keyId, (k = keyIndex.size));
+            keyIds.add(keyId);
+          }
+          sealed.push(event);
+          keyIndexes.push(k);
         } else {
           known!.delete(event.id);
           setValues(event, values);
@@ -202,9 +219,23 @@ export class SealedEventStore implements EventStore {
     }
     if (plain.length > 0) await this.blankErased(plain);
     if (keyIds.size === 0) return events;
+    if (this.thread && this.keyFile && !keep && sealed.length >= OPEN_IN_THREAD_FROM) {
+      // A subscription's large batch (a rebuild's, a catch-up's): its keys, used once, are not kept
+      // here, so the thread reads them from the key store itself, and opens the values with them,
+      // while this thread folds the batch before.
+      const { opened, absent } = await this.thread.openReadingKeys(
+        this.keyFile,
+        sealed.map((event) => (event.data as unknown as SealedData).sealed),
+        sealed.map((event) => event.id),
+        [...keyIds],
+        Int32Array.from(keyIndexes),
+      );
+      await this.checkErased(absent);
+      sealed.forEach((event, i) => setValues(event, opened[i]));
+      return events;
+    }
     const keys = await this.keys.forReading(keyIds, { keep });
     await this.checkErased([...keyIds].filter((keyId) => !keys.has(keyId)));
-    const sealed = events.filter((event) => keyIds.has(keyStreamOf(event.streamId)) && isSealed(event));
     const keyOf = (event: StoredEvent) => keys.get(keyStreamOf(event.streamId)) ?? undefined;
     const valuesOf = (event: StoredEvent) => (event.data as unknown as SealedData).sealed;
     const opened =
@@ -243,6 +274,16 @@ export class SealedEventStore implements EventStore {
       if (keys.get(event.streamId) === null) event.data = Object.fromEntries(Object.keys(event.data).map((field) => [field, '']));
     }
   }
+}
+
+/**
+ * The file of a SQLite key store, for a reader of its own (the opening thread); none for another
+ * key store, or one in memory. SqliteKeyStore keeps its connection to itself: its file is read here.
+ */
+function sqliteKeyFile(store: KeyStore): string | undefined {
+  if (!(store instanceof SqliteKeyStore)) return undefined;
+  const db = (store as unknown as { db: SqliteDatabase }).db;
+  return db.memory ? undefined : db.name;
 }
 
 /**

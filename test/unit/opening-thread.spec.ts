@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -31,5 +33,41 @@ describe('OpeningThread, as built', () => {
     `;
     const run = promisify(execFile)(process.execPath, ['-e', script]);
     await expect(run).rejects.toMatchObject({ code: 3, stdout: 'closed' });
+  });
+
+  it('reads the keys from a SQLite key store itself: a key opens, a destroyed one and one the store has not give null, the latter named absent', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'opening-thread-'));
+    const script = `
+      const { OpeningThread } = require(${JSON.stringify(join(DIST, 'opening-thread'))});
+      const { seal } = require(${JSON.stringify(join(DIST, 'data-keys'))});
+      const { SqliteKeyStore } = require(${JSON.stringify(join(DIST, 'sqlite-key-store'))});
+      const { openSqliteDatabase } = require(${JSON.stringify(join(DIST, '..', 'storage', 'sqlite-database'))});
+      const file = ${JSON.stringify(join(dir, 'keys.sqlite'))};
+      (async () => {
+        const store = new SqliteKeyStore(openSqliteDatabase(file, { durable: true }));
+        const ids = Array.from({ length: 1500 }, (_, i) => 'customer-' + i);
+        const keys = await Promise.all(ids.map((id) => store.obtain(id, { isNew: true })));
+        await store.destroy('customer-1', 'acc');
+        const sealed = ids.map((id, i) => seal(keys[i], JSON.stringify([id]), 'event-' + i));
+        const thread = new OpeningThread();
+        // Every key twice, and one the store does not have.
+        const keyIds = [...ids, 'customer-none'];
+        const keyOf = Int32Array.from([...ids.map((_, i) => i), ...ids.map((_, i) => i), ids.length]);
+        const contexts = [...ids.map((_, i) => 'event-' + i), ...ids.map((_, i) => 'event-' + i), 'event-0'];
+        const answer = await thread.openReadingKeys(file, [...sealed, ...sealed, sealed[0]], contexts, keyIds, keyOf);
+        await thread.close();
+        await store.close();
+        process.stdout.write(JSON.stringify(answer));
+      })();
+    `;
+    try {
+      const { stdout } = await promisify(execFile)(process.execPath, ['-e', script], { maxBuffer: 1 << 24 });
+      const { opened, absent } = JSON.parse(stdout) as { opened: (string | null)[]; absent: string[] };
+      const expected = Array.from({ length: 1500 }, (_, i) => (i === 1 ? null : JSON.stringify([`customer-${i}`])));
+      expect(opened).toEqual([...expected, ...expected, null]);
+      expect(absent).toEqual(['customer-none']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
