@@ -1,6 +1,8 @@
+import { Agent, get as httpGet } from 'node:http';
 import type { Response } from 'supertest';
 import { CUSTOMERS, expectStatus, PROFILES, Rec, resourceClient, ResourceSpec, totalOf } from '../support/http-assertions';
-import { freshApp, Query, TOKENS } from '../support/test-app';
+import { describeUnlessWorkers } from '../support/stores';
+import { freshApp, Query, TOKENS, withQuery, withToken } from '../support/test-app';
 
 type Token = (typeof TOKENS)[keyof typeof TOKENS];
 
@@ -161,6 +163,40 @@ describe('tenancy isolation', () => {
         expectNotFound(await as(r, token).del(bIds[0]));
       }
       expect(record(r, await read(r, bIds[0], TOKENS.b).expect(200)).name).toBe('B one, renamed');
+    });
+  });
+
+  describeUnlessWorkers("one account's lists do not hold another account's reads", "it counts the order of one event loop's answers; with WORKERS the other worker answers lists meanwhile", () => {
+    const r = RESOURCES[1];
+
+    it("answers B's read before most of the lists A sent at the same moment", async () => {
+      for (let i = 0; i < 40; i++) await create(r, TOKENS.a, `A lister ${i}`);
+      const { id } = await create(r, TOKENS.b, 'B reader');
+      // Connections opened beforehand (keep-alive), so that every request goes out at one moment.
+      const agent = new Agent({ keepAlive: true, maxSockets: 17 });
+      const get = (path: string) =>
+        new Promise<number>((resolve, reject) => {
+          const req = httpGet(`${app().baseUrl}${path}`, { agent }, (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode!));
+          });
+          req.on('error', reject);
+        });
+      const aList = withToken(withQuery('customers', { company: 'trading', limit: 10, offset: 20 }), TOKENS.a);
+      const bRead = withToken(`customers/${id}`, TOKENS.b);
+      try {
+        await Promise.all([...Array.from({ length: 16 }, () => get(aList)), get(bRead)]);
+        const answered: string[] = [];
+        await Promise.all([
+          ...Array.from({ length: 16 }, () => get(aList).then((status) => answered.push(`A ${status}`))),
+          get(bRead).then((status) => answered.push(`B ${status}`)),
+        ]);
+        expect(answered.filter((a) => a !== 'A 200')).toEqual(['B 200']);
+        // Run as they came in, A's lists would all go first; in turns, one at a time with other requests taken between them.
+        expect(answered.indexOf('B 200')).toBeLessThan(4);
+      } finally {
+        agent.destroy();
+      }
     });
   });
 });
