@@ -1,4 +1,4 @@
-/** The success envelope of service-interface.md 2.1. */
+/** The success envelope of docs/api.md ("Answers"). */
 export interface Envelope<T> {
   data: T;
   success: true;

@@ -4,7 +4,7 @@ import { Transform } from 'class-transformer';
 import { isEmail, registerDecorator } from 'class-validator';
 
 /**
- * The request field rules of CONTRACT.md as class-validator decorators, each also describing its
+ * The request field rules of docs/api.md as class-validator decorators, each also describing its
  * field in the OpenAPI document, so what is checked and what is documented cannot drift apart.
  * Each accepts a missing field, null and '' (the last two clear an optional field), so a rule
  * speaks only of real values.

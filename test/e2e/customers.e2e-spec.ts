@@ -1,5 +1,5 @@
 /**
- * /v1/customers end to end, over HTTP only: service-interface.md 4.2 and the rules of CONTRACT.md.
+ * /v1/customers end to end, over HTTP only: docs/api.md ("Customers") and its rules.
  * One app serves the file; the describe that counts records exactly starts its own.
  */
 import { randomUUID } from 'node:crypto';

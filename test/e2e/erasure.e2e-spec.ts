@@ -8,7 +8,7 @@ import { uid, uniqueEmail, uniqueMobile } from '../support/http-assertions';
 import { describeOnSqlite } from '../support/stores';
 import { ACCOUNT_IDS, filesContaining, JSON_CT, makeDataDir, startTestApp, TestApp, TOKENS, withQuery, withToken } from '../support/test-app';
 
-/** CONTRACT.md "Erasure", over HTTP: what an erased record still answers, and what it no longer does. */
+/** docs/api.md "Erasure", over HTTP: what an erased record still answers, and what it no longer does. */
 describe('erasure', () => {
   let t: TestApp;
   beforeAll(async () => (t = await startTestApp()));

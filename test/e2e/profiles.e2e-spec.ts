@@ -1,5 +1,5 @@
 /**
- * /v1/profiles end to end, over HTTP only: service-interface.md 4.1 and the rules of CONTRACT.md.
+ * /v1/profiles end to end, over HTTP only: docs/api.md ("Profiles") and its rules.
  * One app serves the file; the describes that count records exactly start their own.
  */
 import {
