@@ -77,7 +77,7 @@ export class SqliteEventStore implements EventStore {
   /**
    * The events after a position, by batch size. The size is written into each statement, not bound:
    * better-sqlite3 builds SQLite with STAT4, which plans a statement with a bound LIMIT again on every
-   * run, and an idle subscriber runs this one every pollIntervalMs (17 µs a run bound, 4 written in).
+   * run, and an idle subscriber runs this one every pollIntervalMs.
    */
   private readonly selectAfter = new Map<number, Statement<[number], EventTuple>>();
   private readonly selectHead: Statement<[], { pos: number | null }>;

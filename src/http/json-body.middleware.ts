@@ -42,8 +42,9 @@ function parseJson(req: Request, _res: Response, next: NextFunction): void {
 }
 
 /**
- * The body rules of docs/api.md ("Headers", "Errors"): JSON only (415), 64 KiB at most (413), well-formed (400). One
- * middleware, not three: each Express layer costs a pass of the router on every request.
+ * The body rules of docs/api.md ("Headers", "Errors"): JSON only (415), 64 KiB at most (413),
+ * well-formed (400). One middleware, not three: each Express layer costs a pass of the router on
+ * every request.
  */
 export function jsonBody(req: Request, res: Response, next: NextFunction): void {
   if (!METHODS_WITH_BODY.has(req.method)) {

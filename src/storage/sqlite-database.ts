@@ -13,7 +13,7 @@ export type SqliteDatabase = BetterSqlite3.Database;
 /**
  * The parameter of a text column's equality in a statement that reads an index in order (ORDER BY,
  * max, min): `stream_id = ${TEXT_KEY}`. Bare, SQLite 3.54 (better-sqlite3 13) prepares such a
- * statement again on every run, about 4 µs (3.53 does not). BINARY is the collation a text column
+ * statement again on every run (3.53 does not). BINARY is the collation a text column
  * compares with when it declares none, as none of the service's do: same rows, same plan.
  */
 export const TEXT_KEY = '? COLLATE BINARY';
@@ -103,7 +103,8 @@ parentPort.once('message', () => { clearInterval(timer); db.close(); parentPort.
  * for COMMIT_CHECKPOINT_PAGES, there only should the thread fall behind. Checkpoints sync the WAL
  * before copying it into the database, as SQLite does at NORMAL. Not more often: once a checkpoint
  * has copied the whole log, the next commit starts it over and fsyncs its new header, on the event
- * loop (at 50 ms, strace showed about 16 a second on the key store's log alone, 300-400 µs each).
+ * loop (strace showed these fsyncs on the main thread, many a second on the key store's log alone,
+ * when the thread checkpointed every 50 ms).
  *
  * `forDurable` gives none for a connection that is not durable: there, everything counts as synced.
  */
