@@ -166,6 +166,8 @@ export class Projector {
     private readonly eventStore: EventStore,
     private readonly readStore: ReadStore,
     private readonly lease: LeaseSettings,
+    /** How long it waits to try again after a store failed it; tests make it short. */
+    private readonly retryDelayMs = RETRY_DELAY_MS,
   ) {
     this.logger = new Logger(`Projector:${projection.name}`);
   }
@@ -297,7 +299,7 @@ export class Projector {
         began = await this.eventStore.headPosition();
       } catch (error) {
         this.logger.warn(`Could not read the checkpoint or the head of the events: ${(error as Error).message}`);
-        return void (await this.pause(RETRY_DELAY_MS));
+        return void (await this.pause(this.retryDelayMs));
       }
       while (!signal.aborted) {
         try {
@@ -325,8 +327,8 @@ export class Projector {
           }
           // The store is unreachable or busy: try again from the checkpoint the read store kept. A
           // server that crashed may have lost commits it had acknowledged; this fold refolds them.
-          this.logger.warn(`Subscription failed, retrying in ${RETRY_DELAY_MS} ms: ${(error as Error).message}`);
-          await sleep(RETRY_DELAY_MS, undefined, { signal }).catch(() => undefined); // cut short by a stop or the lease's loss
+          this.logger.warn(`Subscription failed, retrying in ${this.retryDelayMs} ms: ${(error as Error).message}`);
+          await sleep(this.retryDelayMs, undefined, { signal }).catch(() => undefined); // cut short by a stop or the lease's loss
           await this.loadLiveGeneration().catch(() => undefined); // still unreachable: the next attempt says so
         }
       }

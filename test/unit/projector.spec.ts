@@ -13,6 +13,8 @@ import type { SqliteDatabase } from '../../src/storage/sqlite-database';
 import { openTempSqlite } from '../support/temp-sqlite';
 
 const LEASE = { holder: 'unit', ttlMs: 60_000 };
+/** The projector's wait before it folds again after a store failed it: a second in the service. */
+const RETRY_MS = 50;
 const meta = { accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 };
 const ev = (type: string, data: Record<string, unknown> = {}): NewEvent => ({ id: randomUUID(), type, data, metadata: meta });
 
@@ -40,7 +42,7 @@ describe('Projector', () => {
 
   /** A projector on the read store, or on a stand-in for it that answers some calls its own way. */
   async function startProjector(readStore: SqliteReadStore = reads): Promise<Projector> {
-    const p = new Projector(customerProjection, events, readStore, LEASE);
+    const p = new Projector(customerProjection, events, readStore, LEASE, RETRY_MS);
     running.push(p);
     await p.start();
     return p;
@@ -177,7 +179,7 @@ describe('Projector', () => {
     expect(asked).toEqual([]);
     expect(await get(a.id)).toMatchObject({ revision: 2, fields: { name: 'Ada Lovelace', email: 'ada@x.io' } });
 
-    failNext = true; // refolded from the stored checkpoint a second later
+    failNext = true; // refolded from the stored checkpoint after RETRY_MS
     await rename('Ada King');
     expect(asked).toEqual([a.id]);
     expect(await get(a.id)).toMatchObject({ revision: 3, fields: { name: 'Ada King', email: 'ada@x.io' } });
@@ -291,12 +293,13 @@ describe('Projector', () => {
     // Commits are refused as replaced while status still says generation 1, as a MongoDB majority
     // read does until the swap that the commit's conditional update already saw reaches a majority.
     let lagging = true;
-    let refused = 0;
+    const refusals: number[] = [];
     const lagged = standIn({
       commit: async (...args) => {
         if (lagging) {
+          refusals.push(performance.now());
           // Folding again at once never lets the clock's timers run: the 50th refusal ends the lag.
-          if (++refused >= 50) lagging = false;
+          if (refusals.length >= 50) lagging = false;
           throw new GenerationReplacedError('customers', args[2].generation);
         }
         return reads.commit(...args);
@@ -304,10 +307,11 @@ describe('Projector', () => {
     });
     const p = await startProjector(lagged);
     const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
-    await new Promise((resolve) => setTimeout(resolve, 600));
-    expect(refused).toBeGreaterThan(0);
-    expect(refused).toBeLessThanOrEqual(2); // one fold a second at most, not one after the other
+    while (refusals.length < 3) await new Promise((resolve) => setTimeout(resolve, 10));
     lagging = false;
+    // Each fold a retry delay after the refusal before it (timers round to the millisecond), not one after the other.
+    const gaps = refusals.slice(1).map((at, n) => at - refusals[n]);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(RETRY_MS - 1);
     await p.waitFor(a.position, 5000);
     expect(await get(a.id)).toMatchObject({ fields: { name: 'Ada' } });
     warned.mockRestore();
@@ -319,7 +323,11 @@ describe('Projector', () => {
      * machine's two cores), unless a test lets it: renewals come every third of it.
      */
     const LEASE = 30_000;
-    /** For the test that waits for a lease to run out: short, but three stalled seconds away from being lost by mistake. */
+    /**
+     * For the test that hands the lease over: followers try for it every third of this, and a
+     * holder notices it is cut off at its next renewal, as often. Three stalled seconds away from
+     * being lost by mistake.
+     */
     const SHORT_LEASE = 3000;
 
     /** The read store as one instance sees it; `cut()` makes every later call fail, as for a holder cut off from the store. */
@@ -382,10 +390,15 @@ describe('Projector', () => {
       const [holder, holderStore, other] = second.folding ? [second, two, third] : [third, three, second];
       holderStore.cut(); // neither renews nor gives up its lease: it runs out
       const b = await createCustomer({ name: 'Bob', email: 'bob@x.io' });
+      while (holder.folding) await new Promise((r) => setTimeout(r, 10)); // its next renewal fails
+      // The lease's time to live passes on the clock the read store compares, rather than waited out.
+      const now = Date.now;
+      const later = jest.spyOn(Date, 'now').mockImplementation(() => now() + SHORT_LEASE);
       await other.waitFor(b.position, 20_000);
       expect(other.folding).toBe(true);
       expect(holder.folding).toBe(false);
       expect(await get(b.id)).toMatchObject({ fields: { name: 'Bob' } });
+      later.mockRestore();
       warned.mockRestore();
     });
   });
