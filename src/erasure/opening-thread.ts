@@ -49,6 +49,16 @@ export class OpeningThread {
   private nextId = 0;
   private readonly waiting = new Map<number, { resolve: (answer: OpenAnswer) => void; reject: (error: unknown) => void }>();
 
+  /** Whether the thread runs (started, not ended since): a batch sent now waits on no start-up. */
+  get started(): boolean {
+    return this.worker !== undefined;
+  }
+
+  /** Starts the thread, if it does not run, for batches to come: loading its script takes a while. */
+  start(): void {
+    if (!this.closed) this.worker ??= this.startWorker();
+  }
+
   /** Opens each sealed value with its key (undefined: gone, and it opens as null). */
   open(sealed: string[], contexts: string[], keys: (Buffer | undefined)[]): Promise<(string | null)[]> {
     if (this.closed) return Promise.reject(new Error('The store is closed'));
@@ -84,7 +94,8 @@ export class OpeningThread {
   }
 
   private ask(request: Omit<OpenRequest, 'id'>): Promise<OpenAnswer> {
-    const worker = this.started();
+    this.start();
+    const worker = this.worker!;
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       // Referenced while it has work: a CLI's rebuild waiting only on the thread must not exit.
@@ -103,8 +114,7 @@ export class OpeningThread {
     await this.worker?.terminate();
   }
 
-  private started(): Worker {
-    if (this.worker) return this.worker;
+  private startWorker(): Worker {
     const worker = new Worker(SCRIPT);
     const settled = () => {
       if (this.waiting.size === 0 && !this.closed) worker.unref(); // idle, it keeps no process alive

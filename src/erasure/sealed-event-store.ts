@@ -219,11 +219,14 @@ export class SealedEventStore implements EventStore {
     }
     if (plain.length > 0) await this.blankErased(plain);
     if (keyIds.size === 0) return events;
-    if (this.thread && this.keyFile && !keep && sealed.length >= OPEN_IN_THREAD_FROM) {
+    // The first large batch starts the thread, and is opened here while the thread loads its script.
+    const inThread = this.thread?.started === true && sealed.length >= OPEN_IN_THREAD_FROM;
+    if (!inThread && sealed.length >= OPEN_IN_THREAD_FROM) this.thread?.start();
+    if (inThread && this.keyFile && !keep) {
       // A subscription's large batch (a rebuild's, a catch-up's): its keys, used once, are not kept
       // here, so the thread reads them from the key store itself, and opens the values with them,
       // while this thread folds the batch before.
-      const { opened, absent } = await this.thread.openReadingKeys(
+      const { opened, absent } = await this.thread!.openReadingKeys(
         this.keyFile,
         sealed.map((event) => (event.data as unknown as SealedData).sealed),
         sealed.map((event) => event.id),
@@ -238,10 +241,9 @@ export class SealedEventStore implements EventStore {
     await this.checkErased([...keyIds].filter((keyId) => !keys.has(keyId)));
     const keyOf = (event: StoredEvent) => keys.get(keyStreamOf(event.streamId)) ?? undefined;
     const valuesOf = (event: StoredEvent) => (event.data as unknown as SealedData).sealed;
-    const opened =
-      this.thread && sealed.length >= OPEN_IN_THREAD_FROM
-        ? await this.thread.open(sealed.map(valuesOf), sealed.map((e) => e.id), sealed.map(keyOf))
-        : sealed.map((event) => openOrNull(keyOf(event), valuesOf(event), event.id));
+    const opened = inThread
+      ? await this.thread!.open(sealed.map(valuesOf), sealed.map((e) => e.id), sealed.map(keyOf))
+      : sealed.map((event) => openOrNull(keyOf(event), valuesOf(event), event.id));
     sealed.forEach((event, i) => setValues(event, opened[i]));
     return events;
   }
