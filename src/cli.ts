@@ -109,43 +109,62 @@ function parse(argv: string[]) {
   }
 }
 
-async function main(argv: string[]): Promise<number> {
+/** The options each command takes. */
+const COMMAND_OPTIONS = {
+  'projections status': ['json'],
+  'projections rebuild': ['json', 'grace-seconds'],
+  'events tail': ['stream'],
+};
+
+type Command = keyof typeof COMMAND_OPTIONS;
+const isCommand = (command: string): command is Command => Object.hasOwn(COMMAND_OPTIONS, command);
+
+type Stores = Awaited<ReturnType<typeof openStores>>;
+
+/** A command line checked in full, before the stores are opened, so a usage error is told as one wherever it is run. */
+interface Invocation {
+  command: Command;
+  values: ReturnType<typeof parse>['values'];
+  /** The read models a rebuild replays. */
+  readModels: typeof READ_MODELS;
+  graceMs: number;
+}
+
+/** What the command line asks for: a command to run, or a help to print. */
+function invocationOf(argv: string[]): Invocation | { help: string } {
   const { values, positionals } = parse(argv);
   const [group, action, ...rest] = positionals;
   const command = group && action ? `${group} ${action}` : group;
-  if (!command && values.help) {
-    process.stdout.write(HELP.main);
-    return 0;
-  }
+  if (!command && values.help) return { help: HELP.main };
   if (!command) throw new UsageError('No command given.');
   const actions = Object.keys(HELP).filter((c) => c.startsWith(`${group} `));
   if (!action && actions.length > 0) throw new UsageError(`"${group}" needs an action: ${actions.join(' or ')}.`);
-  if (!HELP[command] || command === 'main') throw new UsageError(`Unknown command "${command}".`);
-  if (values.help) {
-    process.stdout.write(HELP[command]);
-    return 0;
-  }
-  const allowed: Record<string, string[]> = {
-    'projections status': ['json'],
-    'projections rebuild': ['json', 'grace-seconds'],
-    'events tail': ['stream'],
-  };
-  const misplaced = Object.keys(values).find((o) => !allowed[command].includes(o));
+  if (!isCommand(command)) throw new UsageError(`Unknown command "${command}".`);
+  if (values.help) return { help: HELP[command] };
+  return checked(command, values, rest);
+}
+
+/** The command's options and arguments, checked. */
+function checked(command: Command, values: Invocation['values'], args: string[]): Invocation {
+  const misplaced = Object.keys(values).find((o) => !COMMAND_OPTIONS[command].includes(o));
   if (misplaced) throw new UsageError(`${command} has no option --${misplaced}.`, { cause: command });
   const wanted = command === 'projections rebuild' ? 1 : 0;
-  if (rest.length !== wanted) {
+  if (args.length !== wanted) {
     throw new UsageError(wanted ? `${command} needs one read model name (${NAMES}) or all.` : `${command} takes no arguments.`, { cause: command });
   }
-  // Checked before the stores are opened, so a usage error is told as one wherever it is run.
-  const selected = rest[0] === 'all' ? READ_MODELS : READ_MODELS.filter((p) => p.name === rest[0]);
-  if (command === 'projections rebuild' && selected.length === 0) {
-    throw new UsageError(`No read model named "${rest[0]}": use ${NAMES} or all.`, { cause: command });
+  const readModels = args[0] === 'all' ? READ_MODELS : READ_MODELS.filter((p) => p.name === args[0]);
+  if (command === 'projections rebuild' && readModels.length === 0) {
+    throw new UsageError(`No read model named "${args[0]}": use ${NAMES} or all.`, { cause: command });
   }
   const grace = values['grace-seconds'] ?? String(DEFAULT_GRACE_SECONDS);
   if (!/^\d+$/.test(grace) || Number(grace) > MAX_GRACE_SECONDS) {
     throw new UsageError(`--grace-seconds must be a whole number of seconds from 0 to ${MAX_GRACE_SECONDS}; got "${grace}".`, { cause: command });
   }
+  return { command, values, readModels, graceMs: Number(grace) * 1000 };
+}
 
+/** The stores the configuration names, said on stderr; an existing SQLite file only. */
+async function openConfiguredStores(): Promise<Stores> {
   const config = loadConfig();
   process.stderr.write(`${storesOf(config)}\n`);
   if (usesSqliteFile(config) && !existsSync(config.sqliteFile)) {
@@ -154,34 +173,35 @@ async function main(argv: string[]): Promise<number> {
       `No store at ${config.sqliteFile}. Run the command in the service's directory, or set DATA_DIR to its data directory (the service makes the store on its first start).`,
     );
   }
-  const { eventStore, readStore } = await openStores(config, { log: (message) => process.stderr.write(`${message}\n`) });
-  const abort = new AbortController();
-  let interrupted = false;
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      interrupted = true;
-      abort.abort();
-    });
+  return openStores(config, { log: (message) => process.stderr.write(`${message}\n`) });
+}
+
+/** Runs the command to its exit code; `interrupt` is aborted by Ctrl-C (or SIGTERM). */
+async function run({ command, values, readModels, graceMs }: Invocation, { eventStore, readStore }: Stores, interrupt: AbortSignal): Promise<number> {
+  switch (command) {
+    case 'projections status':
+      process.stdout.write(await projectionsStatus(READ_MODELS, eventStore, readStore, values.json === true));
+      return 0;
+    case 'projections rebuild':
+      process.stdout.write(await projectionsRebuild(readModels, eventStore, readStore, { json: values.json === true, graceMs, signal: interrupt }));
+      return interrupt.aborted ? 130 : 0;
+    case 'events tail':
+      await eventsTail(eventStore, { stream: values.stream, signal: interrupt, write: (line) => process.stdout.write(line) });
+      return 0; // Ctrl-C is how a tail ends
   }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const invocation = invocationOf(argv);
+  if ('help' in invocation) {
+    process.stdout.write(invocation.help);
+    return 0;
+  }
+  const stores = await openConfiguredStores();
+  const interrupt = new AbortController();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupt.abort());
   try {
-    switch (command) {
-      case 'projections status':
-        process.stdout.write(await projectionsStatus(READ_MODELS, eventStore, readStore, values.json === true));
-        return 0;
-      case 'projections rebuild': {
-        const output = await projectionsRebuild(selected, eventStore, readStore, {
-          json: values.json === true,
-          graceMs: Number(grace) * 1000,
-          signal: abort.signal,
-        });
-        process.stdout.write(output);
-        return interrupted ? 130 : 0;
-      }
-      case 'events tail':
-        await eventsTail(eventStore, { stream: values.stream, signal: abort.signal, write: (line) => process.stdout.write(line) });
-        return 0; // Ctrl-C is how a tail ends
-    }
-    throw new UsageError(`Unknown command "${command}".`);
+    return await run(invocation, stores, interrupt.signal);
   } catch (error) {
     if (error instanceof RebuildInterruptedError) {
       process.stderr.write(`${error.message}\n`);
@@ -189,8 +209,8 @@ async function main(argv: string[]): Promise<number> {
     }
     throw error;
   } finally {
-    await eventStore.close();
-    await readStore.close();
+    await stores.eventStore.close();
+    await stores.readStore.close();
   }
 }
 
