@@ -3,7 +3,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { DataKeys, digest, open, seal } from '../erasure/data-keys';
 import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
 import { ApiError, validationFailed } from '../errors';
-import { EVENT_STORE, EventStore, StoredEvent, WrongExpectedRevisionError } from '../event-store/event-store.port';
+import { EVENT_STORE, EventMetadata, EventStore, StoredEvent, WrongExpectedRevisionError } from '../event-store/event-store.port';
 import type { RequestContext } from '../http/request-context';
 import { Fields, RecordKind, streamIdOf } from '../records/record';
 import { eventMetadata, withMetadata } from '../records/record-writer';
@@ -51,6 +51,37 @@ export function liveClaim(events: StoredEvent[], now: number): { claim: StoredEv
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
+/** The claim an attempt goes by, the revision it is at, and its record's data key (none before schema 2). */
+interface Claimed {
+  claim: Claim;
+  revision: number;
+  dataKey?: Buffer;
+}
+
+/** A create under an Idempotency-Key: what every attempt at it compares and writes. */
+interface KeyedCreate {
+  kind: RecordKind;
+  /** `idempotency-<sha256(account, key)>` */
+  streamId: string;
+  resource: string;
+  /** The sha256 of the resource and the request's fields: the fingerprint before schema 2, its HMAC's input since. */
+  requestHash: string;
+  metadata: EventMetadata;
+}
+
+function keyedCreate(context: RequestContext, key: string, request: { kind: RecordKind; fields: Fields }): KeyedCreate {
+  // The resource as the first version named it ('customers'), so claims made before still compare.
+  const resource = `${request.kind.label.toLowerCase()}s`;
+  const fields = Object.entries(request.fields).sort(([a], [b]) => (a < b ? -1 : 1));
+  return {
+    kind: request.kind,
+    streamId: `idempotency-${sha256(`${context.accountId}\n${key}`)}`,
+    resource,
+    requestHash: sha256(JSON.stringify([resource, fields])),
+    metadata: eventMetadata(context, randomUUID()),
+  };
+}
+
 const createdRecordErased = (kind: RecordKind) =>
   new ApiError('CONFLICT', `The ${kind.label.toLowerCase()} this Idempotency-Key created has been erased; use a new key to create a new one.`, [
     { field: 'Idempotency-Key', message: 'Idempotency-Key belongs to an erased record' },
@@ -92,77 +123,85 @@ export class IdempotentCreates {
     request: { kind: RecordKind; fields: Fields },
     create: (recordId: string) => Promise<CreatedResponse>,
   ): Promise<CreatedResponse> {
-    const newRecordId = () => this.keys.newRecordId(streamIdOf(request.kind, ''));
-    if (key === undefined) return create(await newRecordId());
+    if (key === undefined) return create(await this.newRecordId(request.kind));
     if (!KEY.test(key)) {
       throw validationFailed([{ field: 'Idempotency-Key', message: 'Idempotency-Key must be 1 to 255 printable ASCII characters, no spaces' }]);
     }
-    const streamId = `idempotency-${sha256(`${context.accountId}\n${key}`)}`;
-    // The resource as the first version named it ('customers'), so claims made before still compare.
-    const resource = `${request.kind.label.toLowerCase()}s`;
-    const canonical = JSON.stringify([resource, Object.entries(request.fields).sort(([a], [b]) => (a < b ? -1 : 1))]);
-    const keyOf = (recordId: string) => streamIdOf(request.kind, recordId);
-    const metadata = eventMetadata(context, randomUUID());
+    const keyed = keyedCreate(context, key, request);
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      const events = await this.eventStore.readStream(streamId);
+      const events = await this.eventStore.readStream(keyed.streamId);
       const live = liveClaim(events, Date.now());
-      let claim: Claim;
-      let claimRevision: number;
-      let dataKey: Buffer | undefined;
-      if (live) {
-        claim = live.claim.data as unknown as Claim;
-        // Before the record's key is looked up: under this collection's name it would not be found.
-        if (claim.resource !== undefined && claim.resource !== resource) throw usedOnAnotherCollection(claim.resource);
-        const sealed = live.claim.metadata.schemaVersion >= SEALED_SCHEMA_VERSION;
-        if (sealed) {
-          const current = await this.keys.current(keyOf(claim.recordId));
-          // No key, not even a destroyed one's tombstone: made on another instance and not shown
-          // yet where this read went (unavailable), unless the record's erasure says it is gone.
-          if (current === undefined && !(await this.recordErased(request.kind, keyOf(claim.recordId)))) {
-            throw new StoreUnavailableError(this.keys.store.name, `no data key for ${keyOf(claim.recordId)}: not there yet`);
-          }
-          dataKey = current ?? undefined;
-          if (!dataKey) throw createdRecordErased(request.kind);
-        } else if (await this.recordErased(request.kind, keyOf(claim.recordId))) {
-          // A claim from before schema 2, its answer in plain (EventStoreDB cannot seal old events):
-          // no key to miss, so the record's own stream says whether it was erased since.
-          throw createdRecordErased(request.kind);
-        }
-        if (claim.fingerprint !== (dataKey ? digest(dataKey, sha256(canonical)) : sha256(canonical))) throw usedWithAnotherRequest();
-        if (live.answer) return openAnswer(live.answer.data as unknown as StoredAnswer, dataKey, streamId);
-        claimRevision = live.claim.revision;
-      } else {
-        const recordId = await newRecordId();
-        dataKey = await this.keys.forWriting(keyOf(recordId));
-        claim = { fingerprint: digest(dataKey, sha256(canonical)), recordId, resource };
-        try {
-          const claimed = await this.eventStore.appendToStream(
-            streamId,
-            withMetadata([{ type: CLAIMED, data: { ...claim } }], metadata),
-            events.length ? events[events.length - 1].revision : 'no_stream',
-          );
-          claimRevision = claimed.revision;
-        } catch (error) {
-          if (!(error instanceof WrongExpectedRevisionError)) throw error;
-          continue; // Another attempt claimed the key first: go by its claim.
-        }
-      }
-      const response = await create(claim.recordId);
-      // A claim made before schema 2 is answered as it was made: in plain.
-      const answer: StoredAnswer = dataKey ? { revision: response.revision, sealed: seal(dataKey, JSON.stringify(response.body), streamId) } : response;
-      try {
-        await this.eventStore.appendToStream(
-          streamId,
-          withMetadata([{ type: ANSWERED, data: { ...answer } }], metadata),
-          claimRevision,
-        );
-        return response;
-      } catch (error) {
-        if (!(error instanceof WrongExpectedRevisionError)) throw error;
-        // Another attempt answered first: the next turn replays its answer.
-      }
+      const claimed = live ? await this.checkClaim(keyed, live.claim) : await this.claim(keyed, events);
+      if (!claimed) continue; // Another attempt claimed the key first: go by its claim.
+      if (live?.answer) return openAnswer(live.answer.data as unknown as StoredAnswer, claimed.dataKey, keyed.streamId);
+      const response = await create(claimed.claim.recordId);
+      if (await this.answer(keyed, claimed, response)) return response;
+      // Another attempt answered first: the next turn replays its answer.
     }
     throw new ApiError('CONFLICT', 'Other requests with this Idempotency-Key are in progress right now; try again.');
+  }
+
+  /**
+   * The claim in force, once it is known to be for this request and its record not erased; its
+   * record's data key, unless it was made before schema 2.
+   */
+  private async checkClaim(keyed: KeyedCreate, event: StoredEvent): Promise<Claimed> {
+    const claim = event.data as unknown as Claim;
+    // Before the record's key is looked up: under this collection's name it would not be found.
+    if (claim.resource !== undefined && claim.resource !== keyed.resource) throw usedOnAnotherCollection(claim.resource);
+    const recordStream = streamIdOf(keyed.kind, claim.recordId);
+    let dataKey: Buffer | undefined;
+    if (event.metadata.schemaVersion >= SEALED_SCHEMA_VERSION) {
+      const current = await this.keys.current(recordStream);
+      // No key, not even a destroyed one's tombstone: made on another instance and not shown
+      // yet where this read went (unavailable), unless the record's erasure says it is gone.
+      if (current === undefined && !(await this.recordErased(keyed.kind, recordStream))) {
+        throw new StoreUnavailableError(this.keys.store.name, `no data key for ${recordStream}: not there yet`);
+      }
+      dataKey = current ?? undefined;
+      if (!dataKey) throw createdRecordErased(keyed.kind);
+    } else if (await this.recordErased(keyed.kind, recordStream)) {
+      // A claim from before schema 2, its answer in plain (EventStoreDB cannot seal old events):
+      // no key to miss, so the record's own stream says whether it was erased since.
+      throw createdRecordErased(keyed.kind);
+    }
+    if (claim.fingerprint !== (dataKey ? digest(dataKey, keyed.requestHash) : keyed.requestHash)) throw usedWithAnotherRequest();
+    return { claim, revision: event.revision, dataKey };
+  }
+
+  /** Claims the key for a new record, after the key's `events`; undefined when another attempt claimed it first. */
+  private async claim(keyed: KeyedCreate, events: StoredEvent[]): Promise<Claimed | undefined> {
+    const recordId = await this.newRecordId(keyed.kind);
+    const dataKey = await this.keys.forWriting(streamIdOf(keyed.kind, recordId));
+    const claim: Claim = { fingerprint: digest(dataKey, keyed.requestHash), recordId, resource: keyed.resource };
+    try {
+      const claimed = await this.eventStore.appendToStream(
+        keyed.streamId,
+        withMetadata([{ type: CLAIMED, data: { ...claim } }], keyed.metadata),
+        events.length ? events[events.length - 1].revision : 'no_stream',
+      );
+      return { claim, revision: claimed.revision, dataKey };
+    } catch (error) {
+      if (!(error instanceof WrongExpectedRevisionError)) throw error;
+      return undefined;
+    }
+  }
+
+  /** Appends the create's response to its claim; false when another attempt answered first. */
+  private async answer(keyed: KeyedCreate, { revision, dataKey }: Claimed, response: CreatedResponse): Promise<boolean> {
+    // A claim made before schema 2 is answered as it was made: in plain.
+    const answer: StoredAnswer = dataKey ? { revision: response.revision, sealed: seal(dataKey, JSON.stringify(response.body), keyed.streamId) } : response;
+    try {
+      await this.eventStore.appendToStream(keyed.streamId, withMetadata([{ type: ANSWERED, data: { ...answer } }], keyed.metadata), revision);
+      return true;
+    } catch (error) {
+      if (!(error instanceof WrongExpectedRevisionError)) throw error;
+      return false;
+    }
+  }
+
+  private newRecordId(kind: RecordKind): Promise<string> {
+    return this.keys.newRecordId(streamIdOf(kind, ''));
   }
 
   /** Whether the record's stream ends with its erasure (nothing follows one): its last event only. */
