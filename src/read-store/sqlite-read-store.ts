@@ -367,28 +367,33 @@ export class SqliteReadStore implements ReadStore {
         if (state === 'building' && !build) {
           throw new Error(`Generation ${generation} of ${collection} is being built by another process`);
         }
+        const kinds = filterFields.map((f) => schema.filters[f]);
+        // A document's values, in the table's column order; `at` it in `into`, from `from`. Returns where it ended.
+        const valuesOf = (d: ReadDocument, into: unknown[], from: number) => {
+          let at = from;
+          into[at++] = d.id;
+          into[at++] = d.accountId;
+          into[at++] = d.revision;
+          into[at++] = d.seq;
+          into[at++] = d.deleted ? 1 : 0;
+          into[at++] = d.created;
+          into[at++] = JSON.stringify(d.fields);
+          for (let f = 0; f < filterFields.length; f++) into[at++] = filterKey(kinds[f], d.fields[filterFields[f]] ?? '');
+          return at;
+        };
         // New rows of a build, waiting to go in INSERT_ROWS at a time: each its rowid, then its values.
-        let pending: unknown[] = [];
         const perRow = 1 + DOCUMENT_COLUMNS.length + filterFields.length;
-        const insertPending = () => {
-          if (!build) return;
-          let at = 0;
-          for (; pending.length - at >= INSERT_ROWS * perRow; at += INSERT_ROWS * perRow) build.insertMany.run(pending.slice(at, at + INSERT_ROWS * perRow));
-          for (; at < pending.length; at += perRow) build.insert.run(pending.slice(at, at + perRow));
-          pending = [];
+        const waiting: unknown[] = build?.rowids ? new Array(INSERT_ROWS * perRow) : [];
+        let filled = 0;
+        const insertWaiting = () => {
+          if (filled === waiting.length) build!.insertMany.run(waiting);
+          else for (let at = 0; at < filled; at += perRow) build!.insert.run(waiting.slice(at, at + perRow));
+          filled = 0;
         };
         for (const d of documents) {
-          const values = [
-            d.id,
-            d.accountId,
-            d.revision,
-            d.seq,
-            d.deleted ? 1 : 0,
-            d.created,
-            JSON.stringify(d.fields),
-            ...filterFields.map((f) => filterKey(schema.filters[f], d.fields[f] ?? '')),
-          ];
           if (!build?.rowids) {
+            const values = new Array(perRow - 1);
+            valuesOf(d, values, 0);
             // A new record (revision 0) has no row to rewrite.
             if (d.revision === 0 || !table.rewrite(values)) table.upsert().run(...values);
             continue;
@@ -396,15 +401,18 @@ export class SqliteReadStore implements ReadStore {
           const rowid = build.rowids.get(d.id) ?? inserted.get(d.id);
           if (rowid === undefined) {
             inserted.set(d.id, nextRowid);
-            pending.push(nextRowid++, ...values);
-            if (pending.length >= INSERT_ROWS * perRow) insertPending();
+            waiting[filled] = nextRowid++;
+            filled = valuesOf(d, waiting, filled + 1);
+            if (filled === waiting.length) insertWaiting();
           } else {
             // Its row may be among those waiting (a document given twice).
-            if (inserted.has(d.id)) insertPending();
+            if (inserted.has(d.id)) insertWaiting();
+            const values = new Array(perRow - 1);
+            valuesOf(d, values, 0);
             build.update.run(...values.slice(1), rowid, d.revision);
           }
         }
-        insertPending();
+        if (filled > 0) insertWaiting();
         // The checkpoint only moves forward, whatever order writers (other processes too) arrive in.
         const saved = positionOf(this.selectGeneration.get(collection, generation)!);
         const next = saved && comparePositions(position, saved) <= 0 ? saved : position;
@@ -669,7 +677,7 @@ export class SqliteReadStore implements ReadStore {
     return {
       rowids: new RowidTable(),
       // The table was just made (startRebuild), so 1; asked of it all the same.
-      nextRowid: (this.db.prepare(`SELECT coalesce(max(rowid), 0) + 1 FROM ${name}`).pluck().get() as number),
+      nextRowid: this.db.prepare(`SELECT coalesce(max(rowid), 0) + 1 FROM ${name}`).pluck().get() as number,
       insertMany: insert(INSERT_ROWS),
       insert: insert(1),
       update: this.db.prepare(
