@@ -1,11 +1,15 @@
+import { fieldNames } from '../http/field-rules';
 import type { RecordState } from '../records/record';
+import { CreateCustomerBody } from './customer.body';
 
-export const CUSTOMER_FIELDS = ['name', 'email', 'mobile', 'address', 'postal_code', 'company', 'tel', 'fax', 'registration_number', 'economical_number'];
+/** Every field of the create body, in its order. */
+export const CUSTOMER_FIELDS = fieldNames(CreateCustomerBody);
+/** The view's own choice of fields, in the order the answers have always had. */
 export const CUSTOMER_SHORT_FIELDS = ['name', 'company', 'address', 'tel', 'email', 'mobile'];
 
 /**
- * A customer as responses show it: all twelve fields after a create, the short set (id, name,
- * company, address, tel, email, mobile, created) everywhere else. No value is ''.
+ * A customer as responses show it: id, every field and created after a create, the short set (id,
+ * name, company, address, tel, email, mobile, created) everywhere else. No value is ''.
  */
 export type CustomerViewShape = 'full' | 'short';
 

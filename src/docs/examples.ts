@@ -1,62 +1,48 @@
 /**
  * Examples for the OpenAPI document: what "Try it out" sends and what the answers show. Realistic
  * values the service really takes and answers (the OpenAPI test checks each against its schema),
- * so a client author can paste them.
+ * so a client author can paste them. The field values are the body classes' @Example ones, and the
+ * answers are what the views make of them.
  */
+
+import { CreateCustomerBody } from '../customers/customer.body';
+import { customerView } from '../customers/customer.view';
+import { toFields } from '../http/body-validation.pipe';
+import { bodyFields } from '../http/field-rules';
+import { ProfileBody } from '../profiles/profile.body';
+import { profileView } from '../profiles/profile.view';
+import type { RecordState } from '../records/record';
 
 const PROFILE_ID = '3b8e6f5c-2d41-4c8a-9f0e-7a1b2c3d4e5f';
 const CUSTOMER_ID = '6f0c9a7e-5b1d-4e2f-8a3c-1d2e3f4a5b6c';
 const CREATED = 1795312257;
 
-export const PROFILE_CREATE = {
-  name: 'Saffron Tea House',
-  description: 'Loose-leaf tea and teaware, shipped nationwide',
-  tel: '02188776655',
-  email: 'orders@saffrontea.example',
-  address: '12 Valiasr Street, Tehran',
-  site: 'https://saffrontea.example',
-  messenger: 'https://chat.example/saffrontea',
-  network_a: 'https://network-a.example/saffrontea',
-  network_b: '',
-  network_c: '',
-};
+/** What "Try it out" sends to create: each field with an @Example, in the body's order. */
+const createExample = (body: typeof ProfileBody) => Object.fromEntries(bodyFields(body).flatMap((f) => (f.example === undefined ? [] : [[f.name, f.example]])));
 
-export const PROFILE_UPDATE = { tel: '02188776600', site: 'https://shop.saffrontea.example', network_b: null };
-
-// No slug in what "Try it out" sends: a slug is unique, so a second try would answer 409.
-export const PROFILE = { id: PROFILE_ID, ...PROFILE_CREATE, slug: '', logo: '', signature: '', default: 1, created: CREATED };
-export const PROFILE_UPDATED = { ...PROFILE, tel: '02188776600', site: 'https://shop.saffrontea.example' };
-
-export const CUSTOMER_CREATE = {
-  name: 'Ada Lovelace',
-  email: 'ada@example.com',
-  mobile: '09121234567',
-  address: '7 Enghelab Square, Tehran',
-  postal_code: '1416753955',
-  company: 'Analytical Engines',
-  tel: 2166554433,
-  fax: '',
-  registration_number: '10320548761',
-  economical_number: '411122233344',
-};
-
-export const CUSTOMER_UPDATE = { mobile: '09351112233', company: '' };
-
-export const CUSTOMER = { id: CUSTOMER_ID, ...CUSTOMER_CREATE, tel: '2166554433', created: CREATED };
-
-const short = ({ id, name, company, address, tel, email, mobile, created }: typeof CUSTOMER) => ({
+/** A record holding the fields a create and an update gave, for the views to show as the answers do. */
+const record = (id: string, ...bodies: object[]): RecordState => ({
   id,
-  name,
-  company,
-  address,
-  tel,
-  email,
-  mobile,
-  created,
+  accountId: '',
+  revision: 0,
+  seq: 0,
+  deleted: false,
+  created: CREATED,
+  fields: Object.fromEntries(bodies.flatMap((body) => Object.entries(toFields(body)))),
 });
 
-export const CUSTOMER_SHORT = short(CUSTOMER);
-export const CUSTOMER_UPDATED = { ...CUSTOMER_SHORT, mobile: '09351112233', company: '' };
+export const PROFILE_CREATE = createExample(ProfileBody);
+export const PROFILE_UPDATE = { tel: '02188776600', site: 'https://shop.saffrontea.example', network_b: null };
+
+export const PROFILE = profileView(record(PROFILE_ID, PROFILE_CREATE), true);
+export const PROFILE_UPDATED = profileView(record(PROFILE_ID, PROFILE_CREATE, PROFILE_UPDATE), true);
+
+export const CUSTOMER_CREATE = createExample(CreateCustomerBody);
+export const CUSTOMER_UPDATE = { mobile: '09351112233', company: '' };
+
+export const CUSTOMER = customerView(record(CUSTOMER_ID, CUSTOMER_CREATE), 'full');
+export const CUSTOMER_SHORT = customerView(record(CUSTOMER_ID, CUSTOMER_CREATE), 'short');
+export const CUSTOMER_UPDATED = customerView(record(CUSTOMER_ID, CUSTOMER_CREATE, CUSTOMER_UPDATE), 'short');
 
 export const HISTORY = {
   Profile: [

@@ -26,6 +26,9 @@ type Resource = 'Profile' | 'Customer';
 
 const ref = (name: string): ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
 
+/** `a, b and c`. */
+const listed = (names: readonly string[]) => (names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1)}` : names.join(''));
+
 function recordSchema(description: string, fields: string[], extra: Record<string, SchemaObject> = {}): SchemaObject {
   const properties: Record<string, SchemaObject> = {
     id: { type: 'string', format: 'uuid', minLength: 36, maxLength: 36, description: 'made by the service' },
@@ -365,7 +368,7 @@ export function ApiRecordOperation(resource: Resource, operation: Operation) {
       return applyDecorators(
         ApiOperation({
           summary: `Update a ${name}`,
-          description: `Fields not sent keep their values; "" or null clears one. Answers HTTP 200 with status 201 in the body.${resource === 'Customer' ? ' postal_code, fax, registration_number and economical_number cannot be changed (400); email or mobile must stay filled in.' : ''}`,
+          description: `Fields not sent keep their values; "" or null clears one. Answers HTTP 200 with status 201 in the body.${resource === 'Customer' ? ` ${listed(UpdateCustomerBody.createOnly)} cannot be changed (400); email or mobile must stay filled in.` : ''}`,
         }),
         id,
         IF_MATCH,

@@ -7,14 +7,97 @@ import { isEmail, registerDecorator } from 'class-validator';
  * The request field rules of docs/api.md as class-validator decorators, each also describing its
  * field in the OpenAPI document, so what is checked and what is documented cannot drift apart.
  * Each accepts a missing field, null and '' (the last two clear an optional field), so a rule
- * speaks only of real values.
+ * speaks only of real values. Each also records its field (bodyFields), so that the body classes
+ * are the one list of the fields.
  */
 
 /** The values that clear a field, in OpenAPI 3.0 terms. */
 const CLEARED = { type: 'string', nullable: true, enum: ['', null], description: 'no value: clears the field' };
 
-/** The fields that take digits: in bodies, and as the `tel` and `mobile` list filters. */
-export const DIGIT_FIELDS = new Set(['tel', 'mobile', 'postal_code', 'fax', 'registration_number', 'economical_number']);
+/**
+ * The names of the fields that take digits, in bodies and as list filters (`tel`, `mobile`): filled
+ * by @Digits and @Mobile as the body classes load, so a new digit field needs naming nowhere else.
+ */
+export const DIGIT_FIELDS = new Set<string>();
+
+/**
+ * A field of a body class as its decorators describe it. The body classes are where the fields are
+ * listed: the views, the OpenAPI examples and the update body are derived from these.
+ */
+export interface BodyField {
+  name: string;
+  /** Taken by a create only: left out of the derived update body, which names it when refusing it. */
+  createOnly: boolean;
+  /** Its value in the OpenAPI examples; none leaves it out of what "Try it out" sends. */
+  example?: string | number;
+  /** Its own rules (not whole-record ones such as @OneOfRequired), to give it again in a derived body. */
+  rules: PropertyDecorator[];
+}
+
+/** A body class, as a decorator's `target.constructor` is one. */
+type BodyClass = abstract new () => object;
+
+const BODY_FIELDS = new Map<BodyClass, Map<string, BodyField>>();
+
+/**
+ * The fields of a body class, in declaration order (decorators run field by field, top to bottom),
+ * those of the class it extends first, as validation and the OpenAPI schema take them too.
+ */
+export function bodyFields(cls: BodyClass): BodyField[] {
+  const own = [...(BODY_FIELDS.get(cls)?.values() ?? [])];
+  const parent = Object.getPrototypeOf(cls) as BodyClass;
+  return parent === Function.prototype ? own : [...bodyFields(parent).filter((f) => !BODY_FIELDS.get(cls)?.has(f.name)), ...own];
+}
+
+export const fieldNames = (cls: BodyClass): string[] => bodyFields(cls).map((f) => f.name);
+
+function fieldOf(target: object, property: string | symbol): BodyField {
+  const cls = target.constructor as BodyClass;
+  const fields = BODY_FIELDS.get(cls) ?? BODY_FIELDS.set(cls, new Map()).get(cls)!;
+  const name = String(property);
+  if (!fields.has(name)) fields.set(name, { name, createOnly: false, rules: [] });
+  return fields.get(name)!;
+}
+
+/** A rule of one field, recorded so a derived body can give it again. */
+const fieldRule =
+  (decorator: PropertyDecorator, digits = false): PropertyDecorator =>
+  (target, property) => {
+    const field = fieldOf(target, property);
+    field.rules.push(decorator);
+    if (digits) DIGIT_FIELDS.add(field.name);
+    decorator(target, property);
+  };
+
+/** Marks a field taken on create only. */
+export const CreateOnly = (): PropertyDecorator => (target, property) => {
+  fieldOf(target, property).createOnly = true;
+};
+
+/** The field's value in the OpenAPI examples (kept out of the schema: the document shows it in the examples). */
+export const Example =
+  (value: string | number): PropertyDecorator =>
+  (target, property) => {
+    fieldOf(target, property).example = value;
+  };
+
+/**
+ * The update body of a create body: its fields but the create-only ones, under their own rules. The
+ * create's whole-record rules are left out: an update is checked once merged with the record.
+ * Extend it (`class UpdateXBody extends updateBodyOf(CreateXBody) {}`), so the class has a name.
+ */
+export function updateBodyOf<T extends object>(create: new () => T) {
+  const update = class {};
+  const fields = bodyFields(create);
+  for (const field of fields.filter((f) => !f.createOnly)) {
+    // The TypeScript type the compiler recorded, which the OpenAPI schema reads when a rule gives none.
+    const type: unknown = Reflect.getMetadata('design:type', create.prototype as T, field.name);
+    Reflect.defineMetadata('design:type', type, update.prototype, field.name);
+    for (const rule of field.rules) rule(update.prototype, field.name);
+  }
+  const createOnly: readonly string[] = fields.filter((f) => f.createOnly).map((f) => f.name);
+  return Object.assign(update as new () => Partial<T>, { createOnly });
+}
 
 /** Persian (U+06F0–U+06F9) and Arabic-Indic (U+0660–U+0669) digits as ASCII ones; other characters as they are. */
 export const asciiDigits = (value: string): string =>
@@ -55,11 +138,13 @@ function rule(
 
 /** A string of at most `max` characters (Unicode code points). */
 export const Text = (max: number) =>
-  rule(
-    'text',
-    (v) => v === undefined || v === null || (isText(v) && [...v].length <= max),
-    (f, v) => illFormed(f, v) ?? `${f} must be a string of at most ${max} characters`,
-    { type: 'string', maxLength: max, nullable: true },
+  fieldRule(
+    rule(
+      'text',
+      (v) => v === undefined || v === null || (isText(v) && [...v].length <= max),
+      (f, v) => illFormed(f, v) ?? `${f} must be a string of at most ${max} characters`,
+      { type: 'string', maxLength: max, nullable: true },
+    ),
   );
 
 /** Digit strings reach the rule, and the domain, in ASCII: clients may type Persian or Arabic-Indic digits. */
@@ -69,62 +154,72 @@ const DIGITS_NOTE = 'Persian (۰-۹) and Arabic-Indic (٠-٩) digits are taken t
 
 /** A JSON integer >= 0, or a string of 1 to 20 digits (leading zeros kept). */
 export const Digits = () =>
-  applyDecorators(
-    AsciiDigits(),
-    rule(
-      'digits',
-      (v) => isBlank(v) || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) || (typeof v === 'string' && /^[0-9]{1,20}$/.test(v)),
-      (f) => `${f} must be a non-negative integer (at most 2^53-1) or a string of 1 to 20 digits`,
-      {
-        oneOf: [
-          { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
-          { type: 'string', pattern: '^[0-9\u06F0-\u06F9\u0660-\u0669]{1,20}$', description: `leading zeros are kept; ${DIGITS_NOTE}` },
-          CLEARED,
-        ],
-      },
+  fieldRule(
+    applyDecorators(
+      AsciiDigits(),
+      rule(
+        'digits',
+        (v) => isBlank(v) || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) || (typeof v === 'string' && /^[0-9]{1,20}$/.test(v)),
+        (f) => `${f} must be a non-negative integer (at most 2^53-1) or a string of 1 to 20 digits`,
+        {
+          oneOf: [
+            { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+            { type: 'string', pattern: '^[0-9\u06F0-\u06F9\u0660-\u0669]{1,20}$', description: `leading zeros are kept; ${DIGITS_NOTE}` },
+            CLEARED,
+          ],
+        },
+      ),
     ),
+    true,
   );
 
 /** Exactly 11 digits, as a string or an integer. */
 export const Mobile = () =>
-  applyDecorators(
-    AsciiDigits(),
-    rule(
-      'mobile',
-      (v) => isBlank(v) || (typeof v === 'string' && /^[0-9]{11}$/.test(v)) || (typeof v === 'number' && Number.isInteger(v) && v >= 1e10 && v < 1e11),
-      (f, v) =>
-        // An integer cannot carry the leading zero of a number like 09121234567: say so rather than only count.
-        typeof v === 'number' && Number.isInteger(v) && v >= 1e9 && v < 1e10
-          ? `${f} must be exactly 11 digits; an integer loses its leading zero, so send it as a string, e.g. "0${v}"`
-          : `${f} must be exactly 11 digits`,
-      {
-        oneOf: [
-          { type: 'string', pattern: '^[0-9\u06F0-\u06F9\u0660-\u0669]{11}$', description: `leading zeros are kept; ${DIGITS_NOTE}` },
-          { type: 'integer', minimum: 1e10, maximum: 1e11 - 1 },
-          CLEARED,
-        ],
-      },
+  fieldRule(
+    applyDecorators(
+      AsciiDigits(),
+      rule(
+        'mobile',
+        (v) => isBlank(v) || (typeof v === 'string' && /^[0-9]{11}$/.test(v)) || (typeof v === 'number' && Number.isInteger(v) && v >= 1e10 && v < 1e11),
+        (f, v) =>
+          // An integer cannot carry the leading zero of a number like 09121234567: say so rather than only count.
+          typeof v === 'number' && Number.isInteger(v) && v >= 1e9 && v < 1e10
+            ? `${f} must be exactly 11 digits; an integer loses its leading zero, so send it as a string, e.g. "0${v}"`
+            : `${f} must be exactly 11 digits`,
+        {
+          oneOf: [
+            { type: 'string', pattern: '^[0-9\u06F0-\u06F9\u0660-\u0669]{11}$', description: `leading zeros are kept; ${DIGITS_NOTE}` },
+            { type: 'integer', minimum: 1e10, maximum: 1e11 - 1 },
+            CLEARED,
+          ],
+        },
+      ),
     ),
+    true,
   );
 
 export const Email = () =>
-  rule(
-    'email',
-    (v) => isBlank(v) || (isText(v) && v.length <= 254 && isEmail(v)),
-    (f, v) => illFormed(f, v) ?? `${f} must be a valid e-mail address of at most 254 characters`,
-    { oneOf: [{ type: 'string', format: 'email', maxLength: 254 }, CLEARED] },
+  fieldRule(
+    rule(
+      'email',
+      (v) => isBlank(v) || (isText(v) && v.length <= 254 && isEmail(v)),
+      (f, v) => illFormed(f, v) ?? `${f} must be a valid e-mail address of at most 254 characters`,
+      { oneOf: [{ type: 'string', format: 'email', maxLength: 254 }, CLEARED] },
+    ),
   );
 
 /** A store code: 1 to 64 English letters and digits. */
 export const Slug = () =>
-  rule(
-    'slug',
-    (v) => isBlank(v) || (typeof v === 'string' && /^[A-Za-z0-9]{1,64}$/.test(v)),
-    (f) => `${f} must be 1 to 64 English letters and digits`,
-    {
-      oneOf: [{ type: 'string', pattern: '^[A-Za-z0-9]{1,64}$' }, CLEARED],
-      description: 'store code, unique across the service ignoring case',
-    },
+  fieldRule(
+    rule(
+      'slug',
+      (v) => isBlank(v) || (typeof v === 'string' && /^[A-Za-z0-9]{1,64}$/.test(v)),
+      (f) => `${f} must be 1 to 64 English letters and digits`,
+      {
+        oneOf: [{ type: 'string', pattern: '^[A-Za-z0-9]{1,64}$' }, CLEARED],
+        description: 'store code, unique across the service ignoring case',
+      },
+    ),
   );
 
 /** At least one of the fields must have a value (put it on each of them, so each is named). */

@@ -1,6 +1,9 @@
+import { fieldNames } from '../http/field-rules';
 import type { RecordState } from '../records/record';
+import { ProfileBody } from './profile.body';
 
-export const PROFILE_FIELDS = ['name', 'description', 'tel', 'email', 'address', 'site', 'slug', 'messenger', 'network_a', 'network_b', 'network_c'];
+/** Every field of the body, in its order. */
+export const PROFILE_FIELDS = fieldNames(ProfileBody);
 
 /**
  * A profile as every response shows it. logo and signature are '' (no operation sets them);

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Response } from 'supertest';
+import { CUSTOMER_SHORT_FIELDS as CUSTOMER_VIEW_SHORT_FIELDS } from '../../src/customers/customer.view';
 import { RUN_ID } from './stores';
 import { freshApp, JSON_CT, Query, TestApp, TOKENS, withQuery, withToken } from './test-app';
 
@@ -140,8 +141,8 @@ export const PROFILES: ResourceSpec = {
   asRead: (created) => created,
 };
 
-/** What customer list, read and update answer; create answers these and the four create-only fields. */
-const CUSTOMER_SHORT_FIELDS = ['id', 'name', 'company', 'address', 'tel', 'email', 'mobile', 'created'];
+/** What customer list, read and update answer (the view's short set); create answers every field. */
+const CUSTOMER_SHORT_FIELDS = ['id', ...CUSTOMER_VIEW_SHORT_FIELDS, 'created'];
 
 export const CUSTOMERS: ResourceSpec = {
   path: 'customers',
