@@ -226,7 +226,7 @@ export class SealedEventStore implements EventStore {
       // A subscription's large batch (a rebuild's, a catch-up's): its keys, used once, are not kept
       // here, so the thread reads them from the key store itself, and opens the values with them,
       // while this thread folds the batch before.
-      const { opened, absent } = await this.thread!.openReadingKeys(
+      const { opened, absent } = await this.thread.openReadingKeys(
         this.keyFile,
         sealed.map((event) => (event.data as unknown as SealedData).sealed),
         sealed.map((event) => event.id),
@@ -242,7 +242,11 @@ export class SealedEventStore implements EventStore {
     const keyOf = (event: StoredEvent) => keys.get(keyStreamOf(event.streamId)) ?? undefined;
     const valuesOf = (event: StoredEvent) => (event.data as unknown as SealedData).sealed;
     const opened = inThread
-      ? await this.thread!.open(sealed.map(valuesOf), sealed.map((e) => e.id), sealed.map(keyOf))
+      ? await this.thread.open(
+          sealed.map(valuesOf),
+          sealed.map((e) => e.id),
+          sealed.map(keyOf),
+        )
       : sealed.map((event) => openOrNull(keyOf(event), valuesOf(event), event.id));
     sealed.forEach((event, i) => setValues(event, opened[i]));
     return events;

@@ -392,7 +392,7 @@ export class SqliteReadStore implements ReadStore {
         };
         for (const d of documents) {
           if (!build?.rowids) {
-            const values = new Array(perRow - 1);
+            const values: unknown[] = new Array(perRow - 1);
             valuesOf(d, values, 0);
             // A new record (revision 0) has no row to rewrite.
             if (d.revision === 0 || !table.rewrite(values)) table.upsert().run(...values);
@@ -407,7 +407,7 @@ export class SqliteReadStore implements ReadStore {
           } else {
             // Its row may be among those waiting (a document given twice).
             if (inserted.has(d.id)) insertWaiting();
-            const values = new Array(perRow - 1);
+            const values: unknown[] = new Array(perRow - 1);
             valuesOf(d, values, 0);
             build.update.run(...values.slice(1), rowid, d.revision);
           }

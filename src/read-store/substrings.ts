@@ -66,11 +66,14 @@ const ASCII_HEX = Array.from({ length: 128 }, (_, c) => c.toString(16).padStart(
  */
 export function substringTokens(accountId: string, values: string[]): string {
   const account = accountKey(accountId);
-  for (const value of values) if (!ASCII.test(value)) return anyTokens(account, values);
+  for (const value of values) if (!isAscii(value)) return anyTokens(account, values);
   return asciiTokens(account, values);
 }
 
-const ASCII = /^[\x00-\x7f]*$/;
+function isAscii(value: string): boolean {
+  for (let i = 0; i < value.length; i++) if (value.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
 const HEX_DIGITS = Buffer.from('0123456789abcdef', 'latin1');
 
 /** The answer of asciiTokens as it is written, in bytes: grown as needed, never shrunk (a few KB for the usual values). */

@@ -63,7 +63,8 @@ describe('SqliteReadStore rebuild bounds', () => {
       await expect(store.commit('people', failing, { generation, position: { commit: 2n, prepare: 2n } })).rejects.toThrow();
       const later = Array.from({ length: 70 }, (_, i) => doc(2000 + i));
       await store.commit('people', later, { generation, position: { commit: 3n, prepare: 3n } });
-      const found = await store.getMany('people', [...docs, ...failing, ...later].map((d) => d.id), generation);
+      const ids = [...docs, ...failing, ...later].map((d) => d.id);
+      const found = await store.getMany('people', ids, generation);
       expect(found.size).toBe(docs.length + later.length);
       for (const d of [...docs, ...later]) expect(found.get(d.id)).toEqual(d === docs[70] ? twice : d);
       await store.promote('people', generation);
