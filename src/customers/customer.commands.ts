@@ -5,10 +5,15 @@ import type { RequestContext } from '../http/request-context';
 import type { Fields, RecordState } from '../records/record';
 import { Precondition, RecordWriter } from '../records/record-writer';
 import type { RecordEraser } from '../erasure/record-eraser';
-import { decideCreateCustomer, decideDeleteCustomer, decideUpdateCustomer } from './customer.decider';
+import { CustomerCommand, customerDecider } from './customer.decider';
 
 export const CUSTOMER_WRITER = Symbol('CustomerWriter');
 export const CUSTOMER_ERASER = Symbol('CustomerEraser');
+
+/**
+ * The bus's commands carry the request; each handler hands customerDecider (customer.decider.ts) its
+ * own command, decided by the writer on the record as it stands when appended.
+ */
 
 /** `id` is new, or the one an Idempotency-Key claimed: creating it again appends nothing. */
 export class CreateCustomerCommand extends Command<void> {
@@ -50,7 +55,8 @@ export class CreateCustomerHandler implements ICommandHandler<CreateCustomerComm
   constructor(@Inject(CUSTOMER_WRITER) private readonly customers: RecordWriter) {}
 
   async execute({ context, id, fields, commandId }: CreateCustomerCommand): Promise<void> {
-    await this.customers.write(id, context, commandId, (state) => decideCreateCustomer(state, fields), { isNew: true });
+    const create: CustomerCommand = { type: 'CreateCustomer', data: { fields } };
+    await this.customers.write(id, context, commandId, (state) => customerDecider.decide(create, state), { isNew: true });
   }
 }
 
@@ -59,9 +65,8 @@ export class UpdateCustomerHandler implements ICommandHandler<UpdateCustomerComm
   constructor(@Inject(CUSTOMER_WRITER) private readonly customers: RecordWriter) {}
 
   async execute({ context, id, fields, commandId, precondition }: UpdateCustomerCommand): Promise<RecordState> {
-    const { record } = await this.customers.write(id, context, commandId, (state) => decideUpdateCustomer(state, context.accountId, fields), {
-      precondition,
-    });
+    const update: CustomerCommand = { type: 'UpdateCustomer', data: { accountId: context.accountId, fields } };
+    const { record } = await this.customers.write(id, context, commandId, (state) => customerDecider.decide(update, state), { precondition });
     return record!; // an update decides on a record that exists
   }
 }
@@ -71,7 +76,8 @@ export class DeleteCustomerHandler implements ICommandHandler<DeleteCustomerComm
   constructor(@Inject(CUSTOMER_WRITER) private readonly customers: RecordWriter) {}
 
   async execute({ context, id, commandId, precondition }: DeleteCustomerCommand): Promise<void> {
-    await this.customers.write(id, context, commandId, (state) => decideDeleteCustomer(state, context.accountId), { precondition });
+    const remove: CustomerCommand = { type: 'DeleteCustomer', data: { accountId: context.accountId } };
+    await this.customers.write(id, context, commandId, (state) => customerDecider.decide(remove, state), { precondition });
   }
 }
 

@@ -43,17 +43,25 @@ export const keyStreamOf = (streamId: string) => (streamId.startsWith(SNAPSHOTS)
 /** The record id of one of the kind's stream ids (`streamIdOf` undone). */
 export const recordIdOf = (kind: RecordKind, streamId: string) => streamId.slice(kind.streamPrefix.length + 1);
 
-export const recordEvents = (kind: RecordKind) => {
-  const { created, updated, deleted } = kind.events;
-  return {
-    created: (fields: Fields): DomainEvent => ({ type: created, data: withoutEmpty(fields) }),
-    updated: (changes: Fields): DomainEvent => ({ type: updated, data: changes }),
-    deleted: (): DomainEvent => ({ type: deleted, data: {} }),
-    erased: (): DomainEvent => ({ type: kind.events.erased, data: {} }),
-  };
-};
+/** The payload of an event that carries no field values (Deleted, Erased). */
+export type NoData = Record<string, never>;
 
-/** Folds one event into a record. Created sets the fields, Updated merges the changed ones. */
+/**
+ * One feature's decisions, shaped like Emmett's deciders (@event-driven-io/emmett): `decide` answers
+ * a command on the folded state with the events to append ([] when nothing changes) or throws the
+ * refusal; `evolve` folds one event. Both pure. Unlike Emmett's, `evolve` takes the event as stored:
+ * the fold keeps its stream, revision, account and time.
+ */
+export interface Decider<State, Command, Event extends DomainEvent> {
+  decide(command: Command, state: State): Event[];
+  evolve(state: State, event: StoredEvent<Event>): State;
+  initialState(): State;
+}
+
+/**
+ * Folds one event into a record. Created sets the fields, Updated merges the changed ones. Each
+ * kind's decider evolves with it, and so do the read models, snapshots and history.
+ */
 export function evolveRecord(kind: RecordKind, state: RecordState | null, event: StoredEvent): RecordState {
   switch (event.type) {
     case kind.events.created:
@@ -92,7 +100,7 @@ export function ownedRecord(kind: RecordKind, state: RecordState | null, account
  */
 export function decideErasure(kind: RecordKind, state: RecordState | null, accountId: string): DomainEvent[] {
   if (!state || state.accountId !== accountId) throw notFound(kind.label);
-  return state.erased ? [] : [recordEvents(kind).erased()];
+  return state.erased ? [] : [{ type: kind.events.erased, data: {} }];
 }
 
 /** The fields whose value the update really changes; {} when it changes nothing. */
@@ -104,6 +112,7 @@ export function changedFields(current: Fields, update: Fields): Fields {
   return changes;
 }
 
-function withoutEmpty(fields: Fields): Fields {
+/** The fields that have a value: what a Created event holds. */
+export function withoutEmpty(fields: Fields): Fields {
   return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== ''));
 }

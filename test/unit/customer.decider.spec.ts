@@ -1,52 +1,37 @@
-import { ApiError } from '../../src/errors';
-import { StoredEvent } from '../../src/event-store/event-store.port';
-import { CUSTOMER, decideCreateCustomer, decideDeleteCustomer, decideUpdateCustomer } from '../../src/customers/customer.decider';
-import { evolveRecord, RecordState } from '../../src/records/record';
+import { CustomerCommand, customerDecider, CustomerEvent } from '../../src/customers/customer.decider';
+import { deciderSpec } from '../support/decider-spec';
 
 const ID = '3f1c1b8e-2f0a-4d7e-9b8a-1c2d3e4f5a6b';
+const spec = deciderSpec(customerDecider, { streamId: `customer-${ID}`, accountId: 'acc' });
 
-/** Folds decided events the way the store would hand them back. */
-function fold(state: RecordState | null, events: { type: string; data: Record<string, unknown> }[], accountId = 'acc') {
-  return events.reduce<RecordState | null>((s, e, i) => {
-    const revision = (s?.revision ?? -1) + 1;
-    const stored: StoredEvent = {
-      ...e,
-      id: `e${i}`,
-      streamId: `customer-${ID}`,
-      revision,
-      position: { commit: BigInt(100 + revision), prepare: BigInt(100 + revision) },
-      metadata: { accountId, correlationId: 'c', causationId: 'c', schemaVersion: 1 },
-      recordedAt: new Date(1_700_000_000_500),
-    };
-    return evolveRecord(CUSTOMER, s, stored);
-  }, state);
-}
+const created: CustomerEvent = { type: 'CustomerCreated', data: { name: 'Ada', email: 'ada@x.io' } };
+const deleted: CustomerEvent = { type: 'CustomerDeleted', data: {} };
+const erased: CustomerEvent = { type: 'CustomerErased', data: {} };
 
-const created = () => fold(null, decideCreateCustomer(null, { name: 'Ada', email: 'ada@x.io', mobile: '' }));
+const create = (fields: Record<string, string>): CustomerCommand => ({ type: 'CreateCustomer', data: { fields } });
+const update = (fields: Record<string, string>, accountId = 'acc'): CustomerCommand => ({ type: 'UpdateCustomer', data: { accountId, fields } });
+const remove = (accountId = 'acc'): CustomerCommand => ({ type: 'DeleteCustomer', data: { accountId } });
 
-function faultFields(fn: () => unknown): string[] {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ApiError);
-    return ((error as ApiError).details ?? []).map((d) => d.field);
-  }
-  throw new Error('expected a refusal');
-}
+/** A refusal naming these fields. */
+const invalid = (...fields: string[]) => ({ code: 'VALIDATION_FAILED', details: fields.map((field) => expect.objectContaining({ field })) });
 
 describe('customer decisions', () => {
   it('appends nothing when the id exists already (an idempotent retry re-running its create)', () => {
-    expect(decideCreateCustomer(created(), { name: 'Ada', email: 'ada@x.io' })).toEqual([]);
+    spec
+      .given([created])
+      .when(create({ name: 'Ada', email: 'ada@x.io' }))
+      .thenNothingHappened();
   });
 
   it('creates with the fields that have a value', () => {
-    expect(decideCreateCustomer(null, { name: 'Ada', email: 'ada@x.io', tel: '' })).toEqual([
-      { type: 'CustomerCreated', data: { name: 'Ada', email: 'ada@x.io' } },
-    ]);
+    spec
+      .given([])
+      .when(create({ name: 'Ada', email: 'ada@x.io', tel: '' }))
+      .then([{ type: 'CustomerCreated', data: { name: 'Ada', email: 'ada@x.io' } }]);
   });
 
   it('folds a creation into a record owned by the creating account', () => {
-    expect(created()).toEqual({
+    expect(spec.fold([created])).toEqual({
       id: ID,
       accountId: 'acc',
       revision: 0,
@@ -58,35 +43,54 @@ describe('customer decisions', () => {
   });
 
   it('refuses a customer with neither email nor mobile, naming both', () => {
-    expect(faultFields(() => decideCreateCustomer(null, { name: 'Ada' }))).toEqual(['email', 'mobile']);
+    spec
+      .given([])
+      .when(create({ name: 'Ada' }))
+      .thenThrows(invalid('email', 'mobile'));
   });
 
   it('appends only the fields that change', () => {
-    expect(decideUpdateCustomer(created(), 'acc', { name: 'Ada', company: 'Acme' })).toEqual([
-      { type: 'CustomerUpdated', data: { company: 'Acme' } },
-    ]);
+    spec
+      .given([created])
+      .when(update({ name: 'Ada', company: 'Acme' }))
+      .then([{ type: 'CustomerUpdated', data: { company: 'Acme' } }]);
   });
 
   it('appends nothing when nothing changes', () => {
-    expect(decideUpdateCustomer(created(), 'acc', { name: 'Ada', tel: '' })).toEqual([]);
+    spec
+      .given([created])
+      .when(update({ name: 'Ada', tel: '' }))
+      .thenNothingHappened();
   });
 
   it('refuses an update that would leave neither email nor mobile', () => {
-    expect(faultFields(() => decideUpdateCustomer(created(), 'acc', { email: '' }))).toEqual(['email', 'mobile']);
+    spec
+      .given([created])
+      .when(update({ email: '' }))
+      .thenThrows(invalid('email', 'mobile'));
   });
 
   it('allows clearing email when mobile takes over', () => {
-    const [event] = decideUpdateCustomer(created(), 'acc', { email: '', mobile: '09123456789' });
-    expect(event.data).toEqual({ email: '', mobile: '09123456789' });
-    expect(fold(created(), [event])?.fields).toEqual({ name: 'Ada', email: '', mobile: '09123456789' });
+    const updated: CustomerEvent = { type: 'CustomerUpdated', data: { email: '', mobile: '09123456789' } };
+    spec
+      .given([created])
+      .when(update({ email: '', mobile: '09123456789' }))
+      .then([updated]);
+    expect(spec.fold([created, updated])?.fields).toEqual({ name: 'Ada', email: '', mobile: '09123456789' });
   });
 
-  it.each([
-    ['another account', (s: RecordState | null) => decideUpdateCustomer(s, 'other', { name: 'X' })],
-    ['a deleted customer', (s: RecordState | null) => decideUpdateCustomer(fold(s, decideDeleteCustomer(s, 'acc')), 'acc', { name: 'X' })],
-    ['a missing customer', () => decideUpdateCustomer(null, 'acc', { name: 'X' })],
-    ['deleting twice', (s: RecordState | null) => decideDeleteCustomer(fold(s, decideDeleteCustomer(s, 'acc')), 'acc')],
-  ])('answers NOT_FOUND for %s', (_, act) => {
-    expect(() => act(created())).toThrow(expect.objectContaining({ code: 'NOT_FOUND' }));
+  it('deletes a customer of the account', () => {
+    spec.given([created]).when(remove()).then([deleted]);
+  });
+
+  it.each<[string, CustomerEvent[], CustomerCommand]>([
+    ['another account', [created], update({ name: 'X' }, 'other')],
+    ['a deleted customer', [created, deleted], update({ name: 'X' })],
+    ['an erased customer', [created, erased], update({ name: 'X' })],
+    ['a missing customer', [], update({ name: 'X' })],
+    ['deleting twice', [created, deleted], remove()],
+    ["deleting another account's customer", [created], remove('other')],
+  ])('answers NOT_FOUND for %s', (_, given, command) => {
+    spec.given(given).when(command).thenThrows({ code: 'NOT_FOUND' });
   });
 });
