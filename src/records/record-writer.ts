@@ -36,8 +36,12 @@ export function withMetadata(events: DomainEvent[], metadata: EventMetadata) {
   return events.map((e) => ({ id: timeOrderedUuid(), type: e.type, data: e.data, metadata }));
 }
 
-/** Decides on the record as read; may do other work first (a slug reservation) and return events. */
-export type Decision = (state: RecordState | null) => DomainEvent[] | Promise<DomainEvent[]>;
+/**
+ * Decides on the record as read: a decider's `decide` with its command. Synchronous, as it may run
+ * more than once (see decideAndAppend); work that must come before the append (a profile's slug
+ * reservation) is a step of the handler before the write, with decideAhead.
+ */
+export type Decision<Event extends DomainEvent = DomainEvent> = (state: RecordState | null) => Event[];
 
 /**
  * What an If-Match header asks of the record: that it exists ('*'), or that its current revision is
@@ -144,6 +148,28 @@ export class RecordWriter {
   }
 
   /**
+   * What a write would decide now, appending nothing: for a step that must come before its append.
+   * Decided as the write's first attempt is, on what this writer knows (`guessed`: the fold it
+   * kept, or no stream for a create), or with `fresh` on the stream as read. A refusal decides no
+   * events here: the write decides again and answers it.
+   */
+  async decideAhead<Event extends DomainEvent>(
+    id: string,
+    context: RequestContext,
+    decide: Decision<Event>,
+    { precondition, isNew = false, fresh = false }: WriteOptions & { fresh?: boolean },
+  ): Promise<{ state: RecordState | null; events: Event[]; guessed: boolean }> {
+    const guess = fresh ? undefined : isNew ? NO_STREAM : this.upToDate(id);
+    const { state } = guess ?? (await this.load(id));
+    try {
+      return { state, events: this.decideOn(state, context, decide, precondition), guessed: !!guess };
+    } catch (error) {
+      if (error instanceof ApiError) return { state, events: [], guessed: !!guess };
+      throw error;
+    }
+  }
+
+  /**
    * What the write did, and the position the read models must reach to show it. A precondition is checked on every attempt, so a writer that
    * lost a race to another one answers 412, not a silent retry.
    *
@@ -165,8 +191,7 @@ export class RecordWriter {
       const { state, revision, position } = guess ?? (await this.load(id));
       let events: DomainEvent[];
       try {
-        if (precondition) this.checkPrecondition(ownedRecord(this.kind, state, context.accountId), precondition);
-        events = await decide(state);
+        events = this.decideOn(state, context, decide, precondition);
       } catch (error) {
         if (guess && error instanceof ApiError) continue;
         // Refused on values that read '' because another worker destroyed the key (its erasure not
@@ -231,6 +256,17 @@ export class RecordWriter {
     );
     this.keep(id, { state: folded, revision: written.revision, position });
     return folded;
+  }
+
+  /** The If-Match is checked before the decision: a write on a revision it did not expect answers 412, whatever it decides. */
+  private decideOn<Event extends DomainEvent>(
+    state: RecordState | null,
+    context: RequestContext,
+    decide: Decision<Event>,
+    precondition?: Precondition,
+  ): Event[] {
+    if (precondition) this.checkPrecondition(ownedRecord(this.kind, state, context.accountId), precondition);
+    return decide(state);
   }
 
   private checkPrecondition(record: RecordState, precondition: Precondition): void {

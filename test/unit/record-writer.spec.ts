@@ -160,6 +160,25 @@ describe('RecordWriter', () => {
     expect((await writer.load(id)).revision).toBe(0);
   });
 
+  it('decides ahead on the record it kept without reading or appending, and leaves a refusal to the write', async () => {
+    const id = randomUUID();
+    const writer = writerOf();
+    await create(writer, id);
+    await update(writer, id, { name: 'Ada 1' }); // kept from here on
+    const reads = jest.spyOn(events, 'readStream');
+    const appends = jest.spyOn(events, 'appendToStream');
+
+    const ahead = await writer.decideAhead(id, context, (state) => decideUpdateCustomer(state, 'acc', { name: 'Ada 2' }), {});
+    expect(ahead).toMatchObject({ guessed: true, state: { revision: 1 }, events: [{ type: 'CustomerUpdated', data: { name: 'Ada 2' } }] });
+    const refused = await writer.decideAhead(id, context, (state) => decideUpdateCustomer(state, 'acc', { name: 'Ada 2' }), { precondition: [0] });
+    expect(refused.events).toEqual([]);
+    expect(reads).not.toHaveBeenCalled();
+    expect(appends).not.toHaveBeenCalled();
+
+    expect((await writer.decideAhead(id, context, () => [], { fresh: true })).guessed).toBe(false);
+    expect(reads).toHaveBeenCalledTimes(1);
+  });
+
   it('creates without reading the stream first', async () => {
     const reads = jest.spyOn(events, 'readStream');
     const written = await create(writerOf(), randomUUID());

@@ -114,6 +114,32 @@ describe('slug reservations, with the profile writes that take and give up slugs
     await expect(slugs.reserve('b', 'Y', metadata)).rejects.toMatchObject({ code: 'CONFLICT' });
   });
 
+  it('reserves again when the profile changed between the reservation step and the append: the slug it takes is always reserved after', async () => {
+    const X = 'X';
+    await create(X, 'shop');
+    // X's next profile append waits until `land` is called.
+    let land!: () => void;
+    const landing = new Promise<void>((resolve) => (land = resolve));
+    const append = events.appendToStream.bind(events);
+    jest.spyOn(events, 'appendToStream').mockImplementation(async (streamId, appended, expected) => {
+      if (streamId === 'profile-X') await landing;
+      return append(streamId, appended, expected);
+    });
+    const movingOff = update(X, 'other'); // reserves "other", its append held
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Planned on X carrying "shop": takes no slug, reserves none, and waits its turn behind the move.
+    const movingBack = update(X, 'shop');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    land();
+    await Promise.all([movingOff, movingBack]);
+
+    // Decided on X carrying "other", the write takes "shop": planned again, reserved, then appended.
+    expect((await profiles.load(X)).state?.fields.slug).toBe('shop');
+    expect((await reservations('shop')).at(-1)).toBe('SlugReserved(X)');
+    expect((await reservations('other')).at(-1)).toBe('SlugReleased(X)');
+    await expect(slugs.reserve('shop', 'Y', metadata)).rejects.toMatchObject({ code: 'CONFLICT' });
+  });
+
   it('frees at once a slug an update moved the profile onto while it was being erased (issue 36, item 4)', async () => {
     await create('X', 'a');
     // The erasure reads X (slug "a"), then waits in its key's destruction until `destroy` is called.
