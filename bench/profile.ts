@@ -38,9 +38,9 @@ const STAGES: [RegExp, string][] = [
   [pkg('@nestjs/[^/]+', 'rxjs', 'tslib', 'uid', 'iterare'), 'NestJS (routing, pipes, CQRS buses)'],
   // Node makes each request and response in the service's own classes (json-express.adapter.ts).
   [own('http/json-express'), 'Node (HTTP parsing, sockets, timers)'],
-  [own('erasure/'), 'encryption and data keys'],
+  [own('sealing/', 'key-store/'), 'encryption and data keys'],
   [pkg('better-sqlite3'), 'storage (SQLite, projections)'],
-  [own('read-store/', 'event-store/', 'storage/', 'projections/', 'records/'), 'storage (SQLite, projections)'],
+  [own('read-store/', 'event-store/', 'storage/', 'stores/', 'projections/', 'records/'), 'storage (SQLite, projections)'],
   [own('customers/', 'profiles/', 'idempotency/', 'audit/'), 'controllers and handlers'],
   [own('http/'), 'writing the answer'],
 ];

@@ -5,8 +5,8 @@ import { START } from '../src/event-store/event-store.port';
 import type { AppConfig } from '../src/config/config';
 import { ProjectionsService } from '../src/projections/projections.service';
 import { rebuildProjections } from '../src/projections/rebuild';
-import { READ_MODELS } from '../src/read-models';
-import { openEventStore, openStores } from '../src/storage/storage.module';
+import { READ_MODELS, RECORD_KINDS } from '../src/read-models';
+import { openEventStore, openStores } from '../src/stores/stores.module';
 import { seedEvents } from './seed-events';
 
 /** Stores that have served a while hold erasures: one record in a hundred here. */
@@ -47,13 +47,13 @@ export async function main(args: string[]): Promise<void> {
  */
 async function seal(sqliteFile: string): Promise<number> {
   const started = Date.now();
-  await (await openEventStore({ sqliteFile })).close();
+  await (await openEventStore({ sqliteFile }, RECORD_KINDS)).close();
   return (Date.now() - started) / 1000;
 }
 
 /** Rebuilds every read model of the embedded store at `sqliteFile`, as `projections rebuild all` does. */
 export async function rebuildAll(sqliteFile: string): Promise<{ events: number; seconds: number }> {
-  const { eventStore, readStore } = await openStores({ sqliteFile });
+  const { eventStore, readStore } = await openStores({ sqliteFile }, RECORD_KINDS);
   try {
     const started = Date.now();
     const results = await rebuildProjections(READ_MODELS, eventStore, readStore, { signal: new AbortController().signal, graceMs: 0 });
@@ -66,7 +66,7 @@ export async function rebuildAll(sqliteFile: string): Promise<{ events: number; 
 
 /** Starts the service's projections on the embedded store at `sqliteFile`, as a first start does, and times them until they have folded its head. */
 export async function catchUp(sqliteFile: string): Promise<{ events: number; seconds: number }> {
-  const { eventStore, readStore } = await openStores({ sqliteFile });
+  const { eventStore, readStore } = await openStores({ sqliteFile }, RECORD_KINDS);
   const service = new ProjectionsService(READ_MODELS, eventStore, readStore, { readYourWritesTimeoutMs: 3_600_000, projectionLeaseMs: 5_000, instanceId: 'bench' } as AppConfig);
   try {
     const started = Date.now();

@@ -14,7 +14,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import { Agent, request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openEventStore } from '../src/storage/storage.module';
+import { openEventStore } from '../src/stores/stores.module';
+import { RECORD_KINDS } from '../src/read-models';
 import { Database } from '../src/storage/sqlite-database';
 import { seedCustomers } from './seed';
 import { load as runLoad, ROOT, Service, startService, stopService } from './service';
@@ -48,7 +49,7 @@ export async function main(args: string[]): Promise<void> {
     const seeded = await seedCustomers(file, { customers: options.records, accounts: 1, listedEmail: LISTED_EMAIL });
     console.log(`seeded ${seeded.count} CustomerCreated events in one account in ${(seeded.ms / 1000).toFixed(1)} s (load ${load()})`);
     let started = Date.now();
-    await (await openEventStore({ sqliteFile: file })).close();
+    await (await openEventStore({ sqliteFile: file }, RECORD_KINDS)).close();
     console.log(`sealed them in ${((Date.now() - started) / 1000).toFixed(1)} s (load ${load()})`);
 
     console.log('\n| Measure | Figure | Notes | load (1 min) |\n|---|---:|---|---:|');

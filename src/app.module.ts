@@ -3,12 +3,12 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { AuditModule } from './audit/audit.module';
 import type { AppConfig } from './config/config';
 import { CustomersModule } from './customers/customers.module';
-import { MetricsModule } from './metrics/metrics.module';
+import { MetricsModule } from './health/metrics.module';
 import { ProfilesModule } from './profiles/profiles.module';
 import { HealthModule } from './health/health.module';
 import { ProjectionsModule } from './projections/projections.module';
-import { READ_MODELS } from './read-models';
-import { StorageModule } from './storage/storage.module';
+import { READ_MODELS, RECORD_KINDS } from './read-models';
+import { StoresModule } from './stores/stores.module';
 
 @Module({})
 export class AppModule {
@@ -23,7 +23,7 @@ export class AppModule {
         ProfilesModule,
         AuditModule,
         MetricsModule,
-        StorageModule.forRoot(config),
+        StoresModule.forRoot(config, RECORD_KINDS),
         ProjectionsModule.forRoot(READ_MODELS),
         HealthModule,
       ],

@@ -4,6 +4,7 @@ import type { NextFunction, Response } from 'express';
 import { AppModule } from './app.module';
 import { setUpDocs } from './docs/openapi';
 import type { AppConfig } from './config/config';
+import { CUSTOMER_API } from './customers/customer.api';
 import { AccessTokens, accessTokenMiddleware, RateLimits } from './http/access-token.middleware';
 import { ApiExceptionFilter } from './http/api-exception.filter';
 import { BodyValidationPipe } from './http/body-validation.pipe';
@@ -15,6 +16,7 @@ import type { ServiceRequest } from './http/request-context';
 import type { DestinationStream } from 'pino';
 import { createLogger, NestPinoLogger } from './logging/logging';
 import { Metrics } from './metrics/metrics';
+import { PROFILE_API } from './profiles/profile.api';
 
 /** The API's paths: routes match regardless of case, as Express matches them. */
 const V1_PATH = /^\/v1(?:\/|$)/i;
@@ -56,7 +58,7 @@ export async function createApp(config: AppConfig, logDestination?: DestinationS
   );
   app.useGlobalFilters(new ApiExceptionFilter());
   app.useGlobalPipes(new BodyValidationPipe());
-  adapter.addAfterRoutes(() => setUpDocs(app));
+  adapter.addAfterRoutes(() => setUpDocs(app, [PROFILE_API, CUSTOMER_API]));
   await app.init();
   return app;
 }

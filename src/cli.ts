@@ -7,8 +7,8 @@ import { failureLine, MissingStoreError } from './cli/output';
 import { projectionsRebuild, projectionsStatus } from './cli/projections';
 import { AppConfig, loadConfig } from './config/config';
 import { REBUILD_GRACE_MS, RebuildInterruptedError } from './projections/rebuild';
-import { READ_MODELS } from './read-models';
-import { openStores, usesSqliteFile } from './storage/storage.module';
+import { READ_MODELS, RECORD_KINDS } from './read-models';
+import { openStores, usesSqliteFile } from './stores/stores.module';
 
 // Operator commands, run beside the service against the same stores: `node dist/cli.js <command>`
 // (`npm run cli -- <command>`). Exit codes: 0 done, 1 failed, 2 usage error, 130 interrupted.
@@ -173,7 +173,7 @@ async function openConfiguredStores(): Promise<Stores> {
       `No store at ${config.sqliteFile}. Run the command in the service's directory, or set DATA_DIR to its data directory (the service makes the store on its first start).`,
     );
   }
-  return openStores(config, { log: (message) => process.stderr.write(`${message}\n`) });
+  return openStores(config, RECORD_KINDS, { log: (message) => process.stderr.write(`${message}\n`) });
 }
 
 /** Runs the command to its exit code; `interrupt` is aborted by Ctrl-C (or SIGTERM). */

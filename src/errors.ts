@@ -1,6 +1,6 @@
 /**
  * The service's errors, as the contract names them. Thrown anywhere (domain, handlers, HTTP
- * plumbing) and turned into the error envelope by the HTTP layer's exception filter.
+ * plumbing); the HTTP layer's exception filter gives each code its status and the error envelope.
  */
 export type ErrorCode =
   | 'VALIDATION_FAILED'
@@ -24,28 +24,7 @@ export interface FieldFault {
   message: string;
 }
 
-const STATUS: Record<ErrorCode, number> = {
-  VALIDATION_FAILED: 400,
-  MALFORMED_JSON: 400,
-  UNAUTHORIZED: 401,
-  NOT_FOUND: 404,
-  CONFLICT: 409,
-  PRECONDITION_FAILED: 412,
-  PAYLOAD_TOO_LARGE: 413,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  RATE_LIMITED: 429,
-  // What Node's HTTP parser refuses before the app sees a request (see http/http-server.ts).
-  MALFORMED_REQUEST: 400,
-  REQUEST_TIMEOUT: 408,
-  EXPECTATION_FAILED: 417,
-  HEADERS_TOO_LARGE: 431,
-  INTERNAL: 500,
-  UNAVAILABLE: 503,
-};
-
 export class ApiError extends Error {
-  readonly status: number;
-
   constructor(
     readonly code: ErrorCode,
     message: string,
@@ -55,7 +34,6 @@ export class ApiError extends Error {
   ) {
     super(message);
     this.name = 'ApiError';
-    this.status = STATUS[code];
   }
 }
 

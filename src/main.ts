@@ -8,7 +8,7 @@ import { createApp } from './app';
 import { AppConfig, ConfigError, loadConfig, resolveAccessTokens } from './config/config';
 import { relaySiblingNews } from './instance';
 import { createLogger, NestPinoLogger } from './logging/logging';
-import { prepareSqliteFiles } from './storage/storage.module';
+import { prepareSqliteFiles } from './stores/stores.module';
 import { StoreUnavailableError } from './storage/store-unavailable.error';
 
 const SHUTDOWN_GRACE_MS = 10_000;

@@ -1,10 +1,10 @@
 import { Inject } from '@nestjs/common';
 import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { randomUUID } from 'node:crypto';
-import type { RequestContext } from '../http/request-context';
+import type { CommandContext } from '../records/command-context';
 import type { Fields, RecordState } from '../records/record';
 import { Precondition, RecordWriter } from '../records/record-writer';
-import type { RecordEraser } from '../erasure/record-eraser';
+import type { RecordEraser } from '../records/record-eraser';
 import { CustomerCommand, customerDecider } from './customer.decider';
 
 export const CUSTOMER_WRITER = Symbol('CustomerWriter');
@@ -18,7 +18,7 @@ export const CUSTOMER_ERASER = Symbol('CustomerEraser');
 /** `id` is new, or the one an Idempotency-Key claimed: creating it again appends nothing. */
 export class CreateCustomerCommand extends Command<void> {
   readonly commandId = randomUUID();
-  constructor(readonly context: RequestContext, readonly id: string, readonly fields: Fields) {
+  constructor(readonly context: CommandContext, readonly id: string, readonly fields: Fields) {
     super();
   }
 }
@@ -27,7 +27,7 @@ export class CreateCustomerCommand extends Command<void> {
 export class UpdateCustomerCommand extends Command<RecordState> {
   readonly commandId = randomUUID();
   constructor(
-    readonly context: RequestContext,
+    readonly context: CommandContext,
     readonly id: string,
     readonly fields: Fields,
     readonly precondition?: Precondition,
@@ -38,14 +38,14 @@ export class UpdateCustomerCommand extends Command<RecordState> {
 
 export class DeleteCustomerCommand extends Command<void> {
   readonly commandId = randomUUID();
-  constructor(readonly context: RequestContext, readonly id: string, readonly precondition?: Precondition) {
+  constructor(readonly context: CommandContext, readonly id: string, readonly precondition?: Precondition) {
     super();
   }
 }
 
 export class EraseCustomerCommand extends Command<void> {
   readonly commandId = randomUUID();
-  constructor(readonly context: RequestContext, readonly id: string) {
+  constructor(readonly context: CommandContext, readonly id: string) {
     super();
   }
 }

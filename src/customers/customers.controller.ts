@@ -9,8 +9,10 @@ import { parseIfMatch, setETag } from '../http/etag';
 import { inAccountTurn } from '../http/account-turns';
 import { parseAsOf, parseListQuery, setListHeaders } from '../http/list-query';
 import { RecordIdPipe } from '../http/record-id.pipe';
-import { Ctx, RequestContext } from '../http/request-context';
+import { Ctx } from '../http/request-context';
+import type { CommandContext } from '../records/command-context';
 import { IdempotentCreates } from '../idempotency/idempotent-creates';
+import { CUSTOMER_API } from './customer.api';
 import { CreateCustomerBody, UpdateCustomerBody } from './customer.body';
 import { CreateCustomerCommand, DeleteCustomerCommand, EraseCustomerCommand, UpdateCustomerCommand } from './customer.commands';
 import { CUSTOMER } from './customer.decider';
@@ -20,7 +22,7 @@ import { customerView } from './customer.view';
 
 const CustomerId = new RecordIdPipe('Customer');
 
-@ApiResource('Customer')
+@ApiResource(CUSTOMER_API)
 @Controller('v1/customers')
 export class CustomersController {
   constructor(
@@ -30,10 +32,10 @@ export class CustomersController {
   ) {}
 
   @Post()
-  @ApiRecordOperation('Customer', 'create')
+  @ApiRecordOperation(CUSTOMER_API, 'create')
   @HttpCode(201)
   async create(
-    @Ctx() ctx: RequestContext,
+    @Ctx() ctx: CommandContext,
     @Body() body: CreateCustomerBody,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Res({ passthrough: true }) res: Response,
@@ -49,8 +51,8 @@ export class CustomersController {
   }
 
   @Get()
-  @ApiRecordOperation('Customer', 'list')
-  async list(@Ctx() ctx: RequestContext, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) res: Response) {
+  @ApiRecordOperation(CUSTOMER_API, 'list')
+  async list(@Ctx() ctx: CommandContext, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) res: Response) {
     const list = parseListQuery(query, CUSTOMER_FILTERS, 10, { cursor: true });
     const { customers, ...page } = await inAccountTurn(ctx.accountId, () => this.queries.execute(new ListCustomersQuery(ctx.accountId, list)));
     setListHeaders(res, page);
@@ -59,9 +61,9 @@ export class CustomersController {
 
   /** `?as_of=<epoch seconds>`: the customer as it stood then, folded from its events. */
   @Get(':id')
-  @ApiRecordOperation('Customer', 'read')
+  @ApiRecordOperation(CUSTOMER_API, 'read')
   async read(
-    @Ctx() ctx: RequestContext,
+    @Ctx() ctx: CommandContext,
     @Param('id', CustomerId) id: string,
     @Query() query: Record<string, unknown>,
     @Res({ passthrough: true }) res: Response,
@@ -72,9 +74,9 @@ export class CustomersController {
   }
 
   @Get(':id/history')
-  @ApiRecordOperation('Customer', 'history')
+  @ApiRecordOperation(CUSTOMER_API, 'history')
   async history(
-    @Ctx() ctx: RequestContext,
+    @Ctx() ctx: CommandContext,
     @Param('id', CustomerId) id: string,
     @Query() query: Record<string, unknown>,
     @Res({ passthrough: true }) res: Response,
@@ -88,10 +90,10 @@ export class CustomersController {
 
   /** HTTP 200 with body status 201, as the interface's example answers. */
   @Put(':id')
-  @ApiRecordOperation('Customer', 'update')
+  @ApiRecordOperation(CUSTOMER_API, 'update')
   @HttpCode(200)
   async update(
-    @Ctx() ctx: RequestContext,
+    @Ctx() ctx: CommandContext,
     @Param('id', CustomerId) id: string,
     @Body() body: UpdateCustomerBody,
     @Headers('if-match') ifMatch: string | undefined,
@@ -104,18 +106,18 @@ export class CustomersController {
   }
 
   @Delete(':id')
-  @ApiRecordOperation('Customer', 'delete')
+  @ApiRecordOperation(CUSTOMER_API, 'delete')
   @HttpCode(200)
-  async remove(@Ctx() ctx: RequestContext, @Param('id', CustomerId) id: string, @Headers('if-match') ifMatch: string | undefined) {
+  async remove(@Ctx() ctx: CommandContext, @Param('id', CustomerId) id: string, @Headers('if-match') ifMatch: string | undefined) {
     await this.commands.execute(new DeleteCustomerCommand(ctx, id, parseIfMatch(ifMatch)));
     return envelope({ Customer: { id } }, 200, 'Customer deleted successfully.');
   }
 
   /** Erases the customer's personal data for good: a live or a deleted one; again, the same answer. */
   @Post(':id/erase')
-  @ApiRecordOperation('Customer', 'erase')
+  @ApiRecordOperation(CUSTOMER_API, 'erase')
   @HttpCode(200)
-  async erase(@Ctx() ctx: RequestContext, @Param('id', CustomerId) id: string) {
+  async erase(@Ctx() ctx: CommandContext, @Param('id', CustomerId) id: string) {
     await this.commands.execute(new EraseCustomerCommand(ctx, id));
     return envelope({ Customer: { id } }, 200, 'Customer erased.');
   }

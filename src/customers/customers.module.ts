@@ -1,8 +1,7 @@
 import { Inject, Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
-import type { DataKeys } from '../erasure/data-keys';
-import { RecordEraser } from '../erasure/record-eraser';
+import { DATA_KEYS, type DataKeys } from '../sealing/data-keys';
+import { RecordEraser } from '../records/record-eraser';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
-import { DATA_KEYS } from '../storage/storage.module';
 import { customerProjection } from './customer.projection';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';

@@ -2,26 +2,22 @@
  * Examples for the OpenAPI document: what "Try it out" sends and what the answers show. Realistic
  * values the service really takes and answers (the OpenAPI test checks each against its schema),
  * so a client author can paste them. The field values are the body classes' @Example ones, and the
- * answers are what the views make of them.
+ * answers are what the views make of them: each feature builds its own in its ApiRecordSpec
+ * (customers/customer.api.ts, profiles/profile.api.ts) with the helpers here.
  */
 
-import { CreateCustomerBody } from '../customers/customer.body';
-import { customerView } from '../customers/customer.view';
 import { toFields } from '../http/body-validation.pipe';
 import { bodyFields } from '../http/field-rules';
-import { ProfileBody } from '../profiles/profile.body';
-import { profileView } from '../profiles/profile.view';
 import type { RecordState } from '../records/record';
 
-const PROFILE_ID = '3b8e6f5c-2d41-4c8a-9f0e-7a1b2c3d4e5f';
-const CUSTOMER_ID = '6f0c9a7e-5b1d-4e2f-8a3c-1d2e3f4a5b6c';
 const CREATED = 1795312257;
 
 /** What "Try it out" sends to create: each field with an @Example, in the body's order. */
-const createExample = (body: typeof ProfileBody) => Object.fromEntries(bodyFields(body).flatMap((f) => (f.example === undefined ? [] : [[f.name, f.example]])));
+export const createExample = (body: abstract new () => object) =>
+  Object.fromEntries(bodyFields(body).flatMap((f) => (f.example === undefined ? [] : [[f.name, f.example]])));
 
 /** A record holding the fields a create and an update gave, for the views to show as the answers do. */
-const record = (id: string, ...bodies: object[]): RecordState => ({
+export const record = (id: string, ...bodies: object[]): RecordState => ({
   id,
   accountId: '',
   revision: 0,
@@ -30,49 +26,6 @@ const record = (id: string, ...bodies: object[]): RecordState => ({
   created: CREATED,
   fields: Object.fromEntries(bodies.flatMap((body) => Object.entries(toFields(body)))),
 });
-
-export const PROFILE_CREATE = createExample(ProfileBody);
-export const PROFILE_UPDATE = { tel: '02188776600', site: 'https://shop.saffrontea.example', network_b: null };
-
-export const PROFILE = profileView(record(PROFILE_ID, PROFILE_CREATE), true);
-export const PROFILE_UPDATED = profileView(record(PROFILE_ID, PROFILE_CREATE, PROFILE_UPDATE), true);
-
-export const CUSTOMER_CREATE = createExample(CreateCustomerBody);
-export const CUSTOMER_UPDATE = { mobile: '09351112233', company: '' };
-
-export const CUSTOMER = customerView(record(CUSTOMER_ID, CUSTOMER_CREATE), 'full');
-export const CUSTOMER_SHORT = customerView(record(CUSTOMER_ID, CUSTOMER_CREATE), 'short');
-export const CUSTOMER_UPDATED = customerView(record(CUSTOMER_ID, CUSTOMER_CREATE, CUSTOMER_UPDATE), 'short');
-
-export const HISTORY = {
-  Profile: [
-    {
-      event: 'ProfileCreated',
-      revision: 0,
-      occurred: '2026-11-22T03:11:25.920Z',
-      actor: 'acme',
-      changes: { name: { from: '', to: 'Saffron Tea House' }, tel: { from: '', to: '02188776655' } },
-    },
-    { event: 'ProfileUpdated', revision: 1, occurred: '2026-11-22T03:11:32.200Z', actor: 'acme', changes: { tel: { from: '02188776655', to: '02188776600' } } },
-  ],
-  Customer: [
-    {
-      event: 'CustomerCreated',
-      revision: 0,
-      occurred: '2026-11-22T03:11:25.920Z',
-      actor: 'acme',
-      changes: { name: { from: '', to: 'Ada Lovelace' }, email: { from: '', to: 'ada@example.com' }, mobile: { from: '', to: '09121234567' } },
-    },
-    {
-      event: 'CustomerUpdated',
-      revision: 1,
-      occurred: '2026-11-22T03:11:32.200Z',
-      actor: 'acme',
-      changes: { mobile: { from: '09121234567', to: '09351112233' }, company: { from: 'Analytical Engines', to: '' } },
-    },
-    { event: 'CustomerDeleted', revision: 2, occurred: '2026-11-22T03:11:34.067Z', actor: 'acme', changes: {} },
-  ],
-};
 
 const error = (status: number, code: string, message: string, details?: { field: string; message: string }[]) => ({
   success: false,
@@ -117,5 +70,3 @@ export const NOT_READY = {
   ],
   problems: ['projection profiles is 57002 events behind (bound 1000)'],
 };
-
-export const IDS = { Profile: PROFILE_ID, Customer: CUSTOMER_ID };

@@ -1,35 +1,55 @@
 import { applyDecorators } from '@nestjs/common';
+import type { Type } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiSecurity, ApiTags, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { ReferenceObject, SchemaObject } from '@nestjs/swagger';
 import type { Express, Request, Response } from 'express';
-import { CreateCustomerBody, UpdateCustomerBody } from '../customers/customer.body';
-import { customerProjection } from '../customers/customer.projection';
-import { CUSTOMER_FIELDS, CUSTOMER_SHORT_FIELDS } from '../customers/customer.view';
 import type { ErrorCode } from '../errors';
 import type { MatchKind } from '../read-store/read-store.port';
 import * as EXAMPLE from './examples';
 import { DIGIT_FIELDS } from '../http/field-rules';
 import { MAX_LIST_OFFSET } from '../http/list-query';
 import { sendJson } from '../http/json-response';
-import { ProfileBody } from '../profiles/profile.body';
-import { profileProjection } from '../profiles/profile.projection';
-import { PROFILE_FIELDS } from '../profiles/profile.view';
 
 /**
  * The OpenAPI document (`GET /docs`, `GET /docs-json`): routes, parameters and request bodies come
  * from the controllers and the field rules; the response shapes below are built from the same field
  * lists the views use. Everything is described as the service really answers, quirks included.
+ * What differs between the resources comes from each feature's ApiRecordSpec, so this folder
+ * needs none of them.
  */
 
-type Resource = 'Profile' | 'Customer';
+/** A response component schema: a record as some answers show it. */
+export interface ApiAnswer {
+  name: string;
+  description: string;
+  /** The body fields shown, in the answer's order. */
+  fields: string[];
+  /** What the view adds after them. */
+  extra?: Record<string, SchemaObject>;
+}
+
+/** What a feature tells the document about its /v1 resource. */
+export interface ApiRecordSpec {
+  /** The wrapper of every answer; in lower case, the tag and the paths' noun. */
+  resource: 'Profile' | 'Customer';
+  bodies: { create: Type<object>; update: Type<object> };
+  /** The list filters, as the projection's schema declares them. */
+  filters: Record<string, MatchKind>;
+  /** A create's answer, and the one of lists, reads and updates when it shows fewer fields. */
+  answers: { full: ApiAnswer; short?: ApiAnswer };
+  /** What "Try it out" sends (create, update) and what the answers show. */
+  examples: { id: string; create: object; update: object; full: object; short: object; updated: object; history: object[] };
+  /**
+   * The resource's own rules, in the operations' descriptions: what a create requires (sentences),
+   * what an update may not change (sentences), what else an erasure frees (a clause).
+   */
+  rules: { create: string; update?: string; erase?: string };
+}
 
 const ref = (name: string): ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
 
-/** `a, b and c`. */
-const listed = (names: readonly string[]) => (names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1)}` : names.join(''));
-
-function recordSchema(description: string, fields: string[], extra: Record<string, SchemaObject> = {}): SchemaObject {
+function recordSchema({ description, fields, extra = {} }: ApiAnswer): SchemaObject {
   const properties: Record<string, SchemaObject> = {
     id: { type: 'string', format: 'uuid', minLength: 36, maxLength: 36, description: 'made by the service' },
   };
@@ -42,14 +62,8 @@ function recordSchema(description: string, fields: string[], extra: Record<strin
   return { type: 'object', description, additionalProperties: false, required: Object.keys(properties), properties };
 }
 
+/** The response schemas every resource shares; setUpDocs puts the resources' answers before them. */
 const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
-  Profile: recordSchema('A business profile, as every response shows it.', PROFILE_FIELDS, {
-    logo: { type: 'string', enum: [''], description: 'no operation sets it' },
-    signature: { type: 'string', enum: [''], description: 'no operation sets it' },
-    default: { type: 'integer', enum: [0, 1], description: "1 for the account's oldest live profile" },
-  }),
-  Customer: recordSchema('A customer as a create answers it: all twelve fields.', CUSTOMER_FIELDS),
-  CustomerShort: recordSchema('A customer as list, read and update answer it: the short field set.', CUSTOMER_SHORT_FIELDS),
   HistoryEntry: {
     type: 'object',
     description: "One event of a record's history.",
@@ -182,7 +196,7 @@ function successResponse(
   });
 }
 
-const wrapper = (resource: Resource, schema: SchemaObject | ReferenceObject): SchemaObject => ({
+const wrapper = (resource: ApiRecordSpec['resource'], schema: SchemaObject | ReferenceObject): SchemaObject => ({
   type: 'object',
   additionalProperties: false,
   required: [resource],
@@ -190,7 +204,7 @@ const wrapper = (resource: Resource, schema: SchemaObject | ReferenceObject): Sc
 });
 
 /** Tags and the two ways of sending the token, for a /v1 controller. */
-export const ApiResource = (resource: Resource) =>
+export const ApiResource = ({ resource }: ApiRecordSpec) =>
   applyDecorators(ApiTags(`${resource.toLowerCase()}s`), ApiBearerAuth(), ApiSecurity('access_token'));
 
 /** The tag of what is outside /v1: health, metrics. */
@@ -247,24 +261,17 @@ const IF_MATCH = ApiHeader({
   // No example: "Try it out" would send it, and a second update would answer 412.
 });
 
-const ID = (resource: Resource) =>
+const ID = (example: string) =>
   ApiParam({
     name: 'id',
     description: 'the record id: 36 characters of UUID form (anything else answers 404)',
     schema: { type: 'string' },
-    example: EXAMPLE.IDS[resource],
+    example,
   });
 
-const BODIES = {
-  Profile: { create: [ProfileBody, EXAMPLE.PROFILE_CREATE], update: [ProfileBody, EXAMPLE.PROFILE_UPDATE] },
-  Customer: { create: [CreateCustomerBody, EXAMPLE.CUSTOMER_CREATE], update: [UpdateCustomerBody, EXAMPLE.CUSTOMER_UPDATE] },
-} as const;
-
 /** The request body: the handler's body class, with an example "Try it out" sends as it is. */
-const BODY = (resource: Resource, operation: 'create' | 'update') => {
-  const [type, value] = BODIES[resource][operation];
-  return ApiBody({ type, examples: { [operation]: { summary: `${operation} a ${resource.toLowerCase()}`, value } } });
-};
+const BODY = ({ resource, bodies, examples }: ApiRecordSpec, operation: 'create' | 'update') =>
+  ApiBody({ type: bodies[operation], examples: { [operation]: { summary: `${operation} a ${resource.toLowerCase()}`, value: examples[operation] } } });
 
 /** What a delete and an erasure answer inside the wrapper: the record's id alone. */
 const ID_ONLY = { type: 'object', additionalProperties: false, required: ['id'], properties: { id: { type: 'string' } } };
@@ -291,26 +298,19 @@ const OPERATION_ERRORS: Record<Operation, number[]> = Object.fromEntries(
 ) as Record<Operation, number[]>;
 
 /** One operation on /v1/profiles or /v1/customers, with every answer it can give. */
-export function ApiRecordOperation(resource: Resource, operation: Operation) {
+export function ApiRecordOperation(spec: ApiRecordSpec, operation: Operation) {
+  const { resource, answers, examples: example, rules } = spec;
   const name = resource.toLowerCase();
-  const full = ref(resource);
-  const short = ref(resource === 'Customer' ? 'CustomerShort' : resource);
-  const id = ID(resource);
-  const example = {
-    full: resource === 'Customer' ? EXAMPLE.CUSTOMER : EXAMPLE.PROFILE,
-    short: resource === 'Customer' ? EXAMPLE.CUSTOMER_SHORT : EXAMPLE.PROFILE,
-    updated: resource === 'Customer' ? EXAMPLE.CUSTOMER_UPDATED : EXAMPLE.PROFILE_UPDATED,
-  };
+  const full = ref(answers.full.name);
+  const short = ref((answers.short ?? answers.full).name);
+  const id = ID(example.id);
   const errors = (operation: Operation) => OPERATION_ERRORS[operation].map(errorResponse);
   switch (operation) {
     case 'create':
       return applyDecorators(
         ApiOperation({
           summary: `Create a ${name}`,
-          description:
-            resource === 'Customer'
-              ? 'Every field is optional, but at least one of email and mobile must be filled in. Digit fields take a JSON integer >= 0 or a string of digits (ASCII, Persian or Arabic-Indic; answered as ASCII). Unknown and output-only fields are refused (400).'
-              : 'Every field is optional. The slug is unique across the service, ignoring case (409 when taken). Digit fields take a JSON integer >= 0 or a string of digits (ASCII, Persian or Arabic-Indic; answered as ASCII). Unknown and output-only fields are refused (400).',
+          description: `${rules.create} Digit fields take a JSON integer >= 0 or a string of digits (ASCII, Persian or Arabic-Indic; answered as ASCII). Unknown and output-only fields are refused (400).`,
         }),
         ApiHeader({
           name: 'Idempotency-Key',
@@ -319,7 +319,7 @@ export function ApiRecordOperation(resource: Resource, operation: Operation) {
           schema: { type: 'string', pattern: '^[\\x21-\\x7E]{1,255}$' },
           // No example: "Try it out" would send it, and a second create would answer 409.
         }),
-        BODY(resource, 'create'),
+        BODY(spec, 'create'),
         successResponse(201, `the new ${name}`, 201, wrapper(resource, full), { [resource]: example.full }, { headers: ETAG }),
         ...errors('create'),
       );
@@ -331,7 +331,7 @@ export function ApiRecordOperation(resource: Resource, operation: Operation) {
         }),
         ...PAGING(10),
         ...CURSOR,
-        ...FILTERS((resource === 'Profile' ? profileProjection : customerProjection).schema.filters),
+        ...FILTERS(spec.filters),
         successResponse(200, `a page of the account's ${name}s`, 200, { type: 'array', items: wrapper(resource, short) }, [{ [resource]: example.short }], {
           headers: { ...TOTAL_COUNT, ...TOTAL_CAPPED, ...NEXT_CURSOR },
         }),
@@ -361,18 +361,18 @@ export function ApiRecordOperation(resource: Resource, operation: Operation) {
         }),
         id,
         ...PAGING(100),
-        successResponse(200, `the ${name}'s events`, 200, { type: 'array', items: ref('HistoryEntry') }, EXAMPLE.HISTORY[resource], { headers: TOTAL_COUNT }),
+        successResponse(200, `the ${name}'s events`, 200, { type: 'array', items: ref('HistoryEntry') }, example.history, { headers: TOTAL_COUNT }),
         ...errors('history'),
       );
     case 'update':
       return applyDecorators(
         ApiOperation({
           summary: `Update a ${name}`,
-          description: `Fields not sent keep their values; "" or null clears one. Answers HTTP 200 with status 201 in the body.${resource === 'Customer' ? ` ${listed(UpdateCustomerBody.createOnly)} cannot be changed (400); email or mobile must stay filled in.` : ''}`,
+          description: `Fields not sent keep their values; "" or null clears one. Answers HTTP 200 with status 201 in the body.${rules.update ? ` ${rules.update}` : ''}`,
         }),
         id,
         IF_MATCH,
-        BODY(resource, 'update'),
+        BODY(spec, 'update'),
         successResponse(200, `the ${name} as changed (body status 201)`, 201, wrapper(resource, short), { [resource]: example.updated }, { headers: ETAG }),
         ...errors('update'),
       );
@@ -386,7 +386,7 @@ export function ApiRecordOperation(resource: Resource, operation: Operation) {
           `the ${name} is deleted`,
           200,
           wrapper(resource, ID_ONLY),
-          { [resource]: { id: EXAMPLE.IDS[resource] } },
+          { [resource]: { id: example.id } },
           { message: `${resource} deleted successfully.` },
         ),
         ...errors('delete'),
@@ -395,24 +395,17 @@ export function ApiRecordOperation(resource: Resource, operation: Operation) {
       return applyDecorators(
         ApiOperation({
           summary: `Erase a ${name}'s data for good`,
-          description: `The right to erasure: takes no body. Works on a live or a deleted ${name}; erasing it again answers the same. Afterwards the ${name} does not exist for any read, as-of read, list, update or delete (404)${resource === 'Profile' ? ', and its slug is free' : ''}; its history keeps every entry with null for each value, and ends with ${resource}Erased. No readable copy of the values stays in the service's stores.`,
+          description: `The right to erasure: takes no body. Works on a live or a deleted ${name}; erasing it again answers the same. Afterwards the ${name} does not exist for any read, as-of read, list, update or delete (404)${rules.erase ? `, ${rules.erase}` : ''}; its history keeps every entry with null for each value, and ends with ${resource}Erased. No readable copy of the values stays in the service's stores.`,
         }),
         id,
-        successResponse(
-          200,
-          `the ${name} is erased`,
-          200,
-          wrapper(resource, ID_ONLY),
-          { [resource]: { id: EXAMPLE.IDS[resource] } },
-          { message: `${resource} erased.` },
-        ),
+        successResponse(200, `the ${name} is erased`, 200, wrapper(resource, ID_ONLY), { [resource]: { id: example.id } }, { message: `${resource} erased.` }),
         ...errors('erase'),
       );
   }
 }
 
-/** Serves the document at /docs-json (in the service's JSON conventions) and its UI at /docs. */
-export function setUpDocs(app: NestExpressApplication): void {
+/** Serves the document at /docs-json (in the service's JSON conventions) and its UI at /docs; `specs` give the resources' answers. */
+export function setUpDocs(app: NestExpressApplication, specs: ApiRecordSpec[]): void {
   const config = new DocumentBuilder()
     .setTitle('Profiles and customers service')
     .setDescription(
@@ -431,7 +424,8 @@ export function setUpDocs(app: NestExpressApplication): void {
   const schemas = (document.components ??= {}).schemas ?? {};
   // Request bodies refuse any field they do not list.
   for (const schema of Object.values(schemas)) (schema as SchemaObject).additionalProperties = false;
-  document.components.schemas = { ...schemas, ...RESPONSE_SCHEMAS };
+  const answers = specs.flatMap(({ answers: { full, short } }) => [full, ...(short ? [short] : [])]);
+  document.components.schemas = { ...schemas, ...Object.fromEntries(answers.map((answer) => [answer.name, recordSchema(answer)])), ...RESPONSE_SCHEMAS };
   SwaggerModule.setup('docs', app, document, { raw: false });
   (app.getHttpAdapter().getInstance() as Express).get('/docs-json', (_req: Request, res: Response) => sendJson(res, 200, document));
 }

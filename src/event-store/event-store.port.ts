@@ -26,7 +26,21 @@ export interface EventMetadata {
   accountId: string;
   correlationId: string;
   causationId: string;
+  /** How to read the event's data; the store that writes it sets it (see SEALED_SCHEMA_VERSION). */
   schemaVersion: number;
+}
+
+/** An event's data as written before encryption: its field values in plaintext. */
+export const PLAINTEXT_SCHEMA_VERSION = 1;
+/** An event's data sealed with its record's data key (src/sealing/). */
+export const SEALED_SCHEMA_VERSION = 2;
+
+/** A write or read needed the data key of a record that has been erased: the record does not exist any more. */
+export class RecordErasedError extends Error {
+  constructor(readonly keyId: string) {
+    super(`${keyId} has been erased`);
+    this.name = 'RecordErasedError';
+  }
 }
 
 /** An event as the domain produces it: plain typed data. */
@@ -37,8 +51,11 @@ export interface DomainEvent<Type extends string = string, Data = Record<string,
 
 export interface NewEvent extends DomainEvent {
   id: string;
-  metadata: EventMetadata;
+  metadata: NewEventMetadata;
 }
+
+/** A new event's metadata: its schemaVersion is for the store that writes it to set. */
+export type NewEventMetadata = Omit<EventMetadata, 'schemaVersion'> & Partial<Pick<EventMetadata, 'schemaVersion'>>;
 
 export interface StoredEvent<E extends DomainEvent = DomainEvent> {
   id: string;

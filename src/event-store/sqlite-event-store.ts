@@ -1,5 +1,4 @@
 import type { Statement } from 'better-sqlite3';
-import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
 import { siblings } from '../instance';
 import { SqliteDatabase, TEXT_KEY, WalSync } from '../storage/sqlite-database';
 import { sqliteFailure } from '../storage/store-unavailable.error';
@@ -10,6 +9,7 @@ import {
   ExpectedRevision,
   NewEvent,
   Position,
+  SEALED_SCHEMA_VERSION,
   START,
   StoredEvent,
   SubscribeOptions,

@@ -1,10 +1,30 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, NotFoundException } from '@nestjs/common';
 import type { Response } from 'express';
-import { ApiError, FieldFault } from '../errors';
+import { ApiError, ErrorCode, FieldFault } from '../errors';
 import type { LoggedError } from '../logging/logging';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import { sendJson } from './json-response';
 import type { ServiceRequest } from './request-context';
+
+/** The HTTP status of each of the service's error codes. */
+export const STATUS: Record<ErrorCode, number> = {
+  VALIDATION_FAILED: 400,
+  MALFORMED_JSON: 400,
+  UNAUTHORIZED: 401,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  PRECONDITION_FAILED: 412,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  // What Node's HTTP parser refuses before the app sees a request (see http/http-server.ts).
+  MALFORMED_REQUEST: 400,
+  REQUEST_TIMEOUT: 408,
+  EXPECTATION_FAILED: 417,
+  HEADERS_TOO_LARGE: 431,
+  INTERNAL: 500,
+  UNAVAILABLE: 503,
+};
 
 /** Turns anything thrown while serving a request into the contract's error envelope. */
 @Catch()
@@ -31,9 +51,10 @@ export class ApiExceptionFilter implements ExceptionFilter {
     res.locals.error = { code: error.code, ...(details ? { fields: details.map((d) => d.field) } : {}) } satisfies LoggedError;
     if (res.headersSent) return void res.end();
     if (error.retryAfter !== undefined) res.setHeader('Retry-After', String(error.retryAfter));
-    sendJson(res, error.status, {
+    const status = STATUS[error.code];
+    sendJson(res, status, {
       success: false,
-      status: error.status,
+      status,
       error: {
         code: error.code,
         message: error.message,

@@ -1,6 +1,7 @@
 import { createServer, IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { ApiError, ErrorCode } from '../errors';
+import type { ErrorCode } from '../errors';
+import { STATUS } from './api-exception.filter';
 import type { Logger } from '../logging/logging';
 import { JSON_CONTENT_TYPE } from './json-response';
 
@@ -54,7 +55,7 @@ export function createHttpServer(
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket & { _httpMessage?: ServerResponse }) => {
     if (error.code === 'ECONNRESET') return void socket.destroy();
     const { code, message } = PARSER_ERRORS[error.code ?? ''] ?? MALFORMED;
-    const status = new ApiError(code, message).status;
+    const status = STATUS[code];
     logger.warn({ remoteAddress: socket.remoteAddress, res: { statusCode: status }, err: { code: error.code } }, `Refused a request Node could not take: ${status} ${code}`);
     // A closed connection, or one whose request the app is answering (a body broken after its headers), can take no other answer.
     if (!socket.writable || socket._httpMessage) return void socket.destroy();

@@ -1,13 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash, randomUUID } from 'node:crypto';
-import { DataKeys, digest, open, seal } from '../erasure/data-keys';
-import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
+import { DATA_KEYS, DataKeys, digest, open, seal } from '../sealing/data-keys';
 import { ApiError, validationFailed } from '../errors';
-import { EVENT_STORE, EventMetadata, EventStore, StoredEvent, WrongExpectedRevisionError } from '../event-store/event-store.port';
-import type { RequestContext } from '../http/request-context';
+import { EVENT_STORE, EventStore, NewEventMetadata, SEALED_SCHEMA_VERSION, StoredEvent, WrongExpectedRevisionError } from '../event-store/event-store.port';
+import type { CommandContext } from '../records/command-context';
 import { Fields, RecordKind, streamIdOf } from '../records/record';
 import { eventMetadata, withMetadata } from '../records/record-writer';
-import { DATA_KEYS } from '../storage/storage.module';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 
 /** How long a key holds its first response. */
@@ -66,10 +64,10 @@ interface KeyedCreate {
   resource: string;
   /** The sha256 of the resource and the request's fields: the fingerprint before schema 2, its HMAC's input since. */
   requestHash: string;
-  metadata: EventMetadata;
+  metadata: NewEventMetadata;
 }
 
-function keyedCreate(context: RequestContext, key: string, request: { kind: RecordKind; fields: Fields }): KeyedCreate {
+function keyedCreate(context: CommandContext, key: string, request: { kind: RecordKind; fields: Fields }): KeyedCreate {
   // The resource as the first version named it ('customers'), so claims made before still compare.
   const resource = `${request.kind.label.toLowerCase()}s`;
   const fields = Object.entries(request.fields).sort(([a], [b]) => (a < b ? -1 : 1));
@@ -118,7 +116,7 @@ export class IdempotentCreates {
 
   /** Runs `create` with a fresh record id, or under a key at most once per account and key. */
   async run(
-    context: RequestContext,
+    context: CommandContext,
     key: string | undefined,
     request: { kind: RecordKind; fields: Fields },
     create: (recordId: string) => Promise<CreatedResponse>,

@@ -1,10 +1,9 @@
 import type { LoggerService } from '@nestjs/common';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import type { IncomingHttpHeaders } from 'node:http';
 import { unescape } from 'node:querystring';
 import pino, { DestinationStream, Logger } from 'pino';
 import type { LogLevel } from '../config/config';
-import type { ServiceRequest } from '../http/request-context';
 
 export type { Logger };
 
@@ -86,7 +85,7 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
  * with the request id clients and events see. The URL and headers are written here, not by pino's
  * standard serializers, which log the raw URL and headers, token included.
  */
-export function logRequest(logger: Logger, req: ServiceRequest, res: Response, ms: number): void {
+export function logRequest(logger: Logger, req: Request & { requestId?: string; accountId?: string }, res: Response, ms: number): void {
   if (!logger.isLevelEnabled('info')) return;
   const url = redactUrl(req.originalUrl);
   const error: LoggedError | undefined = res.locals?.error;

@@ -2,13 +2,13 @@ import { Inject } from '@nestjs/common';
 import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { randomUUID } from 'node:crypto';
 import { ApiError } from '../errors';
-import type { EventMetadata, Position } from '../event-store/event-store.port';
-import type { RequestContext } from '../http/request-context';
+import type { NewEventMetadata, Position } from '../event-store/event-store.port';
+import type { CommandContext } from '../records/command-context';
 import type { Fields, RecordState } from '../records/record';
 import { Decision, eventMetadata, Precondition, RecordWriter, Written } from '../records/record-writer';
 import { ProfileCommand, profileDecider, ProfileEvent, slugChange } from './profile.decider';
 import { SlugReservations, slugTaken } from './slug-reservations';
-import type { RecordEraser } from '../erasure/record-eraser';
+import type { RecordEraser } from '../records/record-eraser';
 
 export const PROFILE_WRITER = Symbol('ProfileWriter');
 export const PROFILE_ERASER = Symbol('ProfileEraser');
@@ -16,7 +16,7 @@ export const PROFILE_ERASER = Symbol('ProfileEraser');
 /** `id` is new, or the one an Idempotency-Key claimed: creating it again appends nothing. */
 export class CreateProfileCommand extends Command<void> {
   readonly commandId = randomUUID();
-  constructor(readonly context: RequestContext, readonly id: string, readonly fields: Fields) {
+  constructor(readonly context: CommandContext, readonly id: string, readonly fields: Fields) {
     super();
   }
 }
@@ -25,7 +25,7 @@ export class CreateProfileCommand extends Command<void> {
 export class UpdateProfileCommand extends Command<RecordState> {
   readonly commandId = randomUUID();
   constructor(
-    readonly context: RequestContext,
+    readonly context: CommandContext,
     readonly id: string,
     readonly fields: Fields,
     readonly precondition?: Precondition,
@@ -36,14 +36,14 @@ export class UpdateProfileCommand extends Command<RecordState> {
 
 export class DeleteProfileCommand extends Command<void> {
   readonly commandId = randomUUID();
-  constructor(readonly context: RequestContext, readonly id: string, readonly precondition?: Precondition) {
+  constructor(readonly context: CommandContext, readonly id: string, readonly precondition?: Precondition) {
     super();
   }
 }
 
 export class EraseProfileCommand extends Command<void> {
   readonly commandId = randomUUID();
-  constructor(readonly context: RequestContext, readonly id: string) {
+  constructor(readonly context: CommandContext, readonly id: string) {
     super();
   }
 }
@@ -157,7 +157,7 @@ abstract class SlugAwareHandler {
     id: string,
     write: SlugWrite,
     decide: Decision<ProfileEvent>,
-    metadata: EventMetadata,
+    metadata: NewEventMetadata,
     fresh: boolean,
   ): Promise<SlugPlan> {
     const { precondition, isNew } = write;
@@ -181,8 +181,8 @@ abstract class SlugAwareHandler {
    */
   private async undo(
     id: string,
-    context: RequestContext,
-    metadata: EventMetadata,
+    context: CommandContext,
+    metadata: NewEventMetadata,
     before: RecordState | null,
     changes: Fields,
   ): Promise<Position | undefined> {
@@ -208,7 +208,7 @@ abstract class SlugAwareHandler {
 
 /** What a profile write is asked with, besides its command. */
 interface SlugWrite {
-  context: RequestContext;
+  context: CommandContext;
   commandId: string;
   precondition?: Precondition;
   isNew?: boolean;

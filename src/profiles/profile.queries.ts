@@ -1,14 +1,13 @@
 import { Inject } from '@nestjs/common';
 import { IQueryHandler, Query, QueryBus, QueryHandler } from '@nestjs/cqrs';
 import { RecordAsOfQuery } from '../audit/audit.queries';
-import type { DataKeys } from '../erasure/data-keys';
-import { getUnlessErased, withoutErased } from '../erasure/erased-records';
+import { DATA_KEYS, type DataKeys } from '../sealing/data-keys';
+import { getUnlessErased, withoutErased } from '../records/erased-records';
 import { notFound } from '../errors';
 import { type ListQuery, nextCursor } from '../http/list-query';
 import { ProjectionsService } from '../projections/projections.service';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import type { RecordState, Versioned } from '../records/record';
-import { DATA_KEYS } from '../storage/storage.module';
 import { PROFILE } from './profile.decider';
 import { profileProjection } from './profile.projection';
 import { profileView } from './profile.view';

@@ -9,8 +9,10 @@ import { parseIfMatch, setETag } from '../http/etag';
 import { inAccountTurn } from '../http/account-turns';
 import { parseAsOf, parseListQuery, setListHeaders } from '../http/list-query';
 import { RecordIdPipe } from '../http/record-id.pipe';
-import { Ctx, RequestContext } from '../http/request-context';
+import { Ctx } from '../http/request-context';
+import type { CommandContext } from '../records/command-context';
 import { IdempotentCreates } from '../idempotency/idempotent-creates';
+import { PROFILE_API } from './profile.api';
 import { ProfileBody } from './profile.body';
 import { CreateProfileCommand, DeleteProfileCommand, EraseProfileCommand, UpdateProfileCommand } from './profile.commands';
 import { PROFILE } from './profile.decider';
@@ -19,7 +21,7 @@ import { GetProfileQuery, ListProfilesQuery, WrittenProfileQuery } from './profi
 
 const ProfileId = new RecordIdPipe('Profile');
 
-@ApiResource('Profile')
+@ApiResource(PROFILE_API)
 @Controller('v1/profiles')
 export class ProfilesController {
   constructor(
@@ -29,10 +31,10 @@ export class ProfilesController {
   ) {}
 
   @Post()
-  @ApiRecordOperation('Profile', 'create')
+  @ApiRecordOperation(PROFILE_API, 'create')
   @HttpCode(201)
   async create(
-    @Ctx() ctx: RequestContext,
+    @Ctx() ctx: CommandContext,
     @Body() body: ProfileBody,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Res({ passthrough: true }) res: Response,
@@ -48,8 +50,8 @@ export class ProfilesController {
   }
 
   @Get()
-  @ApiRecordOperation('Profile', 'list')
-  async list(@Ctx() ctx: RequestContext, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) res: Response) {
+  @ApiRecordOperation(PROFILE_API, 'list')
+  async list(@Ctx() ctx: CommandContext, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) res: Response) {
     const list = parseListQuery(query, PROFILE_FILTERS, 10, { cursor: true });
     const { profiles, ...page } = await inAccountTurn(ctx.accountId, () => this.queries.execute(new ListProfilesQuery(ctx.accountId, list)));
     setListHeaders(res, page);
@@ -58,9 +60,9 @@ export class ProfilesController {
 
   /** `?as_of=<epoch seconds>`: the profile as it stood then, folded from its events. */
   @Get(':id')
-  @ApiRecordOperation('Profile', 'read')
+  @ApiRecordOperation(PROFILE_API, 'read')
   async read(
-    @Ctx() ctx: RequestContext,
+    @Ctx() ctx: CommandContext,
     @Param('id', ProfileId) id: string,
     @Query() query: Record<string, unknown>,
     @Res({ passthrough: true }) res: Response,
@@ -71,9 +73,9 @@ export class ProfilesController {
   }
 
   @Get(':id/history')
-  @ApiRecordOperation('Profile', 'history')
+  @ApiRecordOperation(PROFILE_API, 'history')
   async history(
-    @Ctx() ctx: RequestContext,
+    @Ctx() ctx: CommandContext,
     @Param('id', ProfileId) id: string,
     @Query() query: Record<string, unknown>,
     @Res({ passthrough: true }) res: Response,
@@ -87,10 +89,10 @@ export class ProfilesController {
 
   /** HTTP 200 with body status 201, as the interface's example answers. */
   @Put(':id')
-  @ApiRecordOperation('Profile', 'update')
+  @ApiRecordOperation(PROFILE_API, 'update')
   @HttpCode(200)
   async update(
-    @Ctx() ctx: RequestContext,
+    @Ctx() ctx: CommandContext,
     @Param('id', ProfileId) id: string,
     @Body() body: ProfileBody,
     @Headers('if-match') ifMatch: string | undefined,
@@ -102,18 +104,18 @@ export class ProfilesController {
   }
 
   @Delete(':id')
-  @ApiRecordOperation('Profile', 'delete')
+  @ApiRecordOperation(PROFILE_API, 'delete')
   @HttpCode(200)
-  async remove(@Ctx() ctx: RequestContext, @Param('id', ProfileId) id: string, @Headers('if-match') ifMatch: string | undefined) {
+  async remove(@Ctx() ctx: CommandContext, @Param('id', ProfileId) id: string, @Headers('if-match') ifMatch: string | undefined) {
     await this.commands.execute(new DeleteProfileCommand(ctx, id, parseIfMatch(ifMatch)));
     return envelope({ Profile: { id } }, 200, 'Profile deleted successfully.');
   }
 
   /** Erases the profile's data for good and frees its slug: a live or a deleted one; again, the same answer. */
   @Post(':id/erase')
-  @ApiRecordOperation('Profile', 'erase')
+  @ApiRecordOperation(PROFILE_API, 'erase')
   @HttpCode(200)
-  async erase(@Ctx() ctx: RequestContext, @Param('id', ProfileId) id: string) {
+  async erase(@Ctx() ctx: CommandContext, @Param('id', ProfileId) id: string) {
     await this.commands.execute(new EraseProfileCommand(ctx, id));
     return envelope({ Profile: { id } }, 200, 'Profile erased.');
   }

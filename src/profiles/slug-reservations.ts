@@ -1,5 +1,5 @@
 import { ApiError } from '../errors';
-import { comparePositions, EventMetadata, EventStore, Position, StoredEvent, WrongExpectedRevisionError } from '../event-store/event-store.port';
+import { comparePositions, NewEventMetadata, EventStore, Position, StoredEvent, WrongExpectedRevisionError } from '../event-store/event-store.port';
 import type { RecordState } from '../records/record';
 import type { RecordWriter } from '../records/record-writer';
 import { withMetadata } from '../records/record-writer';
@@ -37,7 +37,7 @@ export class SlugReservations {
    * that moved the profile off the slug) then fails on the moved revision, or sees a reservation
    * newer than its write and leaves it (see release).
    */
-  async reserve(slug: string, profileId: string, metadata: EventMetadata): Promise<Position> {
+  async reserve(slug: string, profileId: string, metadata: NewEventMetadata): Promise<Position> {
     const streamId = streamOf(slug);
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const last = await this.lastEvent(streamId);
@@ -70,7 +70,7 @@ export class SlugReservations {
    * flight, that takes the slug back (its event may not be appended yet, so the profile does not
    * carry the slug yet either).
    */
-  async release(slug: string, profileId: string, metadata: EventMetadata, madeBy?: Position): Promise<void> {
+  async release(slug: string, profileId: string, metadata: NewEventMetadata, madeBy?: Position): Promise<void> {
     const streamId = streamOf(slug);
     const last = await this.lastEvent(streamId);
     if (last?.type !== 'SlugReserved' || (last.data as unknown as Reservation).profileId !== profileId) return;
@@ -114,7 +114,7 @@ export class SlugReservations {
    * not carry the slug (its append may have landed since it was looked at). If not, the reservation
    * is given back to that profile.
    */
-  private async tookOver(streamId: string, previous: StoredEvent, metadata: EventMetadata): Promise<boolean> {
+  private async tookOver(streamId: string, previous: StoredEvent, metadata: NewEventMetadata): Promise<boolean> {
     const [mine] = await this.eventStore.readStream(streamId, previous.revision + 1);
     const held = previous.data as unknown as Reservation;
     const { state } = await this.profiles.load(held.profileId);

@@ -2,15 +2,12 @@ import { AnyBulkWriteOperation, Collection, Db, MongoClient } from 'mongodb';
 import { comparePositions, START } from '../event-store/event-store.port';
 import {
   checkFieldNames,
-  connectMongoClient,
-  duplicateKeyFailures,
   findFilter,
   fromMongoCheckpoint,
   fromMongoDocument,
   generationId,
   GENERATIONS_COLLECTION,
   indexesFor,
-  isDuplicateKey,
   LEASES_COLLECTION,
   MongoGeneration,
   MongoLease,
@@ -23,8 +20,8 @@ import {
   SUBSTRINGS_INDEX,
   toMongoCheckpoint,
   toMongoDocument,
-  translateMongoError,
 } from './mongodb-mapping';
+import { connectMongoClient, duplicateKeyFailures, isDuplicateKey, translateMongoError } from '../storage/mongodb-client';
 import { readsSubstrings } from './substrings';
 import {
   Checkpoint,

@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { v7 as timeOrderedUuid } from 'uuid';
-import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
 import { EventStore, NewEvent, StoredEvent, WrongExpectedRevisionError } from '../event-store/event-store.port';
-import { evolveRecord, Fields, RecordKind, RecordState, snapshotStreamOf } from './record';
+import { snapshotStreamOf } from '../sealing/sealed-event-store';
+import { evolveRecord, Fields, RecordKind, RecordState } from './record';
 
 /** Record revisions per snapshot: the most a read folds past one before the events it shows. */
 export const SNAPSHOT_EVERY = 100;
@@ -104,7 +104,7 @@ function snapshotEvent(kind: RecordKind, state: RecordState, afterEventId: strin
     type: `${kind.label}Snapshot`,
     data: { ...state.fields },
     // Caused by the event whose fold it holds.
-    metadata: { accountId: state.accountId, correlationId: afterEventId, causationId: afterEventId, schemaVersion: SEALED_SCHEMA_VERSION },
+    metadata: { accountId: state.accountId, correlationId: afterEventId, causationId: afterEventId },
   };
 }
 

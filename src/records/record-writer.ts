@@ -1,30 +1,28 @@
 import { LRUCache } from 'lru-cache';
 import { v7 as timeOrderedUuid } from 'uuid';
-import { DataKeys, RecordErasedError } from '../erasure/data-keys';
-import { SEALED_SCHEMA_VERSION } from '../erasure/sealed-event-store';
+import type { DataKeys } from '../sealing/data-keys';
 import { ApiError, notFound } from '../errors';
 import {
   AppendResult,
   DomainEvent,
-  EventMetadata,
+  NewEventMetadata,
+  RecordErasedError,
   EventStore,
   NewEvent,
   Position,
   WrongExpectedRevisionError,
 } from '../event-store/event-store.port';
-import type { RequestContext } from '../http/request-context';
+import type { CommandContext } from './command-context';
 import { siblings } from '../instance';
 import type { ProjectionsService } from '../projections/projections.service';
 import { evolveRecord, ownedRecord, RecordKind, RecordState, recordIdOf, streamIdOf } from './record';
 import { RecordSnapshots } from './record-snapshots';
 
-/** 1: field values in plaintext (events written before encryption); 2: sealed with the record's key. */
-export const SCHEMA_VERSION = SEALED_SCHEMA_VERSION;
 const MAX_ATTEMPTS = 10;
 
 /** Metadata of every event a command appends. The access token is never part of it. */
-export function eventMetadata(context: RequestContext, causationId: string): EventMetadata {
-  return { accountId: context.accountId, correlationId: context.requestId, causationId, schemaVersion: SCHEMA_VERSION };
+export function eventMetadata(context: CommandContext, causationId: string): NewEventMetadata {
+  return { accountId: context.accountId, correlationId: context.requestId, causationId };
 }
 
 /**
@@ -32,7 +30,7 @@ export function eventMetadata(context: RequestContext, causationId: string): Eve
  * its end, where a random id (v4) dirtied an index page of its own per event in each commit. Record
  * ids stay v4, as the contract says.
  */
-export function withMetadata(events: DomainEvent[], metadata: EventMetadata) {
+export function withMetadata(events: DomainEvent[], metadata: NewEventMetadata) {
   return events.map((e) => ({ id: timeOrderedUuid(), type: e.type, data: e.data, metadata }));
 }
 
@@ -140,7 +138,7 @@ export class RecordWriter {
   }
 
   /** Returns what the write did once the read models show it. */
-  async write(id: string, context: RequestContext, causationId: string, decide: Decision, options: WriteOptions = {}): Promise<Written> {
+  async write(id: string, context: CommandContext, causationId: string, decide: Decision, options: WriteOptions = {}): Promise<Written> {
     const { written, shownAt } = await this.oneAtATime(id, () => this.decideAndAppend(id, context, causationId, decide, options));
     // Outside the queue: the next write to the record decides on the fold kept here, not on the read models.
     if (shownAt) await this.projections.waitFor(streamIdOf(this.kind, id), shownAt);
@@ -155,7 +153,7 @@ export class RecordWriter {
    */
   async decideAhead<Event extends DomainEvent>(
     id: string,
-    context: RequestContext,
+    context: CommandContext,
     decide: Decision<Event>,
     { precondition, isNew = false, fresh = false }: WriteOptions & { fresh?: boolean },
   ): Promise<{ state: RecordState | null; events: Event[]; guessed: boolean }> {
@@ -181,7 +179,7 @@ export class RecordWriter {
    */
   private async decideAndAppend(
     id: string,
-    context: RequestContext,
+    context: CommandContext,
     causationId: string,
     decide: Decision,
     { precondition, isNew = false }: WriteOptions,
@@ -261,7 +259,7 @@ export class RecordWriter {
   /** The If-Match is checked before the decision: a write on a revision it did not expect answers 412, whatever it decides. */
   private decideOn<Event extends DomainEvent>(
     state: RecordState | null,
-    context: RequestContext,
+    context: CommandContext,
     decide: Decision<Event>,
     precondition?: Precondition,
   ): Event[] {

@@ -1,4 +1,4 @@
-import type { DomainEvent, StoredEvent } from '../event-store/event-store.port';
+import type { DomainEvent, NewEventMetadata, StoredEvent } from '../event-store/event-store.port';
 import { notFound } from '../errors';
 import type { ReadDocument } from '../read-store/read-store.port';
 
@@ -29,17 +29,6 @@ export interface Versioned<View> {
 
 export const streamIdOf = (kind: RecordKind, id: string) => `${kind.streamPrefix}-${id}`;
 
-const SNAPSHOTS = 'snapshot-';
-
-/**
- * The stream holding snapshots of a record stream's fold (src/records/record-snapshots.ts). Its id is
- * outside every kind's prefix, so projectors never fold it; its values are sealed with the record's key.
- */
-export const snapshotStreamOf = (streamId: string) => SNAPSHOTS + streamId;
-
-/** The record stream whose data key seals a stream's values: its own, or the one a snapshot stream follows. */
-export const keyStreamOf = (streamId: string) => (streamId.startsWith(SNAPSHOTS) ? streamId.slice(SNAPSHOTS.length) : streamId);
-
 /** The record id of one of the kind's stream ids (`streamIdOf` undone). */
 export const recordIdOf = (kind: RecordKind, streamId: string) => streamId.slice(kind.streamPrefix.length + 1);
 
@@ -58,11 +47,14 @@ export interface Decider<State, Command, Event extends DomainEvent> {
   initialState(): State;
 }
 
+/** A stored event as a fold needs it: read back, or just appended (its schema version the store's to set). */
+export type FoldedEvent = Omit<StoredEvent, 'metadata'> & { metadata: NewEventMetadata };
+
 /**
  * Folds one event into a record. Created sets the fields, Updated merges the changed ones. Each
  * kind's decider evolves with it, and so do the read models, snapshots and history.
  */
-export function evolveRecord(kind: RecordKind, state: RecordState | null, event: StoredEvent): RecordState {
+export function evolveRecord(kind: RecordKind, state: RecordState | null, event: FoldedEvent): RecordState {
   switch (event.type) {
     case kind.events.created:
       return {

@@ -1,4 +1,3 @@
-import type { KeyStore } from '../erasure/key-store.port';
 import { siblings } from '../instance';
 import { StoreFullError, StoreUnavailableError } from './store-unavailable.error';
 
@@ -78,17 +77,4 @@ export class WriteFailures {
     this.told.set(store, now);
     siblings.tell('write-failed', [store, full ? 'full' : 'unavailable']);
   }
-}
-
-/** The key store with its writes (a key made, destroyed, an erasure finished) watched by `writes`. */
-export function watchingWrites(store: KeyStore, writes: WriteFailures): KeyStore {
-  return {
-    name: store.name,
-    obtain: (keyId, options) => writes.watch('key store', () => store.obtain(keyId, options)),
-    getMany: (keyIds) => store.getMany(keyIds),
-    destroy: (keyId, erasedBy) => writes.watch('key store', () => store.destroy(keyId, erasedBy)),
-    pendingErasures: (prefix) => store.pendingErasures(prefix),
-    finishErasure: (keyId) => writes.watch('key store', () => store.finishErasure(keyId)),
-    close: () => store.close(),
-  };
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { KeyStore } from '../../src/erasure/key-store.port';
+import type { KeyStore } from '../../src/key-store/key-store.port';
 
 /** What every KeyStore adapter must do. Key ids are unique per run. */
 export function keyStoreContract(adapter: string, open: () => Promise<{ store: KeyStore; dispose(): Promise<void> }>) {

@@ -1,6 +1,6 @@
 import { MongoClient } from 'mongodb';
 import { randomUUID } from 'node:crypto';
-import { MongoDbKeyStore } from '../../src/erasure/mongodb-key-store';
+import { MongoDbKeyStore } from '../../src/key-store/mongodb-key-store';
 import { keyStoreContract } from './key-store.contract';
 
 /** The KeyStore contract against a live MongoDB, when MONGODB_URI points at one; a database of its own per run. */

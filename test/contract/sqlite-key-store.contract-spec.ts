@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { SqliteKeyStore } from '../../src/erasure/sqlite-key-store';
+import { SqliteKeyStore } from '../../src/key-store/sqlite-key-store';
 import { openTempSqlite } from '../support/temp-sqlite';
 import { keyStoreContract } from './key-store.contract';
 

@@ -4,10 +4,10 @@ import { chmodSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { seedEvents, SeededRecords } from '../../bench/seed-events';
 import type { NewEvent } from '../../src/event-store/event-store.port';
-import { READ_MODELS } from '../../src/read-models';
+import { READ_MODELS, RECORD_KINDS } from '../../src/read-models';
 import type { ReadStore } from '../../src/read-store/read-store.port';
 import { Database } from '../../src/storage/sqlite-database';
-import { openEventStore, openReadStore } from '../../src/storage/storage.module';
+import { openEventStore, openReadStore } from '../../src/stores/stores.module';
 import { runCli, spawnCli } from '../support/cli';
 import { describeOnSqlite } from '../support/stores';
 import { makeDataDir, startTestApp } from '../support/test-app';
@@ -284,7 +284,7 @@ describeOnSqlite('a poison event', () => {
   const streamId = `customer-${randomUUID()}`;
   const failure = { streamId, revision: 0, error: `CustomerUpdated before CustomerCreated in ${streamId}` };
   beforeAll(async () => {
-    const events = await openEventStore({ sqliteFile: sqliteFile(dir) });
+    const events = await openEventStore({ sqliteFile: sqliteFile(dir) }, RECORD_KINDS);
     await events.appendToStream(streamId, [event('CustomerUpdated', { name: 'no creation first' })], 'no_stream');
     await events.close();
   });
@@ -316,7 +316,7 @@ describeOnSqlite('a poison event', () => {
 describeOnSqlite('events tail', () => {
   it('prints the events of the stream as they are appended, one JSON line each, until Ctrl-C', async () => {
     const dir = dataDir();
-    const events = await openEventStore({ sqliteFile: sqliteFile(dir) });
+    const events = await openEventStore({ sqliteFile: sqliteFile(dir) }, RECORD_KINDS);
     try {
       await events.appendToStream('customer-before', [event('CustomerCreated', { name: 'Before' })], 'no_stream');
       const tail = spawnCli(['events', 'tail', '--stream', 'customer-followed'], dir);

@@ -5,7 +5,7 @@ import { seedEvents } from '../../bench/seed-events';
 import { comparePositions, START } from '../../src/event-store/event-store.port';
 import { READ_MODELS } from '../../src/read-models';
 import type { ReadDocument, ReadStore } from '../../src/read-store/read-store.port';
-import { openReadStore } from '../../src/storage/storage.module';
+import { openReadStore } from '../../src/stores/stores.module';
 import { startChildService } from '../support/child-service';
 import { runCli } from '../support/cli';
 import { makeDataDir } from '../support/test-app';

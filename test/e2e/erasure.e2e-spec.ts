@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { SqliteKeyStore } from '../../src/erasure/sqlite-key-store';
+import { SqliteKeyStore } from '../../src/key-store/sqlite-key-store';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { runCli, spawnCli } from '../support/cli';

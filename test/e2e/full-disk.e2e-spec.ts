@@ -8,7 +8,7 @@ import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Response } from 'supertest';
-import type { InstrumentedReadStore } from '../../src/metrics/instrumented-stores';
+import type { InstrumentedReadStore } from '../../src/stores/instrumented-stores';
 import { READ_STORE, ReadStore } from '../../src/read-store/read-store.port';
 import { StoreFullError } from '../../src/storage/store-unavailable.error';
 import { uniqueEmail } from '../support/http-assertions';

@@ -1,9 +1,9 @@
 import { Binary, Document } from 'mongodb';
 import { randomUUID } from 'node:crypto';
 import { customerProjection } from '../../src/customers/customer.projection';
-import { DataKeys } from '../../src/erasure/data-keys';
-import { MongoDbKeyStore } from '../../src/erasure/mongodb-key-store';
-import { SealedEventStore } from '../../src/erasure/sealed-event-store';
+import { DataKeys } from '../../src/sealing/data-keys';
+import { MongoDbKeyStore } from '../../src/key-store/mongodb-key-store';
+import { SealedEventStore } from '../../src/sealing/sealed-event-store';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { rebuildProjections } from '../../src/projections/rebuild';
 import { RECORD_KINDS } from '../../src/read-models';

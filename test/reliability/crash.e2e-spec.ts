@@ -13,7 +13,8 @@ import type { EventRow } from '../../src/event-store/sqlite-event-store';
 import { PROFILE } from '../../src/profiles/profile.decider';
 import { evolveRecord, RecordKind, RecordState } from '../../src/records/record';
 import { Database } from '../../src/storage/sqlite-database';
-import { openEventStore } from '../../src/storage/storage.module';
+import { openEventStore } from '../../src/stores/stores.module';
+import { RECORD_KINDS } from '../../src/read-models';
 import { startChildService } from '../support/child-service';
 import { liveTable } from '../support/live-table';
 import { jsonRequest, rawRequest } from '../support/raw-http';
@@ -97,7 +98,7 @@ describeOnSqlite('a kill -9 while writing', () => {
     const syncId = JSON.parse(sync.text).data.Customer.id as string;
 
     const db = new Database(join(dataDir, 'service.sqlite'), { readonly: true });
-    const sealed = await openEventStore({ sqliteFile: join(dataDir, 'service.sqlite') });
+    const sealed = await openEventStore({ sqliteFile: join(dataDir, 'service.sqlite') }, RECORD_KINDS);
     try {
       const rows = db.prepare('SELECT * FROM events ORDER BY global_position').all() as EventRow[];
       const events = rows.map(toStoredEvent);

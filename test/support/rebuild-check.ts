@@ -1,10 +1,10 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Projector } from '../../src/projections/projector';
-import { READ_MODELS } from '../../src/read-models';
+import { READ_MODELS, RECORD_KINDS } from '../../src/read-models';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
 import { Database, openSqliteDatabase, type SqliteDatabase } from '../../src/storage/sqlite-database';
-import { openEventStore } from '../../src/storage/storage.module';
+import { openEventStore } from '../../src/stores/stores.module';
 import { liveTable } from './live-table';
 import { makeDataDir } from './test-app';
 
@@ -14,7 +14,7 @@ const PROJECTIONS = READ_MODELS;
 export async function expectReadModelsEqualARebuild(serviceFile: string): Promise<void> {
   const rebuildDir = makeDataDir();
   const rebuildFile = join(rebuildDir, 'rebuild.sqlite');
-  const events = await openEventStore({ sqliteFile: serviceFile });
+  const events = await openEventStore({ sqliteFile: serviceFile }, RECORD_KINDS);
   const rebuilt = new SqliteReadStore(openSqliteDatabase(rebuildFile, { durable: false }));
   try {
     const projectors = PROJECTIONS.map((p) => new Projector(p, events, rebuilt, { holder: 'rebuild-check', ttlMs: 60_000 }));

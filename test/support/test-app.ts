@@ -8,7 +8,8 @@ import TestAgent from 'supertest/lib/agent';
 import { createApp } from '../../src/app';
 import { loadConfig } from '../../src/config/config';
 import { EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
-import { openEventStore } from '../../src/storage/storage.module';
+import { openEventStore } from '../../src/stores/stores.module';
+import { RECORD_KINDS } from '../../src/read-models';
 import { startChildService } from './child-service';
 import { liveStoreEnv, RUN_SUFFIX, TEST_WORKERS } from './stores';
 
@@ -94,7 +95,7 @@ async function startWorkers(dataDir: string, accounts: Map<string, string>, env:
     ...env,
     ACCESS_TOKENS: [...accounts].map(([token, account]) => `${token}:${account}`).join(','),
   });
-  const events = await openEventStore(loadConfig({ DATA_DIR: dataDir, ...liveStoreEnv(), ...env }));
+  const events = await openEventStore(loadConfig({ DATA_DIR: dataDir, ...liveStoreEnv(), ...env }), RECORD_KINDS);
   return {
     get app(): never {
       throw new Error(`TEST_WORKERS=${TEST_WORKERS}: the app runs in other processes; this suite needs describeUnlessWorkers`);

@@ -9,7 +9,7 @@ type Modules = {
   body: typeof import('../../src/customers/customer.body');
   view: typeof import('../../src/customers/customer.view');
   rules: typeof import('../../src/http/field-rules');
-  examples: typeof import('../../src/docs/examples');
+  api: typeof import('../../src/customers/customer.api');
   pipe: typeof import('../../src/http/body-validation.pipe');
 };
 
@@ -32,7 +32,7 @@ describe('a customer field added to the body class alone', () => {
         body: await import('../../src/customers/customer.body'),
         view: await import('../../src/customers/customer.view'),
         rules: await import('../../src/http/field-rules'),
-        examples: await import('../../src/docs/examples'),
+        api: await import('../../src/customers/customer.api'),
         pipe: await import('../../src/http/body-validation.pipe'),
       };
     });
@@ -48,10 +48,10 @@ describe('a customer field added to the body class alone', () => {
   });
 
   it('is in the create answer and the OpenAPI examples, not in the short answer', () => {
-    expect(Object.keys(m.examples.CUSTOMER_CREATE).slice(-2)).toEqual(['branch_tel', 'region']);
-    expect(Object.keys(m.examples.CUSTOMER)).toEqual(['id', ...m.view.CUSTOMER_FIELDS, 'created']);
-    expect(m.examples.CUSTOMER).toMatchObject({ branch_tel: '02155667788', region: 'north' });
-    expect(Object.keys(m.examples.CUSTOMER_SHORT)).toEqual(['id', ...m.view.CUSTOMER_SHORT_FIELDS, 'created']);
+    expect(Object.keys(m.api.CUSTOMER_API.examples.create).slice(-2)).toEqual(['branch_tel', 'region']);
+    expect(Object.keys(m.api.CUSTOMER_API.examples.full)).toEqual(['id', ...m.view.CUSTOMER_FIELDS, 'created']);
+    expect(m.api.CUSTOMER_API.examples.full).toMatchObject({ branch_tel: '02155667788', region: 'north' });
+    expect(Object.keys(m.api.CUSTOMER_API.examples.short)).toEqual(['id', ...m.view.CUSTOMER_SHORT_FIELDS, 'created']);
   });
 
   it('is taken on create, on update unless create-only, under its own rule', () => {

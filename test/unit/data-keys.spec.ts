@@ -1,5 +1,5 @@
-import { DataKeys } from '../../src/erasure/data-keys';
-import { SqliteKeyStore } from '../../src/erasure/sqlite-key-store';
+import { DataKeys } from '../../src/sealing/data-keys';
+import { SqliteKeyStore } from '../../src/key-store/sqlite-key-store';
 import { openTempSqlite } from '../support/temp-sqlite';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

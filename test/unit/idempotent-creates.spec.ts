@@ -1,8 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { CUSTOMER } from '../../src/customers/customer.decider';
-import { DataKeys } from '../../src/erasure/data-keys';
-import { SealedEventStore } from '../../src/erasure/sealed-event-store';
-import { SqliteKeyStore } from '../../src/erasure/sqlite-key-store';
+import { DataKeys } from '../../src/sealing/data-keys';
+import { SealedEventStore } from '../../src/sealing/sealed-event-store';
+import { SqliteKeyStore } from '../../src/key-store/sqlite-key-store';
 import { ApiError } from '../../src/errors';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { IdempotentCreates } from '../../src/idempotency/idempotent-creates';

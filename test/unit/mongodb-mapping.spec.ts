@@ -2,20 +2,17 @@ import fc from 'fast-check';
 import { MongoBulkWriteError, MongoClient, MongoNetworkError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError, type WriteError } from 'mongodb';
 import { comparePositions, START } from '../../src/event-store/event-store.port';
 import {
-  duplicateKeyFailures,
   escapeRegex,
   findFilter,
   fromMongoCheckpoint,
   fromMongoDocument,
   indexesFor,
-  isDuplicateKey,
-  mongoClientOptions,
   positionKey,
   readModelCollection,
   toMongoCheckpoint,
   toMongoDocument,
-  translateMongoError,
 } from '../../src/read-store/mongodb-mapping';
+import { duplicateKeyFailures, isDuplicateKey, mongoClientOptions, translateMongoError } from '../../src/storage/mongodb-client';
 import { readsSubstrings, substringQuery, substringTokens } from '../../src/read-store/substrings';
 import type { CollectionSchema, ReadDocument } from '../../src/read-store/read-store.port';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
-const DIST = join(__dirname, '..', '..', 'dist', 'erasure');
+const DIST = join(__dirname, '..', '..', 'dist', 'sealing');
 
 /**
  * The thread runs only as built (dist/, made by `npm test`'s build step), so this drives it in a
@@ -40,7 +40,7 @@ describe('OpeningThread, as built', () => {
     const script = `
       const { OpeningThread } = require(${JSON.stringify(join(DIST, 'opening-thread'))});
       const { seal } = require(${JSON.stringify(join(DIST, 'data-keys'))});
-      const { SqliteKeyStore } = require(${JSON.stringify(join(DIST, 'sqlite-key-store'))});
+      const { SqliteKeyStore } = require(${JSON.stringify(join(DIST, '..', 'key-store', 'sqlite-key-store'))});
       const { openSqliteDatabase } = require(${JSON.stringify(join(DIST, '..', 'storage', 'sqlite-database'))});
       const file = ${JSON.stringify(join(dir, 'keys.sqlite'))};
       (async () => {

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { CUSTOMER, decideCreateCustomer, decideDeleteCustomer, decideUpdateCustomer } from '../../src/customers/customer.decider';
-import type { DataKeys } from '../../src/erasure/data-keys';
+import type { DataKeys } from '../../src/sealing/data-keys';
 import type { Position } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import type { ProjectionsService } from '../../src/projections/projections.service';
-import { snapshotStreamOf } from '../../src/records/record';
+import { snapshotStreamOf } from '../../src/sealing/sealed-event-store';
 import { RecordSnapshots, SNAPSHOT_EVERY } from '../../src/records/record-snapshots';
 import { RecordWriter } from '../../src/records/record-writer';
 import { openTempSqlite } from '../support/temp-sqlite';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import * as dataKeys from '../../src/erasure/data-keys';
-import { DataKeys, open, seal } from '../../src/erasure/data-keys';
-import { SealedEventStore } from '../../src/erasure/sealed-event-store';
-import { SqliteKeyStore } from '../../src/erasure/sqlite-key-store';
+import * as dataKeys from '../../src/sealing/data-keys';
+import { DataKeys, open, seal } from '../../src/sealing/data-keys';
+import { SealedEventStore } from '../../src/sealing/sealed-event-store';
+import { SqliteKeyStore } from '../../src/key-store/sqlite-key-store';
 import { NewEvent, START, StoredEvent, WrongExpectedRevisionError } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { RECORD_KINDS } from '../../src/read-models';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Position, StoredEvent } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
-import type { DataKeys } from '../../src/erasure/data-keys';
-import { RecordEraser } from '../../src/erasure/record-eraser';
+import type { DataKeys } from '../../src/sealing/data-keys';
+import { RecordEraser } from '../../src/records/record-eraser';
 import {
   CreateProfileCommand,
   CreateProfileHandler,

@@ -5,6 +5,9 @@
  */
 
 /** An erasure whose key is destroyed but whose remaining steps may not have run (see RecordEraser). */
+/** A data key's length: AES-256. */
+export const KEY_BYTES = 32;
+
 export interface PendingErasure {
   keyId: string;
   /** The account that asked for it: the actor of the erasure event. */
@@ -14,6 +17,8 @@ export interface PendingErasure {
 export interface KeyStore {
   /** Which store keeps the keys, for errors that name it. */
   readonly name: 'MongoDB' | 'SQLite';
+  /** The SQLite file the keys are in, which a thread may read a large batch of keys from itself; none on a server or in memory. */
+  readonly file?: string;
   /**
    * The key of `keyId`, made (32 random bytes) and stored durably first if it has none; null if it
    * was destroyed (a destroyed key is never made again).

@@ -6,22 +6,21 @@ import { SqliteEventStore } from '../event-store/sqlite-event-store';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import { MongoDbReadStore } from '../read-store/mongodb-read-store';
 import { SqliteReadStore } from '../read-store/sqlite-read-store';
-import { InstrumentedEventStore, InstrumentedReadStore } from '../metrics/instrumented-stores';
+import { InstrumentedEventStore, InstrumentedReadStore, watchingWrites } from './instrumented-stores';
 import { Metrics } from '../metrics/metrics';
-import { openSqliteDatabase, SqliteDatabase } from './sqlite-database';
-import { watchingWrites, WriteFailures } from './write-failures';
-import { DataKeys } from '../erasure/data-keys';
-import type { KeyStore } from '../erasure/key-store.port';
-import { MongoDbKeyStore } from '../erasure/mongodb-key-store';
-import { SealedEventStore } from '../erasure/sealed-event-store';
-import { sealPlaintextEvents } from '../erasure/seal-plaintext-events';
-import { SqliteKeyStore } from '../erasure/sqlite-key-store';
-import { RECORD_KINDS } from '../read-models';
+import { openSqliteDatabase, SqliteDatabase } from '../storage/sqlite-database';
+import { WriteFailures } from '../storage/write-failures';
+import { DATA_KEYS, DataKeys } from '../sealing/data-keys';
+import type { KeyStore } from '../key-store/key-store.port';
+import { MongoDbKeyStore } from '../key-store/mongodb-key-store';
+import { SealedEventStore, type SealedKind } from '../sealing/sealed-event-store';
+import { sealPlaintextEvents } from '../sealing/seal-plaintext-events';
+import { SqliteKeyStore } from '../key-store/sqlite-key-store';
 import { dirname, join } from 'node:path';
 
 /** Closes the stores after everything that uses them has stopped (projectors stop on module destroy). */
 @Injectable()
-class StorageShutdown implements OnApplicationShutdown {
+class StoresShutdown implements OnApplicationShutdown {
   constructor(
     @Inject(EVENT_STORE) private readonly eventStore: EventStore,
     @Inject(READ_STORE) private readonly readStore: ReadStore,
@@ -38,16 +37,16 @@ class StorageShutdown implements OnApplicationShutdown {
 /** Where the stores are: the configuration's servers, else the SQLite file. */
 type StoreSettings = Pick<AppConfig, 'sqliteFile'> & Partial<Pick<AppConfig, 'eventStoreConnectionString' | 'eventStoreSilenceMs' | 'mongodb' | 'storeTimeoutMs'>>;
 
-export const DATA_KEYS = Symbol('DataKeys');
 const SHARED_SQLITE = Symbol('SharedSqlite');
 
 /**
  * The event store the configuration selects (EventStoreDB, else SQLite), its records' values
  * sealed with their data keys: the service and the CLI open it the same way. Closing it closes the
- * key store too. `log` hears of a one-time sealing of older events (the CLI keeps stdout for data).
+ * key store too. `kinds`: the records whose values are sealed. `log` hears of a one-time sealing of older events (the CLI keeps stdout for data).
  */
 export async function openEventStore(
   config: StoreSettings,
+  kinds: SealedKind[],
   {
     keys,
     sqlite,
@@ -57,14 +56,14 @@ export async function openEventStore(
   keys ??= new DataKeys(await openKeyStore(config));
   if (config.eventStoreConnectionString) {
     const store = await EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs ?? 5000, config.eventStoreSilenceMs);
-    return new SealedEventStore(store, keys, RECORD_KINDS);
+    return new SealedEventStore(store, keys, kinds);
   }
   const store = new SqliteEventStore(sqlite ?? openSqliteDatabase(config.sqliteFile, { durable: true }));
-  const sealed = await sealPlaintextEvents(store, keys, RECORD_KINDS, () =>
+  const sealed = await sealPlaintextEvents(store, keys, kinds, () =>
     log(`Sealing the events written before encryption with their records' keys, once (10,000-30,000 events/s; if stopped, the next start or command finishes it)`),
   );
   if (sealed > 0) log(`Sealed ${sealed} events written before encryption with their records' keys`);
-  return new SealedEventStore(store, keys, RECORD_KINDS);
+  return new SealedEventStore(store, keys, kinds);
 }
 
 /**
@@ -108,10 +107,14 @@ export function sharedSqliteConnection(config: StoreSettings): SqliteDatabase | 
   return openSqliteDatabase(config.sqliteFile, { durable: true });
 }
 
-/** Both stores, as the CLI and the benches open them (the service through StorageModule's providers). */
-export async function openStores(config: StoreSettings, { log }: { log?: (message: string) => void } = {}): Promise<{ eventStore: EventStore; readStore: ReadStore }> {
+/** Both stores, as the CLI and the benches open them (the service through StoresModule's providers). */
+export async function openStores(
+  config: StoreSettings,
+  kinds: SealedKind[],
+  { log }: { log?: (message: string) => void } = {},
+): Promise<{ eventStore: EventStore; readStore: ReadStore }> {
   const sqlite = sharedSqliteConnection(config);
-  return { eventStore: await openEventStore(config, { sqlite, log }), readStore: await openReadStore(config, sqlite) };
+  return { eventStore: await openEventStore(config, kinds, { sqlite, log }), readStore: await openReadStore(config, sqlite) };
 }
 
 /**
@@ -122,10 +125,10 @@ export async function openStores(config: StoreSettings, { log }: { log?: (messag
  */
 @Global()
 @Module({})
-export class StorageModule {
-  static forRoot(config: AppConfig): DynamicModule {
+export class StoresModule {
+  static forRoot(config: AppConfig, kinds: SealedKind[]): DynamicModule {
     return {
-      module: StorageModule,
+      module: StoresModule,
       providers: [
         { provide: APP_CONFIG, useValue: config },
         {
@@ -138,7 +141,7 @@ export class StorageModule {
         {
           provide: EVENT_STORE,
           useFactory: async (metrics: Metrics, keys: DataKeys, sqlite: SqliteDatabase | null, writes: WriteFailures) =>
-            new InstrumentedEventStore(await openEventStore(config, { keys, sqlite }), metrics, writes),
+            new InstrumentedEventStore(await openEventStore(config, kinds, { keys, sqlite }), metrics, writes),
           inject: [Metrics, DATA_KEYS, SHARED_SQLITE, WriteFailures],
         },
         {
@@ -147,7 +150,7 @@ export class StorageModule {
             new InstrumentedReadStore(await openReadStore(config, sqlite), metrics, writes),
           inject: [Metrics, SHARED_SQLITE, WriteFailures],
         },
-        StorageShutdown,
+        StoresShutdown,
       ],
       exports: [APP_CONFIG, EVENT_STORE, READ_STORE, DATA_KEYS, WriteFailures],
     };

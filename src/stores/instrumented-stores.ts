@@ -1,7 +1,8 @@
 import type { AppendResult, EventBatch, EventStore, ExpectedRevision, NewEvent, Position, StoredEvent, SubscribeOptions } from '../event-store/event-store.port';
 import type { Checkpoint, CollectionSchema, CollectionStatus, FindQuery, FindResult, ProjectionFailure, ReadDocument, ReadStore } from '../read-store/read-store.port';
+import type { KeyStore } from '../key-store/key-store.port';
 import type { WriteFailures } from '../storage/write-failures';
-import type { Metrics } from './metrics';
+import type { Metrics } from '../metrics/metrics';
 
 /** An event store that times each call and counts the events appended, around any adapter; its appends' failures go to readiness. */
 export class InstrumentedEventStore implements EventStore {
@@ -118,4 +119,18 @@ export class InstrumentedReadStore implements ReadStore {
   close(): Promise<void> {
     return this.store.close();
   }
+}
+
+/** The key store with its writes (a key made, destroyed, an erasure finished) watched by `writes`. */
+export function watchingWrites(store: KeyStore, writes: WriteFailures): KeyStore {
+  return {
+    name: store.name,
+    file: store.file,
+    obtain: (keyId, options) => writes.watch('key store', () => store.obtain(keyId, options)),
+    getMany: (keyIds) => store.getMany(keyIds),
+    destroy: (keyId, erasedBy) => writes.watch('key store', () => store.destroy(keyId, erasedBy)),
+    pendingErasures: (prefix) => store.pendingErasures(prefix),
+    finishErasure: (keyId) => writes.watch('key store', () => store.finishErasure(keyId)),
+    close: () => store.close(),
+  };
 }

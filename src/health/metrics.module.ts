@@ -5,7 +5,7 @@ import { APP_CONFIG, AppConfig } from '../config/config';
 import { ApiOperations } from '../docs/openapi';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
-import { Metrics } from './metrics';
+import { Metrics } from '../metrics/metrics';
 
 /** `GET /metrics`: Prometheus text, outside /v1 and without a token, as scrapers expect. */
 @ApiOperations()

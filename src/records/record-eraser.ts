@@ -2,12 +2,12 @@ import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, notFound } from '../errors';
-import type { RequestContext } from '../http/request-context';
+import type { CommandContext } from './command-context';
 import type { ReadStore } from '../read-store/read-store.port';
-import { decideErasure, RecordKind, RecordState, streamIdOf } from '../records/record';
-import type { RecordWriter } from '../records/record-writer';
+import { decideErasure, RecordKind, RecordState, streamIdOf } from './record';
+import type { RecordWriter } from './record-writer';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
-import type { DataKeys } from './data-keys';
+import type { DataKeys } from '../sealing/data-keys';
 
 /** How often an erasure the read models were slow to show looks again. */
 const RETRY_MS = 1000;
@@ -50,7 +50,7 @@ export class RecordEraser {
    * marked finished. Until then it stays pending, for the next start should this process stop.
    * A scrub that fails (a store down) is tried again the same way.
    */
-  async erase(id: string, context: RequestContext, causationId: string, freeing?: (before: RecordState) => Promise<void>): Promise<void> {
+  async erase(id: string, context: CommandContext, causationId: string, freeing?: (before: RecordState) => Promise<void>): Promise<void> {
     const { state } = await this.writer.load(id);
     if (!state || state.accountId !== context.accountId) throw notFound(this.kind.label);
     const streamId = streamIdOf(this.kind, id);
@@ -81,7 +81,7 @@ export class RecordEraser {
     if (unfinished) throw unfinished;
   }
 
-  private finishInBackground(id: string, context: RequestContext): void {
+  private finishInBackground(id: string, context: CommandContext): void {
     if (!this.finishing.has(id) && !this.stopping.signal.aborted) void this.finishOnceShown(id, context);
   }
 
@@ -94,7 +94,7 @@ export class RecordEraser {
    * Finishes an erasure: appends it if it is not yet, and once the read models show it, scrubs and
    * marks it finished; tries every RETRY_MS while they lag or a store is down.
    */
-  private async finishOnceShown(id: string, context: RequestContext): Promise<void> {
+  private async finishOnceShown(id: string, context: CommandContext): Promise<void> {
     const streamId = streamIdOf(this.kind, id);
     this.finishing.add(id);
     try {

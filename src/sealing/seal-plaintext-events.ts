@@ -1,10 +1,20 @@
-import type { StoredEvent } from '../event-store/event-store.port';
-import type { SqliteEventStore } from '../event-store/sqlite-event-store';
-import type { RecordKind } from '../records/record';
+import { type EventStore, SEALED_SCHEMA_VERSION, type StoredEvent } from '../event-store/event-store.port';
 import { DataKeys, digest, seal } from './data-keys';
-import { SEALED_SCHEMA_VERSION } from './sealed-event-store';
+import type { SealedKind } from './sealed-event-store';
 
 const PAGE = 5000;
+
+/** An event store that can rewrite its own events (the embedded one: its file is the service's). */
+export interface PlaintextEvents extends Pick<EventStore, 'readStream'> {
+  /** Whether events of schema version 1 may be left. */
+  readonly mayHoldPlaintext: boolean;
+  /** A page of them after `after` (a global position). */
+  plaintextEvents(after: number, limit: number): StoredEvent[];
+  /** Replaces events' data and metadata in one transaction. */
+  replacePlaintext(events: StoredEvent[]): void;
+  /** Every event is sealed now: later starts skip the search. */
+  markSealed(): void;
+}
 
 /**
  * Events written before record values were sealed (schema version 1) hold them in plain. On the
@@ -17,9 +27,9 @@ const PAGE = 5000;
  * be rewritten: there, plaintext events stay as they are (see docs/operators.md).
  */
 export async function sealPlaintextEvents(
-  store: SqliteEventStore,
+  store: PlaintextEvents,
   keys: DataKeys,
-  kinds: RecordKind[],
+  kinds: SealedKind[],
   /** Told once, before the first page, when there is anything to seal: on a large store it takes a while. */
   starting: () => void = () => undefined,
 ): Promise<number> {

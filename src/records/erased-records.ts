@@ -1,6 +1,6 @@
 import type { ReadDocument, ReadStore } from '../read-store/read-store.port';
-import { RecordKind, streamIdOf } from '../records/record';
-import type { DataKeys } from './data-keys';
+import { RecordKind, streamIdOf } from './record';
+import type { DataKeys } from '../sealing/data-keys';
 
 /**
  * Reads and lists leave out the records whose data keys are destroyed. Once its key is gone a

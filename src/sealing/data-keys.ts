@@ -1,39 +1,15 @@
 import { LRUCache } from 'lru-cache';
-import { createCipheriv, createDecipheriv, createHmac, createSecretKey, KeyObject, randomFillSync, randomUUID } from 'node:crypto';
-import type { KeyStore } from './key-store.port';
-
-/** A write needed the key of a record that has been erased: the record does not exist any more. */
-export class RecordErasedError extends Error {
-  constructor(readonly keyId: string) {
-    super(`${keyId} has been erased`);
-    this.name = 'RecordErasedError';
-  }
-}
+import { createCipheriv, createDecipheriv, createHmac, createSecretKey, KeyObject, randomUUID } from 'node:crypto';
+import { RecordErasedError } from '../event-store/event-store.port';
+import { KEY_BYTES, type KeyStore } from '../key-store/key-store.port';
+import { randomBytesPooled } from '../key-store/random-bytes';
 
 /** Keys kept in memory at most; rebuilds fetch theirs a batch at a time anyway. */
 const KEYS_KEPT = 10_000;
 /** New records' ids whose keys are made ahead, per kind: made this many at a time, when fewer than half are left. */
 const SPARE_KEYS = 32;
-export const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
-
-/** Random bytes for IVs and keys, drawn 4 KiB at a time: a call into OpenSSL for each 12 bytes cost more than the cipher itself. */
-const randomPool = Buffer.alloc(4096);
-let randomUsed = randomPool.length;
-
-export function randomBytesPooled(size: number): Buffer {
-  if (randomUsed + size > randomPool.length) {
-    randomFillSync(randomPool);
-    randomUsed = 0;
-  }
-  // A buffer of its own, not a slice of Node's shared pool, where a key's bytes would outlive it.
-  const bytes = Buffer.allocUnsafeSlow(size);
-  randomPool.copy(bytes, 0, randomUsed, randomUsed + size);
-  randomPool.fill(0, randomUsed, randomUsed + size); // a key handed out leaves no copy here
-  randomUsed += size;
-  return bytes;
-}
 
 /**
  * The cached keys (DataKeys) as KeyObjects: the cipher and HMAC set-up imports raw key bytes on every
@@ -80,6 +56,9 @@ export function openOrNull(key: Uint8Array | KeyObject | undefined, sealed: stri
 
 /** A keyed digest: compares request bodies without keeping a guessable hash of their personal data. */
 export const digest = (key: Buffer, text: string) => createHmac('sha256', cipherKey(key)).update(text).digest('hex');
+
+/** The Nest token of the app's DataKeys. */
+export const DATA_KEYS = Symbol('DataKeys');
 
 /**
  * The records' data keys, read through a cache of the most recently used ones, so a read or a write

@@ -1,20 +1,35 @@
-import type {
-  AppendResult,
-  EventBatch,
-  EventStore,
-  ExpectedRevision,
-  NewEvent,
-  Position,
-  StoredEvent,
-  SubscribeOptions,
+import {
+  type AppendResult,
+  type EventBatch,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type Position,
+  SEALED_SCHEMA_VERSION,
+  type StoredEvent,
+  type SubscribeOptions,
 } from '../event-store/event-store.port';
-import { keyStreamOf, type RecordKind } from '../records/record';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
-import type { SqliteDatabase } from '../storage/sqlite-database';
 import { DataKeys, openOrNull, seal } from './data-keys';
-import type { KeyStore } from './key-store.port';
 import { OpeningThread } from './opening-thread';
-import { SqliteKeyStore } from './sqlite-key-store';
+
+/** What sealing needs of a kind of record (records/record.ts's RecordKind is one). */
+export interface SealedKind {
+  label: string;
+  streamPrefix: string;
+  events: { erased: string };
+}
+
+const SNAPSHOTS = 'snapshot-';
+
+/**
+ * The stream holding snapshots of a record stream's fold (src/records/record-snapshots.ts). Its id is
+ * outside every kind's prefix, so projectors never fold it; its values are sealed with the record's key.
+ */
+export const snapshotStreamOf = (streamId: string) => SNAPSHOTS + streamId;
+
+/** The record stream whose data key seals a stream's values: its own, or the one a snapshot stream follows. */
+export const keyStreamOf = (streamId: string) => (streamId.startsWith(SNAPSHOTS) ? streamId.slice(SNAPSHOTS.length) : streamId);
 
 /**
  * A record event's data as stored from schema version 2 on: the names of the fields it carries,
@@ -26,8 +41,8 @@ interface SealedData {
   sealed: string;
 }
 
-/** Events of schema version 2 and later have their record data sealed; version 1 is plaintext. */
-export const SEALED_SCHEMA_VERSION = 2;
+/** The version says how to read the data, so it is this store's to set, whatever the caller said. */
+const versioned = (event: NewEvent): NewEvent => ({ ...event, metadata: { ...event.metadata, schemaVersion: SEALED_SCHEMA_VERSION } });
 
 /** Batches a subscription reads and opens ahead of the one its caller folds. */
 const READ_AHEAD = 2;
@@ -72,16 +87,16 @@ export class SealedEventStore implements EventStore {
   constructor(
     private readonly inner: EventStore,
     readonly keys: DataKeys,
-    kinds: RecordKind[],
+    kinds: SealedKind[],
   ) {
     this.prefixes = kinds.map((k) => `${k.streamPrefix}-`);
     this.erasureTypes = new Set(kinds.map((k) => k.events.erased));
-    this.keyFile = this.thread ? sqliteKeyFile(keys.store) : undefined;
+    this.keyFile = this.thread ? keys.store.file : undefined;
   }
 
   async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     if (!this.isRecord(streamId) || events.every((e) => Object.keys(e.data).length === 0)) {
-      return this.inner.appendToStream(streamId, events, expected);
+      return this.inner.appendToStream(streamId, events.map(versioned), expected);
     }
     const keyId = keyStreamOf(streamId);
     // A snapshot's record has its key already: it is never the first to make it.
@@ -90,12 +105,11 @@ export class SealedEventStore implements EventStore {
     if (this.appendedHere.size >= APPENDED_KEPT) this.appendedHere.clear();
     const sealed = events.map((event) => {
       const fields = Object.keys(event.data);
-      if (fields.length === 0) return event;
+      if (fields.length === 0) return versioned(event);
       const values = JSON.stringify(fields.map((f) => event.data[f]));
       // Not a snapshot's: no subscription of the service's follows snapshot streams to take them.
       if (this.subscriptions > 0 && keyId === streamId) this.appendedHere.set(event.id, values);
       const data: SealedData = { fields, sealed: seal(key, values, event.id) };
-      // The version says how to read the data, so it is this store's to set, whatever the caller said.
       return { ...event, data: data as unknown as Record<string, unknown>, metadata: { ...event.metadata, schemaVersion: SEALED_SCHEMA_VERSION } };
     });
     try {
@@ -280,16 +294,6 @@ export class SealedEventStore implements EventStore {
       if (keys.get(event.streamId) === null) event.data = Object.fromEntries(Object.keys(event.data).map((field) => [field, '']));
     }
   }
-}
-
-/**
- * The file of a SQLite key store, for a reader of its own (the opening thread); none for another
- * key store, or one in memory. SqliteKeyStore keeps its connection to itself: its file is read here.
- */
-function sqliteKeyFile(store: KeyStore): string | undefined {
-  if (!(store instanceof SqliteKeyStore)) return undefined;
-  const db = (store as unknown as { db: SqliteDatabase }).db;
-  return db.memory ? undefined : db.name;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { KEY_BYTES } from './data-keys';
+import { KEY_BYTES } from '../key-store/key-store.port';
 
 /**
  * A batch for the thread: sealed values, the id of each one's event, and the keys, each once, in one
@@ -31,7 +31,7 @@ export interface OpenAnswer {
   error?: string;
 }
 
-/** The thread's script, as built (dist/erasure/open-worker.js). */
+/** The thread's script, as built (dist/sealing/open-worker.js). */
 const SCRIPT = join(__dirname, 'open-worker.js');
 
 /**

@@ -3,7 +3,8 @@ import type { Statement } from 'better-sqlite3';
 import { createSecretKey, KeyObject } from 'node:crypto';
 import { parentPort } from 'node:worker_threads';
 import { Database, SqliteDatabase } from '../storage/sqlite-database';
-import { KEY_BYTES, openOrNull } from './data-keys';
+import { KEY_BYTES } from '../key-store/key-store.port';
+import { openOrNull } from './data-keys';
 import type { OpenAnswer, OpenRequest } from './opening-thread';
 
 /** Keys read at once: json_each takes any number, but the rows of one read are held together. */

@@ -1,8 +1,8 @@
 import type { Statement } from 'better-sqlite3';
 import { checkpointAndTruncate, SqliteDatabase, WalSync } from '../storage/sqlite-database';
 import { sqliteFailure } from '../storage/store-unavailable.error';
-import { KEY_BYTES, randomBytesPooled } from './data-keys';
-import type { KeyStore, PendingErasure } from './key-store.port';
+import { randomBytesPooled } from './random-bytes';
+import { KEY_BYTES, type KeyStore, type PendingErasure } from './key-store.port';
 
 interface PendingObtain {
   keyId: string;
@@ -23,6 +23,7 @@ interface PendingObtain {
  */
 export class SqliteKeyStore implements KeyStore {
   readonly name = 'SQLite';
+  readonly file: string | undefined;
   private pending: PendingObtain[] = [];
   private readonly insert: Statement<[string, Buffer], { key: Buffer }>;
   private readonly selectOne: Statement<[string], { key: Buffer | null }>;
@@ -36,6 +37,7 @@ export class SqliteKeyStore implements KeyStore {
   private readonly walSync?: WalSync;
 
   constructor(private readonly db: SqliteDatabase) {
+    this.file = db.memory ? undefined : db.name;
     db.exec(`
       CREATE TABLE IF NOT EXISTS data_keys (
         key_id    TEXT    PRIMARY KEY,

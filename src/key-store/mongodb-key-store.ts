@@ -1,8 +1,8 @@
 import { Binary, Collection, MongoClient } from 'mongodb';
-import { connectMongoClient, isDuplicateKey, translateMongoError } from '../read-store/mongodb-mapping';
+import { connectMongoClient, isDuplicateKey, translateMongoError } from '../storage/mongodb-client';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
-import { KEY_BYTES, randomBytesPooled } from './data-keys';
-import type { KeyStore, PendingErasure } from './key-store.port';
+import { randomBytesPooled } from './random-bytes';
+import { KEY_BYTES, type KeyStore, type PendingErasure } from './key-store.port';
 
 interface MongoDataKey {
   /** The key id: the record's stream id. */
