@@ -14,7 +14,10 @@ export async function main(args: string[]): Promise<void> {
   const requests = Number(args[0] ?? 200);
   const events = Number(args[1] ?? 200);
   const dataDir = mkdtempSync(join(tmpdir(), 'pcs-bench-'));
-  const app = await createApp({ ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'error', RATE_LIMIT_REQUESTS: '0' }), accessTokens: new Map([[TOKEN, 'bench']]) });
+  const app = await createApp({
+    ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'error', RATE_LIMIT_REQUESTS: '0' }),
+    accessTokens: new Map([[TOKEN, 'bench']]),
+  });
   await app.listen(0, '127.0.0.1');
   const base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}/v1/customers`;
   const send = async (method: string, path: string, body?: object, headers: Record<string, string> = {}) => {

@@ -109,7 +109,12 @@ async function smallDataRun(options: Options): Promise<Map<string, RowResult>> {
         { name: `${resource}: update`, target: 0.4, spec: (i) => ({ method: 'PUT', paths: items(i), body: {}, rename: true }) },
       );
     }
-    const results = await runRows(services, yardsticks, rows.filter((r) => !options.only || r.name.includes(options.only)), options);
+    const results = await runRows(
+      services,
+      yardsticks,
+      rows.filter((r) => !options.only || r.name.includes(options.only)),
+      options,
+    );
     printTable(`Small data (${SEEDED} customers and ${SEEDED} profiles, plus what the create rows add)`, rows, results, options);
     return results;
   } finally {
@@ -126,10 +131,14 @@ async function scaleRun(options: Options, small: Map<string, RowResult>): Promis
   const dataDir = mkdtempSync(join(tmpdir(), 'pcs-bench-scale-'));
   try {
     const seeded = await seedCustomers(join(dataDir, 'service.sqlite'), { customers: 1_000_000, accounts: 100, listedEmail: LISTED_EMAIL });
-    console.log(`\nSeeded ${seeded.count.toLocaleString('en')} customer events in ${(seeded.ms / 1000).toFixed(1)} s: ${Math.round(seeded.count / (seeded.ms / 1000)).toLocaleString('en')} events/s.`);
+    console.log(
+      `\nSeeded ${seeded.count.toLocaleString('en')} customer events in ${(seeded.ms / 1000).toFixed(1)} s: ${Math.round(seeded.count / (seeded.ms / 1000)).toLocaleString('en')} events/s.`,
+    );
 
     const rebuilt = await rebuildAll(join(dataDir, 'service.sqlite'));
-    console.log(`Projection rebuild (\`projections rebuild all\`): ${rebuilt.seconds.toFixed(1)} s, ${Math.round(rebuilt.events / rebuilt.seconds).toLocaleString('en')} events/s.`);
+    console.log(
+      `Projection rebuild (\`projections rebuild all\`): ${rebuilt.seconds.toFixed(1)} s, ${Math.round(rebuilt.events / rebuilt.seconds).toLocaleString('en')} events/s.`,
+    );
     // At the first WORKERS setting only: the question here is the size of the data.
     const scaled = { ...options, workers: options.workers.slice(0, 1) };
     const service = await startService(dataDir, { workers: scaled.workers[0], accessTokens: `${TOKEN}:${ACCOUNT}` });
@@ -139,7 +148,11 @@ async function scaleRun(options: Options, small: Map<string, RowResult>): Promis
       yardsticks = await startYardsticks((await call(service, 'GET', items[0])).text.length);
       const rows: Row[] = [
         { name: 'customers: read', target: 0.7, spec: () => ({ method: 'GET', paths: items }) },
-        { name: 'customers: list, email filter, limit 10', target: 0.5, spec: () => ({ method: 'GET', paths: [`/v1/customers?email=${LISTED_EMAIL}&limit=10`] }) },
+        {
+          name: 'customers: list, email filter, limit 10',
+          target: 0.5,
+          spec: () => ({ method: 'GET', paths: [`/v1/customers?email=${LISTED_EMAIL}&limit=10`] }),
+        },
       ];
       const results = await runRows([service], yardsticks, rows, scaled);
       printTable(`1,000,000 customers over 100 accounts (${seeded.perAccount.toLocaleString('en')} in the benchmarked account)`, rows, results, scaled);
@@ -174,7 +187,12 @@ interface RowResult extends LoadResult {
 function cpuSeconds(pid: number): number | undefined {
   const pids = [pid];
   try {
-    pids.push(...execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number));
+    pids.push(
+      ...execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
+        .split('\n')
+        .filter(Boolean)
+        .map(Number),
+    );
   } catch {
     // pgrep exits 1 when the process has no children.
   }
@@ -249,11 +267,16 @@ async function runRows(services: Service[], yardsticks: Yardsticks, rows: Row[],
   });
   const floor = summary(floors);
   results.set(FLOOR, { ...floor, ratio: 1 });
-  for (const [name, runs] of [[LIMIT, limits], [BORN_FLOOR, bornFloors]] as const) {
+  for (const [name, runs] of [
+    [LIMIT, limits],
+    [BORN_FLOOR, bornFloors],
+  ] as const) {
     results.set(name, { ...summary(runs), ratio: summary(runs).requestsPerSecond / floor.requestsPerSecond });
   }
   const rates = floors.map((r) => r.requestsPerSecond);
-  console.log(`Floor over the run: ${Math.min(...rates).toFixed(0)} to ${Math.max(...rates).toFixed(0)} req/s in ${rates.length} runs (the load others put on the machine).`);
+  console.log(
+    `Floor over the run: ${Math.min(...rates).toFixed(0)} to ${Math.max(...rates).toFixed(0)} req/s in ${rates.length} runs (the load others put on the machine).`,
+  );
   return results;
 }
 
@@ -262,11 +285,16 @@ function printTable(title: string, rows: Row[], results: Map<string, RowResult>,
   const [first, second] = options.workers;
   const scaling = second !== undefined;
   console.log(`\n${title}\n`);
-  console.log(`| Route | WORKERS | req/s | p50 ms | p99 ms | cores used | CPU µs per request | × floor around it | target |${scaling ? ` × WORKERS=${first} | target |` : ''}`);
+  console.log(
+    `| Route | WORKERS | req/s | p50 ms | p99 ms | cores used | CPU µs per request | × floor around it | target |${scaling ? ` × WORKERS=${first} | target |` : ''}`,
+  );
   console.log(`|---|---:|---:|---:|---:|---:|---:|---:|---|${scaling ? '---:|---|' : ''}`);
   const line = (name: string, workers: string, r: RowResult, target: string, versus = '') => {
-    const cpu = r.cpuSeconds === undefined ? ' | ' : `${(r.cpuSeconds / options.durationSeconds).toFixed(2)} | ${((r.cpuSeconds * 1e6) / r.requests).toFixed(0)}`;
-    console.log(`| ${name} | ${workers} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${cpu} | ${r.ratio.toFixed(2)} | ${target} |${versus}`);
+    const cpu =
+      r.cpuSeconds === undefined ? ' | ' : `${(r.cpuSeconds / options.durationSeconds).toFixed(2)} | ${((r.cpuSeconds * 1e6) / r.requests).toFixed(0)}`;
+    console.log(
+      `| ${name} | ${workers} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${cpu} | ${r.ratio.toFixed(2)} | ${target} |${versus}`,
+    );
   };
   for (const name of [LIMIT, BORN_FLOOR, FLOOR]) line(name, '', results.get(name)!, '', scaling ? ' | |' : '');
   for (const row of rows) {
@@ -290,8 +318,8 @@ async function startYardsticks(bytes: number): Promise<Yardsticks> {
   const start = async (kind: string): Promise<Service> => {
     const child = spawn(process.execPath, [join(__dirname, 'floor.js'), kind, String(bytes)], { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => (output += chunk));
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk));
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk));
     return { url: await listening(child, () => output), child, output: () => output };
   };
   return { floor: await start('nest'), limit: await start('node'), bornFloor: await start('nest-born') };
@@ -321,7 +349,9 @@ function call(service: Service, method: string, path: string, body?: unknown): P
         res.setEncoding('utf8');
         res.on('data', (chunk) => (text += chunk));
         res.on('end', () =>
-          res.statusCode! >= 200 && res.statusCode! < 300 ? resolve({ status: res.statusCode!, text }) : reject(new Error(`${method} ${path}: ${res.statusCode} ${text}`)),
+          res.statusCode! >= 200 && res.statusCode! < 300
+            ? resolve({ status: res.statusCode!, text })
+            : reject(new Error(`${method} ${path}: ${res.statusCode} ${text}`)),
         );
       },
     );
@@ -334,7 +364,9 @@ function call(service: Service, method: string, path: string, body?: unknown): P
 function numberListArg(args: string[], name: string, fallback: number[]): number[] {
   const i = args.indexOf(name);
   if (i < 0) return fallback;
-  const values = String(args[i + 1]).split(',').map(Number);
+  const values = String(args[i + 1])
+    .split(',')
+    .map(Number);
   if (!values.every((v) => Number.isInteger(v) && v > 0)) throw new Error(`${name} takes positive integers separated by commas`);
   return values;
 }

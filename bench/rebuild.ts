@@ -28,14 +28,18 @@ export async function main(args: string[]): Promise<void> {
     const seeded = await seedEvents(config.sqliteFile, count, { erasedOneIn: ERASED_ONE_IN });
     console.log(`seeded ${seeded.events} events in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     const sealing = await seal(config.sqliteFile);
-    console.log(`sealed them in place (a first start after the upgrade to encryption) in ${sealing.toFixed(1)} s: ${Math.round(seeded.events / sealing)} events/s`);
+    console.log(
+      `sealed them in place (a first start after the upgrade to encryption) in ${sealing.toFixed(1)} s: ${Math.round(seeded.events / sealing)} events/s`,
+    );
     const { events, seconds } = await rebuildAll(config.sqliteFile);
     console.log(`rebuilt profiles and customers from ${events} events in ${seconds.toFixed(1)} s: ${Math.round(events / seconds)} events/s`);
     const fresh = join(dir, 'catch-up.sqlite');
     await seedEvents(fresh, count, { erasedOneIn: ERASED_ONE_IN });
     await seal(fresh);
     const caughtUp = await catchUp(fresh);
-    console.log(`the service's catch-up folded ${caughtUp.events} events in ${caughtUp.seconds.toFixed(1)} s: ${Math.round(caughtUp.events / caughtUp.seconds)} events/s`);
+    console.log(
+      `the service's catch-up folded ${caughtUp.events} events in ${caughtUp.seconds.toFixed(1)} s: ${Math.round(caughtUp.events / caughtUp.seconds)} events/s`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -67,7 +71,11 @@ export async function rebuildAll(sqliteFile: string): Promise<{ events: number; 
 /** Starts the service's projections on the embedded store at `sqliteFile`, as a first start does, and times them until they have folded its head. */
 export async function catchUp(sqliteFile: string): Promise<{ events: number; seconds: number }> {
   const { eventStore, readStore } = await openStores({ sqliteFile }, RECORD_KINDS);
-  const service = new ProjectionsService(READ_MODELS, eventStore, readStore, { readYourWritesTimeoutMs: 3_600_000, projectionLeaseMs: 5_000, instanceId: 'bench' } as AppConfig);
+  const service = new ProjectionsService(READ_MODELS, eventStore, readStore, {
+    readYourWritesTimeoutMs: 3_600_000,
+    projectionLeaseMs: 5_000,
+    instanceId: 'bench',
+  } as AppConfig);
   try {
     const started = Date.now();
     const head = await eventStore.headPosition();
@@ -81,4 +89,3 @@ export async function catchUp(sqliteFile: string): Promise<{ events: number; sec
     await readStore.close();
   }
 }
-

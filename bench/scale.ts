@@ -64,7 +64,8 @@ export async function main(args: string[]): Promise<void> {
     // Until the read models have reached the head (they have: the rebuild folded it), reads answer 503.
     while ((await timed(service, A, '/v1/customers?limit=1')).status === 503) await new Promise((r) => setTimeout(r, 200));
     try {
-      const customerOf = async (auth: typeof A, body: object) => (Object.values(JSON.parse((await call(service, auth, 'POST', '/v1/customers', body)).text).data)[0] as { id: string }).id;
+      const customerOf = async (auth: typeof A, body: object) =>
+        (Object.values(JSON.parse((await call(service, auth, 'POST', '/v1/customers', body)).text).data)[0] as { id: string }).id;
       const bId = await customerOf(B, { name: 'B reader', email: 'b@example.com' });
       // The long-lived record: written `history` times through the API, as a client would (snapshots every 100 revisions).
       const old = await customerOf(A, { name: 'Old record', email: 'old@example.com' });
@@ -112,7 +113,7 @@ export async function main(args: string[]): Promise<void> {
         if (bReads.length % 10 === 0) live.push((await timed(service, B, '/health/live')).ms);
         await new Promise((r) => setTimeout(r, 20));
       }
-      const cores = (cpuTicks(service.child.pid!) - cpuBefore) / 100 / ((options.seconds - 2) );
+      const cores = (cpuTicks(service.child.pid!) - cpuBefore) / 100 / (options.seconds - 2);
       const a = await loadRun;
       row(
         `two tenants, WORKERS=1: B's reads while A sends \`${costliest.path}\` from 8 connections`,
@@ -122,7 +123,11 @@ export async function main(args: string[]): Promise<void> {
     } finally {
       await stopService(service);
     }
-    console.log(`\nLoad average at the end: ${loadavg().map((l) => l.toFixed(2)).join(', ')}`);
+    console.log(
+      `\nLoad average at the end: ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(', ')}`,
+    );
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
@@ -141,8 +146,8 @@ async function cliRebuild(dataDir: string): Promise<{ eventsPerSecond: number; s
     });
     let out = '';
     let err = '';
-    child.stdout!.on('data', (c: Buffer) => (out += c));
-    child.stderr!.on('data', (c: Buffer) => (err += c));
+    child.stdout.on('data', (c: Buffer) => (out += c));
+    child.stderr.on('data', (c: Buffer) => (err += c));
     let peakKb = 0;
     let ticks = 0;
     const sample = setInterval(() => {
@@ -194,7 +199,9 @@ function timed(service: Service, auth: typeof A, path: string): Promise<{ ms: nu
   return new Promise((resolve, reject) => {
     const req = request(new URL(path, service.url), { agent, headers: { authorization: `Bearer ${auth.token}` } }, (res) => {
       res.resume();
-      res.on('end', () => resolve({ ms: Number(process.hrtime.bigint() - started) / 1e6, status: res.statusCode!, total: res.headers['x-total-count'] as string | undefined }));
+      res.on('end', () =>
+        resolve({ ms: Number(process.hrtime.bigint() - started) / 1e6, status: res.statusCode!, total: res.headers['x-total-count'] as string | undefined }),
+      );
     });
     req.on('error', reject);
     req.end();
@@ -211,7 +218,9 @@ function call(service: Service, auth: typeof A, method: string, path: string, bo
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (c) => (text += c));
-        res.on('end', () => (res.statusCode! < 300 ? resolve({ status: res.statusCode!, text }) : reject(new Error(`${method} ${path}: ${res.statusCode} ${text}`))));
+        res.on('end', () =>
+          res.statusCode! < 300 ? resolve({ status: res.statusCode!, text }) : reject(new Error(`${method} ${path}: ${res.statusCode} ${text}`)),
+        );
       },
     );
     req.on('error', reject);

@@ -25,25 +25,32 @@ function serviceNodeFlags(): string[] {
  * The service as users run it: its Node flags, logs at info into a file, metrics (always on), rate
  * limits on, raised above the load (one token makes the whole load: counted on every request, never refusing).
  */
-export async function startService(dataDir: string, { workers, accessTokens }: { workers: number; accessTokens: string }): Promise<Service & { dataDir: string }> {
+export async function startService(
+  dataDir: string,
+  { workers, accessTokens }: { workers: number; accessTokens: string },
+): Promise<Service & { dataDir: string }> {
   const log = join(dataDir, 'service.log');
   const fd = openSync(log, 'a');
-  const child = spawn(process.execPath, [...serviceNodeFlags(), ...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), join(ROOT, 'dist', 'main.js')], {
-    cwd: dataDir,
-    env: {
-      PATH: process.env.PATH,
-      NO_COLOR: '1',
-      DATA_DIR: dataDir,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      ACCESS_TOKENS: accessTokens,
-      RATE_LIMIT_REQUESTS: '1000000',
-      RATE_LIMIT_WINDOW_SECONDS: '60',
-      WORKERS: String(workers),
+  const child = spawn(
+    process.execPath,
+    [...serviceNodeFlags(), ...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), join(ROOT, 'dist', 'main.js')],
+    {
+      cwd: dataDir,
+      env: {
+        PATH: process.env.PATH,
+        NO_COLOR: '1',
+        DATA_DIR: dataDir,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+        ACCESS_TOKENS: accessTokens,
+        RATE_LIMIT_REQUESTS: '1000000',
+        RATE_LIMIT_WINDOW_SECONDS: '60',
+        WORKERS: String(workers),
+      },
+      stdio: ['ignore', fd, fd],
     },
-    stdio: ['ignore', fd, fd],
-  });
+  );
   closeSync(fd);
   // The log grows by a line per request: read its tail only.
   const output = () => readFileSync(log, 'utf8').slice(-65_536);

@@ -103,8 +103,7 @@ function parse(argv: string[]) {
     if (!code?.startsWith('ERR_PARSE_ARGS')) throw error;
     const command = commandOf(parseArgs({ args: argv, allowPositionals: true, strict: false, options: OPTIONS }).positionals);
     const option = /'(-[^' ]+)/.exec((error as Error).message)?.[1] ?? 'an option';
-    const message =
-      code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? `${option} needs a value.` : `${command ?? 'The CLI'} has no option ${option}.`;
+    const message = code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? `${option} needs a value.` : `${command ?? 'The CLI'} has no option ${option}.`;
     throw new UsageError(message, { cause: command });
   }
 }

@@ -37,7 +37,6 @@ export class ApiError extends Error {
   }
 }
 
-export const validationFailed = (details: FieldFault[]) =>
-  new ApiError('VALIDATION_FAILED', 'The request has invalid fields.', details);
+export const validationFailed = (details: FieldFault[]) => new ApiError('VALIDATION_FAILED', 'The request has invalid fields.', details);
 
 export const notFound = (what: string) => new ApiError('NOT_FOUND', `${what} not found.`);

@@ -95,16 +95,18 @@ async function main(): Promise<void> {
     if (stopping) return; // a worker hears Ctrl-C from the terminal and SIGTERM from its primary
     stopping = true;
     logger.log(`Shutting down on ${reason}: finishing the requests in flight (at most ${SHUTDOWN_GRACE_MS} ms)`);
-    stopAccepting(SHUTDOWN_GRACE_MS).then(() => app.close()).then(
-      () => {
-        logger.log('Stopped');
-        process.exit(0);
-      },
-      (error) => {
-        logger.error('Shutdown failed', error?.stack ?? String(error));
-        process.exit(1);
-      },
-    );
+    stopAccepting(SHUTDOWN_GRACE_MS)
+      .then(() => app.close())
+      .then(
+        () => {
+          logger.log('Stopped');
+          process.exit(0);
+        },
+        (error) => {
+          logger.error('Shutdown failed', error?.stack ?? String(error));
+          process.exit(1);
+        },
+      );
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => shutDown(signal));
   // A worker whose primary died (kill -9) must not serve on alone.
@@ -189,7 +191,7 @@ main().catch((error) => {
       ? `Configuration error: ${error.message}`
       : error instanceof StartError || error instanceof StoreUnavailableError
         ? `Cannot start: ${error.message}`
-        : error?.stack ?? String(error);
+        : (error?.stack ?? String(error));
   process.stderr.write(`${message}\n`);
   process.exit(1);
 });

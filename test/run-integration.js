@@ -13,7 +13,10 @@ const env = {
 
 /** The first host:port of a connection string (enough to tell whether a server is there). */
 function firstHost(uri, defaultPort) {
-  const hosts = uri.replace(/^[a-z+]+:\/\//i, '').replace(/^[^@/]*@/, '').split(/[/?]/)[0];
+  const hosts = uri
+    .replace(/^[a-z+]+:\/\//i, '')
+    .replace(/^[^@/]*@/, '')
+    .split(/[/?]/)[0];
   const [host, port] = hosts.split(',')[0].split(':');
   return { host: host || 'localhost', port: Number(port || defaultPort) };
 }
@@ -39,6 +42,10 @@ function reachable({ host, port }) {
     return;
   }
   const suites = ['test/contract', 'test/protocol', 'test/e2e', 'test/reliability'];
-  const jest = spawnSync(process.execPath, [require.resolve('jest/bin/jest'), '--runInBand', '--selectProjects', 'in process', ...suites, ...process.argv.slice(2)], { env, stdio: 'inherit' });
+  const jest = spawnSync(
+    process.execPath,
+    [require.resolve('jest/bin/jest'), '--runInBand', '--selectProjects', 'in process', ...suites, ...process.argv.slice(2)],
+    { env, stdio: 'inherit' },
+  );
   process.exitCode = jest.status ?? 1;
 })();

@@ -60,12 +60,7 @@ const secondOf = (event: StoredEvent) => Math.floor(event.recordedAt.getTime() /
  * (its appends are serialized, each stamped as it is stored), so this is a binary search between
  * `first` and `last` that reads about log2(revisions) events with `eventAt`, one at a time.
  */
-export async function revisionAsOf(
-  asOf: number,
-  first: StoredEvent,
-  last: StoredEvent,
-  eventAt: (revision: number) => Promise<StoredEvent>,
-): Promise<number> {
+export async function revisionAsOf(asOf: number, first: StoredEvent, last: StoredEvent, eventAt: (revision: number) => Promise<StoredEvent>): Promise<number> {
   if (secondOf(first) > asOf) return -1;
   if (secondOf(last) <= asOf) return last.revision;
   // Invariant: the event at `stored` was stored by then, the one at `later` after.

@@ -20,12 +20,7 @@ interface ProjectionStatus {
 }
 
 /** `projections status`: how far each read model is, from what the stores keep (the service may be elsewhere). */
-export async function projectionsStatus(
-  readModels: Projection[],
-  eventStore: EventStore,
-  readStore: ReadStore,
-  json: boolean,
-): Promise<string> {
+export async function projectionsStatus(readModels: Projection[], eventStore: EventStore, readStore: ReadStore, json: boolean): Promise<string> {
   const head = await eventStore.headPosition();
   const projections: ProjectionStatus[] = [];
   for (const projection of readModels) {

@@ -103,7 +103,10 @@ function workers(env: NodeJS.ProcessEnv): number {
 
 /** CORS_ORIGINS: origins separated by commas (`https://app.example.com`), or `*` for any. */
 function corsOrigins(env: NodeJS.ProcessEnv): string[] {
-  const origins = (env.CORS_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean);
+  const origins = (env.CORS_ORIGINS ?? '')
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean);
   if (origins.includes('*')) {
     if (origins.length > 1) throw new ConfigError('CORS_ORIGINS is either * or a list of origins, not both');
     return origins;
@@ -144,7 +147,10 @@ function mongodbSettings(env: NodeJS.ProcessEnv): AppConfig['mongodb'] {
 /** `token:accountId` pairs separated by commas. */
 export function parseAccessTokens(value: string): Map<string, string> {
   const tokens = new Map<string, string>();
-  for (const pair of value.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const pair of value
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const colon = pair.lastIndexOf(':');
     const token = pair.slice(0, colon);
     const accountId = pair.slice(colon + 1);
@@ -162,10 +168,7 @@ export function parseAccessTokens(value: string): Map<string, string> {
  * The tokens from ACCESS_TOKENS; with none configured, the one kept in the data directory, made
  * on first start. `created` is the token when it was made just now, so it is shown only once.
  */
-export function resolveAccessTokens(
-  env: NodeJS.ProcessEnv,
-  dataDir: string,
-): { tokens: Map<string, string>; created?: string } {
+export function resolveAccessTokens(env: NodeJS.ProcessEnv, dataDir: string): { tokens: Map<string, string>; created?: string } {
   if (env.ACCESS_TOKENS?.trim()) {
     const tokens = parseAccessTokens(env.ACCESS_TOKENS);
     if (tokens.size === 0) throw new ConfigError('ACCESS_TOKENS has no token:accountId pair');

@@ -18,7 +18,11 @@ export const CUSTOMER_ERASER = Symbol('CustomerEraser');
 /** `id` is new, or the one an Idempotency-Key claimed: creating it again appends nothing. */
 export class CreateCustomerCommand extends Command<void> {
   readonly commandId = randomUUID();
-  constructor(readonly context: CommandContext, readonly id: string, readonly fields: Fields) {
+  constructor(
+    readonly context: CommandContext,
+    readonly id: string,
+    readonly fields: Fields,
+  ) {
     super();
   }
 }
@@ -38,14 +42,21 @@ export class UpdateCustomerCommand extends Command<RecordState> {
 
 export class DeleteCustomerCommand extends Command<void> {
   readonly commandId = randomUUID();
-  constructor(readonly context: CommandContext, readonly id: string, readonly precondition?: Precondition) {
+  constructor(
+    readonly context: CommandContext,
+    readonly id: string,
+    readonly precondition?: Precondition,
+  ) {
     super();
   }
 }
 
 export class EraseCustomerCommand extends Command<void> {
   readonly commandId = randomUUID();
-  constructor(readonly context: CommandContext, readonly id: string) {
+  constructor(
+    readonly context: CommandContext,
+    readonly id: string,
+  ) {
     super();
   }
 }

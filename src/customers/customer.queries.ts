@@ -29,7 +29,10 @@ export class GetCustomerQuery extends Query<Versioned<CustomerView>> {
 }
 
 export class ListCustomersQuery extends Query<{ customers: CustomerView[]; total: number; capped: boolean; next?: string }> {
-  constructor(readonly accountId: string, readonly list: ListQuery) {
+  constructor(
+    readonly accountId: string,
+    readonly list: ListQuery,
+  ) {
     super();
   }
 }

@@ -56,7 +56,10 @@ export class CustomersController {
     const list = parseListQuery(query, CUSTOMER_FILTERS, 10, { cursor: true });
     const { customers, ...page } = await inAccountTurn(ctx.accountId, () => this.queries.execute(new ListCustomersQuery(ctx.accountId, list)));
     setListHeaders(res, page);
-    return envelope(customers.map((c) => ({ Customer: c })), 200);
+    return envelope(
+      customers.map((c) => ({ Customer: c })),
+      200,
+    );
   }
 
   /** `?as_of=<epoch seconds>`: the customer as it stood then, folded from its events. */
@@ -81,9 +84,7 @@ export class CustomersController {
     @Query() query: Record<string, unknown>,
     @Res({ passthrough: true }) res: Response,
   ) {
-    const { entries, total } = await this.queries.execute(
-      new RecordHistoryQuery(CUSTOMER, ctx.accountId, id, parseListQuery(query, [], 100)),
-    );
+    const { entries, total } = await this.queries.execute(new RecordHistoryQuery(CUSTOMER, ctx.accountId, id, parseListQuery(query, [], 100)));
     res.setHeader('X-Total-Count', String(total));
     return envelope(entries, 200);
   }

@@ -47,6 +47,8 @@ export class CustomersModule implements OnApplicationBootstrap {
 
   /** Erasures a stop interrupted are finished before the service answers. */
   async onApplicationBootstrap(): Promise<void> {
-    await this.eraser.finishPending().catch((error) => new Logger('CustomersModule').error(`Could not finish interrupted erasures: ${(error as Error).message}`));
+    await this.eraser
+      .finishPending()
+      .catch((error) => new Logger('CustomersModule').error(`Could not finish interrupted erasures: ${(error as Error).message}`));
   }
 }

@@ -1,7 +1,19 @@
 import { applyDecorators } from '@nestjs/common';
 import type { Type } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiSecurity, ApiTags, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import {
+  ApiBearerAuth,
+  ApiBody,
+  ApiHeader,
+  ApiOperation,
+  ApiParam,
+  ApiQuery,
+  ApiResponse,
+  ApiSecurity,
+  ApiTags,
+  DocumentBuilder,
+  SwaggerModule,
+} from '@nestjs/swagger';
 import type { ReferenceObject, SchemaObject } from '@nestjs/swagger';
 import type { Express, Request, Response } from 'express';
 import type { ErrorCode } from '../errors';
@@ -120,19 +132,34 @@ const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
   },
 };
 
-const REQUEST_ID = { 'X-Request-Id': { description: "the request's id: the client's own when well-formed; also the events' correlationId", schema: { type: 'string' } } };
+const REQUEST_ID = {
+  'X-Request-Id': { description: "the request's id: the client's own when well-formed; also the events' correlationId", schema: { type: 'string' } },
+};
 const ETAG = { ETag: { description: 'the record\'s stream revision, quoted: "3"', schema: { type: 'string', pattern: '^"[0-9]+"$' } } };
-const TOTAL_COUNT = { 'X-Total-Count': { description: 'how many there are, ignoring paging (for a list: up to 10000)', schema: { type: 'string', pattern: '^[0-9]+$' } } };
+const TOTAL_COUNT = {
+  'X-Total-Count': { description: 'how many there are, ignoring paging (for a list: up to 10000)', schema: { type: 'string', pattern: '^[0-9]+$' } },
+};
 const TOTAL_CAPPED = {
-  'X-Total-Count-Capped': { required: false, description: 'true when more than 10000 match: X-Total-Count is then 10000, a lower bound', schema: { type: 'string', enum: ['true'] } },
+  'X-Total-Count-Capped': {
+    required: false,
+    description: 'true when more than 10000 match: X-Total-Count is then 10000, a lower bound',
+    schema: { type: 'string', enum: ['true'] },
+  },
 };
 const NEXT_CURSOR = {
-  'X-Next-Cursor': { required: false, description: 'on a full page: the after of the next one (absent once a page comes back short)', schema: { type: 'string' } },
+  'X-Next-Cursor': {
+    required: false,
+    description: 'on a full page: the after of the next one (absent once a page comes back short)',
+    schema: { type: 'string' },
+  },
 };
 const RETRY_AFTER = { 'Retry-After': { description: 'seconds to wait before trying again', schema: { type: 'integer' } } };
 
 const ERRORS: Record<number, { codes: ErrorCode[]; description: string; retry?: boolean }> = {
-  400: { codes: ['VALIDATION_FAILED', 'MALFORMED_JSON'], description: 'invalid fields or parameters (each named in details), or a body that is not a JSON object' },
+  400: {
+    codes: ['VALIDATION_FAILED', 'MALFORMED_JSON'],
+    description: 'invalid fields or parameters (each named in details), or a body that is not a JSON object',
+  },
   401: { codes: ['UNAUTHORIZED'], description: 'access_token missing or invalid, or an Authorization header not of the form Bearer <token>' },
   404: { codes: ['NOT_FOUND'], description: "no such record for this account (also another account's records and malformed ids)" },
   409: { codes: ['CONFLICT'], description: 'slug taken, an Idempotency-Key reused with another body, or the record changed by too many writers at once' },
@@ -142,7 +169,8 @@ const ERRORS: Record<number, { codes: ErrorCode[]; description: string; retry?: 
   417: { codes: ['EXPECTATION_FAILED'], description: 'an Expect header other than 100-continue' },
   429: {
     codes: ['RATE_LIMITED'],
-    description: "this access token's request allowance (or this address's failed authentications) is used up; each instance of the service counts its own, and with WORKERS=N each worker allows 1/N of the configured limit",
+    description:
+      "this access token's request allowance (or this address's failed authentications) is used up; each instance of the service counts its own, and with WORKERS=N each worker allows 1/N of the configured limit",
     retry: true,
   },
   500: { codes: ['INTERNAL'], description: 'unexpected failure; no internals are shown' },
@@ -160,7 +188,10 @@ function errorResponse(status: number) {
         schema: {
           allOf: [
             ref('Error'),
-            { type: 'object', properties: { status: { type: 'integer', enum: [status] }, error: { type: 'object', properties: { code: { type: 'string', enum: codes } } } } },
+            {
+              type: 'object',
+              properties: { status: { type: 'integer', enum: [status] }, error: { type: 'object', properties: { code: { type: 'string', enum: codes } } } },
+            },
           ],
         },
         example: EXAMPLE.ERRORS[status],
@@ -223,7 +254,13 @@ const CURSOR = [
 const PAGING = (defaultLimit: number) => [
   ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: defaultLimit }, example: defaultLimit }),
   ApiQuery({ name: 'offset', required: false, schema: { type: 'integer', minimum: 0 }, description: 'records to skip; not with page', example: 0 }),
-  ApiQuery({ name: 'page', required: false, schema: { type: 'integer', minimum: 1 }, description: 'page N is offset (N-1)*limit; not with offset', example: 1 }),
+  ApiQuery({
+    name: 'page',
+    required: false,
+    schema: { type: 'integer', minimum: 1 },
+    description: 'page N is offset (N-1)*limit; not with offset',
+    example: 1,
+  }),
 ];
 
 /** How each kind of filter matches, for client authors. */
@@ -315,7 +352,8 @@ export function ApiRecordOperation(spec: ApiRecordSpec, operation: Operation) {
         ApiHeader({
           name: 'Idempotency-Key',
           required: false,
-          description: 'makes the create safe to retry: within 24 hours the same key and body answer the first response again and write nothing; 1 to 255 printable ASCII characters, no spaces',
+          description:
+            'makes the create safe to retry: within 24 hours the same key and body answer the first response again and write nothing; 1 to 255 printable ASCII characters, no spaces',
           schema: { type: 'string', pattern: '^[\\x21-\\x7E]{1,255}$' },
           // No example: "Try it out" would send it, and a second create would answer 409.
         }),
@@ -327,7 +365,8 @@ export function ApiRecordOperation(spec: ApiRecordSpec, operation: Operation) {
       return applyDecorators(
         ApiOperation({
           summary: `List ${name}s`,
-          description: 'Newest first (in creation order), stable across pages. Each filter says how it matches; X-Total-Count counts every match, ignoring paging.',
+          description:
+            'Newest first (in creation order), stable across pages. Each filter says how it matches; X-Total-Count counts every match, ignoring paging.',
         }),
         ...PAGING(10),
         ...CURSOR,
@@ -348,9 +387,16 @@ export function ApiRecordOperation(spec: ApiRecordSpec, operation: Operation) {
           description: 'epoch seconds: the record as it stood at the end of that second (404 if it did not exist then)',
           example: 1795312300,
         }),
-        successResponse(200, `the ${name}`, 200, { type: 'array', minItems: 1, maxItems: 1, items: wrapper(resource, short) }, [{ [resource]: example.short }], {
-          headers: ETAG,
-        }),
+        successResponse(
+          200,
+          `the ${name}`,
+          200,
+          { type: 'array', minItems: 1, maxItems: 1, items: wrapper(resource, short) },
+          [{ [resource]: example.short }],
+          {
+            headers: ETAG,
+          },
+        ),
         ...errors('read'),
       );
     case 'history':
@@ -427,5 +473,8 @@ export function setUpDocs(app: NestExpressApplication, specs: ApiRecordSpec[]): 
   const answers = specs.flatMap(({ answers: { full, short } }) => [full, ...(short ? [short] : [])]);
   document.components.schemas = { ...schemas, ...Object.fromEntries(answers.map((answer) => [answer.name, recordSchema(answer)])), ...RESPONSE_SCHEMAS };
   SwaggerModule.setup('docs', app, document, { raw: false });
-  (app.getHttpAdapter().getInstance() as Express).get('/docs-json', (_req: Request, res: Response) => sendJson(res, 200, document));
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .get('/docs-json', (_req: Request, res: Response) => sendJson(res, 200, document));
 }

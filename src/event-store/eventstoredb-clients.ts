@@ -20,7 +20,10 @@ const GOSSIP_TIMEOUT_PARAM = /[?&]gossipTimeout=([^&]*)/i;
 
 export function reconnection(connectionString: string, timeoutMs: number): Reconnection {
   const [scheme, rest = ''] = connectionString.trim().split('://');
-  const hosts = rest.split(/[/?]/)[0].split(',').filter((h) => h.length > 0).length;
+  const hosts = rest
+    .split(/[/?]/)[0]
+    .split(',')
+    .filter((h) => h.length > 0).length;
   const discover = scheme.toLowerCase() === 'esdb+discover';
   if (!discover && hosts <= 1) return { connectionString, discoveryMs: 0 };
   // Discovery asks each seed in turn (one DNS name for esdb+discover), each for up to gossipTimeout

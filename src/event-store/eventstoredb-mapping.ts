@@ -109,10 +109,7 @@ export function toStoredEvent(recorded: RecordedEvent): StoredEvent {
  * but the server's own (`$…`). Filtered-out events still move the position on through checkpoints,
  * sent every `checkpointInterval` × search window (32 events) scanned.
  */
-export function subscriptionFilter(
-  streamPrefix: string | undefined,
-  checkpointReached: NonNullable<Filter['checkpointReached']>,
-): Filter {
+export function subscriptionFilter(streamPrefix: string | undefined, checkpointReached: NonNullable<Filter['checkpointReached']>): Filter {
   const common = { filterOn: STREAM_NAME, checkpointInterval: 1, checkpointReached } as const;
   return streamPrefix ? { ...common, prefixes: [streamPrefix] } : { ...common, regex: '^[^$]' };
 }

@@ -110,9 +110,7 @@ export class SqliteEventStore implements EventStore {
         UNIQUE (stream_id, stream_revision)
       );
     `);
-    const selectLastRevision = db.prepare<[string], { rev: number | null }>(
-      `SELECT max(stream_revision) AS rev FROM events WHERE stream_id = ${TEXT_KEY}`,
-    );
+    const selectLastRevision = db.prepare<[string], { rev: number | null }>(`SELECT max(stream_revision) AS rev FROM events WHERE stream_id = ${TEXT_KEY}`);
     const selectById = db.prepare<[string], EventRow>('SELECT * FROM events WHERE event_id = ?');
     const insert = db.prepare(
       `INSERT INTO events (event_id, stream_id, stream_revision, type, data, metadata, recorded_at)
@@ -147,23 +145,14 @@ export class SqliteEventStore implements EventStore {
         return { revision: last.stream_revision, position: toPosition(last.global_position) };
       }
       const current = selectLastRevision.get(streamId)?.rev ?? null;
-      const matches =
-        expected === 'any' || (expected === 'no_stream' ? current === null : current === expected);
+      const matches = expected === 'any' || (expected === 'no_stream' ? current === null : current === expected);
       if (!matches) throw new WrongExpectedRevisionError(streamId, expected, current ?? 'no_stream');
       const now = Date.now();
       let revision = current ?? -1;
       let position = 0;
       for (const event of events) {
         revision += 1;
-        const info = insert.run(
-          event.id,
-          streamId,
-          revision,
-          event.type,
-          JSON.stringify(event.data),
-          JSON.stringify(event.metadata),
-          now,
-        );
+        const info = insert.run(event.id, streamId, revision, event.type, JSON.stringify(event.data), JSON.stringify(event.metadata), now);
         position = Number(info.lastInsertRowid);
       }
       return { revision, position: toPosition(position) };
@@ -214,7 +203,10 @@ export class SqliteEventStore implements EventStore {
       else append.reject(sqliteFailure(outcome.error));
     });
     this.wakeSubscribers();
-    siblings.tell('appended', group.filter((_, i) => 'result' in outcomes[i]).map((append) => append.streamId));
+    siblings.tell(
+      'appended',
+      group.filter((_, i) => 'result' in outcomes[i]).map((append) => append.streamId),
+    );
   }
 
   /** Resolves once every event up to `position` is on disk (one sync of the file covers every process's commits). */
@@ -264,7 +256,9 @@ export class SqliteEventStore implements EventStore {
     if (!Number.isSafeInteger(batchSize) || batchSize < 1) throw new Error(`A batch size must be a whole number above 0, not ${batchSize}`);
     let statement = this.selectAfter.get(batchSize);
     if (!statement) {
-      statement = this.db.prepare<[number], EventTuple>(`SELECT ${EVENT_COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ${batchSize}`).raw();
+      statement = this.db
+        .prepare<[number], EventTuple>(`SELECT ${EVENT_COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ${batchSize}`)
+        .raw();
       this.selectAfter.set(batchSize, statement);
     }
     return statement;

@@ -66,7 +66,9 @@ export class HealthController {
   @ApiResponse({
     status: 200,
     description: 'the process is up',
-    content: { 'application/json; charset=UTF-8': { schema: { type: 'object', properties: { status: { type: 'string', enum: ['ok'] } } }, example: { status: 'ok' } } },
+    content: {
+      'application/json; charset=UTF-8': { schema: { type: 'object', properties: { status: { type: 'string', enum: ['ok'] } } }, example: { status: 'ok' } },
+    },
   })
   live() {
     return { status: 'ok' };
@@ -82,24 +84,22 @@ export class HealthController {
   @Get('ready')
   @ApiOperation({
     summary: 'Readiness: both stores answer and the read models are caught up',
-    description:
-      `No token. 503 while a store is unreachable, its writes fail (down or out of disk space; until a write succeeds, for at most ${WRITE_FAILURE_REMEMBERED_MS / 1000} s after the last failure), a read model has stopped, has not yet reached the events stored before the start, or is more than READY_MAX_LAG_EVENTS behind; problems names each.`,
+    description: `No token. 503 while a store is unreachable, its writes fail (down or out of disk space; until a write succeeds, for at most ${WRITE_FAILURE_REMEMBERED_MS / 1000} s after the last failure), a read model has stopped, has not yet reached the events stored before the start, or is more than READY_MAX_LAG_EVENTS behind; problems names each.`,
   })
   @ApiResponse({ status: 200, description: 'ready to serve', content: { 'application/json; charset=UTF-8': { schema: READINESS, example: READY } } })
-  @ApiResponse({ status: 503, description: 'not ready: see problems', content: { 'application/json; charset=UTF-8': { schema: READINESS, example: NOT_READY } } })
+  @ApiResponse({
+    status: 503,
+    description: 'not ready: see problems',
+    content: { 'application/json; charset=UTF-8': { schema: READINESS, example: NOT_READY } },
+  })
   async ready(@Res() res: Response): Promise<void> {
     const problems: string[] = [];
     const head = await this.ping('event store', problems, () => this.eventStore.headPosition());
-    await this.ping('read store', problems, () =>
-      Promise.all(this.projections.projectors.map((p) => this.readStore.status(p.projection.schema.name))),
-    );
+    await this.ping('read store', problems, () => Promise.all(this.projections.projectors.map((p) => this.readStore.status(p.projection.schema.name))));
     const projections = this.projections.projectors.map((p) => {
       // Null when the store cannot count events between positions (EventStoreDB): then lag is unknown, not checked.
       const lag = head ? this.eventStore.eventsBetween(p.checkpoint, head) : null;
-      const failure =
-        p.failure instanceof PoisonEventError
-          ? { streamId: p.failure.streamId, revision: p.failure.revision, error: p.failure.reason }
-          : null;
+      const failure = p.failure instanceof PoisonEventError ? { streamId: p.failure.streamId, revision: p.failure.revision, error: p.failure.reason } : null;
       if (failure) problems.push(`projection ${p.projection.name} stopped on ${failure.streamId}@${failure.revision}`);
       else if (p.state !== 'running') problems.push(`projection ${p.projection.name} is ${p.state}`);
       if (!failure && !p.caughtUp) {

@@ -28,7 +28,7 @@ export class MetricsController {
         example:
           '# HELP http_requests_total HTTP requests answered, by method, route template and status\n# TYPE http_requests_total counter\n' +
           'http_requests_total{method="GET",route="/v1/customers",status="200",service_instance="host-1:4242:5f3a9c"} 1532\n' +
-          "# HELP projection_lag How far the projection's checkpoint is behind the event store's newest event, in commit positions (events, for SQLite)\n# TYPE projection_lag gauge\nprojection_lag{projection=\"customers\",service_instance=\"host-1:4242:5f3a9c\"} 0\n",
+          '# HELP projection_lag How far the projection\'s checkpoint is behind the event store\'s newest event, in commit positions (events, for SQLite)\n# TYPE projection_lag gauge\nprojection_lag{projection="customers",service_instance="host-1:4242:5f3a9c"} 0\n',
       },
     },
   })

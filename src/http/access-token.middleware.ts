@@ -66,7 +66,8 @@ export interface RateLimits {
   failedAuthPerAddress?: FixedWindowLimiter;
 }
 
-const rateLimited = (retryAfter: number, message: string) => new ApiError('RATE_LIMITED', `${message} Retry after the number of seconds in Retry-After.`, undefined, retryAfter);
+const rateLimited = (retryAfter: number, message: string) =>
+  new ApiError('RATE_LIMITED', `${message} Retry after the number of seconds in Retry-After.`, undefined, retryAfter);
 
 /**
  * Authenticates a /v1 request and applies the rate limits, all before its body is read: a stranger,

@@ -18,12 +18,10 @@ export function inAccountTurn<T>(accountId: string, work: () => Promise<T>): Pro
   return new Promise<T>((resolve, reject) => {
     const start = () => {
       running.add(accountId);
-      new Promise<T>((settle) => settle(work()))
-        .then(resolve, reject)
-        .finally(() => {
-          running.delete(accountId);
-          scheduleTurn();
-        });
+      new Promise<T>((settle) => settle(work())).then(resolve, reject).finally(() => {
+        running.delete(accountId);
+        scheduleTurn();
+      });
     };
     const line = waiting.get(accountId);
     if (line) line.push(start);

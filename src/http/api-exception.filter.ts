@@ -69,9 +69,13 @@ const MAX_DETAILS = 20;
 const MAX_FIELD_NAME = 100;
 
 function bounded(details: FieldFault[]): FieldFault[] {
-  const listed = details.slice(0, MAX_DETAILS).map(({ field, message }) =>
-    field.length > MAX_FIELD_NAME ? { field: `${field.slice(0, MAX_FIELD_NAME)}…`, message: message.replace(field, `${field.slice(0, MAX_FIELD_NAME)}…`) } : { field, message },
-  );
+  const listed = details
+    .slice(0, MAX_DETAILS)
+    .map(({ field, message }) =>
+      field.length > MAX_FIELD_NAME
+        ? { field: `${field.slice(0, MAX_FIELD_NAME)}…`, message: message.replace(field, `${field.slice(0, MAX_FIELD_NAME)}…`) }
+        : { field, message },
+    );
   if (details.length > MAX_DETAILS) listed.push({ field: '(more)', message: `${details.length - MAX_DETAILS} more faults not listed` });
   return listed;
 }

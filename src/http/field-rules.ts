@@ -100,8 +100,7 @@ export function updateBodyOf<T extends object>(create: new () => T) {
 }
 
 /** Persian (U+06F0–U+06F9) and Arabic-Indic (U+0660–U+0669) digits as ASCII ones; other characters as they are. */
-export const asciiDigits = (value: string): string =>
-  value.replace(/[\u06F0-\u06F9\u0660-\u0669]/g, (d) => String(d.charCodeAt(0) & 0xf));
+export const asciiDigits = (value: string): string => value.replace(/[\u06F0-\u06F9\u0660-\u0669]/g, (d) => String(d.charCodeAt(0) & 0xf));
 
 const isBlank = (v: unknown) => v === undefined || v === null || v === '';
 const isText = (v: unknown): v is string => typeof v === 'string' && v.isWellFormed();

@@ -18,7 +18,10 @@ const PARSER_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
   HPE_HEADER_OVERFLOW: { code: 'HEADERS_TOO_LARGE', message: 'The request line and headers are larger than 16 KiB.' },
   ERR_HTTP_REQUEST_TIMEOUT: { code: 'REQUEST_TIMEOUT', message: 'The request was not received in time.' },
 };
-const MALFORMED = { code: 'MALFORMED_REQUEST' as const, message: 'The request is not well-formed HTTP/1.1 (its framing, or a byte outside ASCII in its line or headers: percent-encode it).' };
+const MALFORMED = {
+  code: 'MALFORMED_REQUEST' as const,
+  message: 'The request is not well-formed HTTP/1.1 (its framing, or a byte outside ASCII in its line or headers: percent-encode it).',
+};
 
 /**
  * The HTTP server the app runs on, with its timeouts and connection cap. What Node answers on its
@@ -56,7 +59,10 @@ export function createHttpServer(
     if (error.code === 'ECONNRESET') return void socket.destroy();
     const { code, message } = PARSER_ERRORS[error.code ?? ''] ?? MALFORMED;
     const status = STATUS[code];
-    logger.warn({ remoteAddress: socket.remoteAddress, res: { statusCode: status }, err: { code: error.code } }, `Refused a request Node could not take: ${status} ${code}`);
+    logger.warn(
+      { remoteAddress: socket.remoteAddress, res: { statusCode: status }, err: { code: error.code } },
+      `Refused a request Node could not take: ${status} ${code}`,
+    );
     // A closed connection, or one whose request the app is answering (a body broken after its headers), can take no other answer.
     if (!socket.writable || socket._httpMessage) return void socket.destroy();
     const body = JSON.stringify({ success: false, status, error: { code, message } });
@@ -72,5 +78,4 @@ export function createHttpServer(
   return server;
 }
 
-const statusText = (status: number) =>
-  ({ 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' })[status] ?? 'Bad Request';
+const statusText = (status: number) => ({ 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' })[status] ?? 'Bad Request';

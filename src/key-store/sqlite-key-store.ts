@@ -48,7 +48,9 @@ export class SqliteKeyStore implements KeyStore {
       );
       CREATE INDEX IF NOT EXISTS data_keys_pending ON data_keys (key_id) WHERE pending = 1;
     `);
-    this.insert = db.prepare<[string, Buffer], { key: Buffer }>('INSERT INTO data_keys (key_id, key) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING RETURNING key');
+    this.insert = db.prepare<[string, Buffer], { key: Buffer }>(
+      'INSERT INTO data_keys (key_id, key) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING RETURNING key',
+    );
     this.selectOne = db.prepare('SELECT key FROM data_keys WHERE key_id = ?');
     this.selectMany = db.prepare('SELECT key_id, key FROM data_keys WHERE key_id IN (SELECT value FROM json_each(?))');
     this.markDestroyed = db.prepare(
@@ -56,9 +58,7 @@ export class SqliteKeyStore implements KeyStore {
        ON CONFLICT (key_id) DO UPDATE SET key = NULL, erased_by = @erasedBy, erased_at = @now, pending = 1
        WHERE data_keys.erased_at IS NULL`,
     );
-    this.selectPending = db.prepare(
-      "SELECT key_id, erased_by FROM data_keys WHERE pending = 1 AND substr(key_id, 1, length(@prefix)) = @prefix",
-    );
+    this.selectPending = db.prepare('SELECT key_id, erased_by FROM data_keys WHERE pending = 1 AND substr(key_id, 1, length(@prefix)) = @prefix');
     this.markFinished = db.prepare('UPDATE data_keys SET pending = 0 WHERE key_id = ?');
     const group = db.transaction((obtains: PendingObtain[]) =>
       // The key made, or (nothing returned: the id had one) the key it had, or null if destroyed.

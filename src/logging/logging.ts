@@ -35,7 +35,18 @@ export function redactUrl(url: string): string {
  * The request headers a log line keeps: an allow-list, since proxies add headers that repeat the
  * URL (X-Original-URI, Referer, ...) and so the token. Credentials show only that they were sent.
  */
-const LOGGED_HEADERS = ['host', 'user-agent', 'content-type', 'content-length', 'content-encoding', 'accept', 'x-forwarded-for', 'x-forwarded-proto', 'if-match', 'idempotency-key'];
+const LOGGED_HEADERS = [
+  'host',
+  'user-agent',
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'accept',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'if-match',
+  'idempotency-key',
+];
 const CREDENTIAL_HEADERS = ['authorization', 'cookie'];
 
 /** Any `access_token=...` in a logged value, whatever header it came in. */

@@ -16,7 +16,11 @@ export const PROFILE_ERASER = Symbol('ProfileEraser');
 /** `id` is new, or the one an Idempotency-Key claimed: creating it again appends nothing. */
 export class CreateProfileCommand extends Command<void> {
   readonly commandId = randomUUID();
-  constructor(readonly context: CommandContext, readonly id: string, readonly fields: Fields) {
+  constructor(
+    readonly context: CommandContext,
+    readonly id: string,
+    readonly fields: Fields,
+  ) {
     super();
   }
 }
@@ -36,14 +40,21 @@ export class UpdateProfileCommand extends Command<RecordState> {
 
 export class DeleteProfileCommand extends Command<void> {
   readonly commandId = randomUUID();
-  constructor(readonly context: CommandContext, readonly id: string, readonly precondition?: Precondition) {
+  constructor(
+    readonly context: CommandContext,
+    readonly id: string,
+    readonly precondition?: Precondition,
+  ) {
     super();
   }
 }
 
 export class EraseProfileCommand extends Command<void> {
   readonly commandId = randomUUID();
-  constructor(readonly context: CommandContext, readonly id: string) {
+  constructor(
+    readonly context: CommandContext,
+    readonly id: string,
+  ) {
     super();
   }
 }
@@ -153,13 +164,7 @@ abstract class SlugAwareHandler {
    * of date (an idempotent retry's create finds its profile there). Refused on the stream as read,
    * the refusal is the write's to answer (step 2).
    */
-  private async reserveSlug(
-    id: string,
-    write: SlugWrite,
-    decide: Decision<ProfileEvent>,
-    metadata: NewEventMetadata,
-    fresh: boolean,
-  ): Promise<SlugPlan> {
+  private async reserveSlug(id: string, write: SlugWrite, decide: Decision<ProfileEvent>, metadata: NewEventMetadata, fresh: boolean): Promise<SlugPlan> {
     const { precondition, isNew } = write;
     const { state, events, guessed } = await this.profiles.decideAhead(id, write.context, decide, { precondition, isNew, fresh });
     const plan: SlugPlan = { revision: revisionOf(state), slug: slugChange(state, events).taken };
@@ -198,9 +203,7 @@ abstract class SlugAwareHandler {
       if (!kept) previous.slug = '';
     }
     const { accountId } = context;
-    const undoing: ProfileCommand = before
-      ? { type: 'UpdateProfile', data: { accountId, fields: previous } }
-      : { type: 'DeleteProfile', data: { accountId } };
+    const undoing: ProfileCommand = before ? { type: 'UpdateProfile', data: { accountId, fields: previous } } : { type: 'DeleteProfile', data: { accountId } };
     const { appended } = await this.profiles.write(id, context, randomUUID(), (state) => profileDecider.decide(undoing, state));
     return appended?.position;
   }

@@ -28,7 +28,10 @@ export class GetProfileQuery extends Query<Versioned<ProfileView>> {
 }
 
 export class ListProfilesQuery extends Query<{ profiles: ProfileView[]; total: number; capped: boolean; next?: string }> {
-  constructor(readonly accountId: string, readonly list: ListQuery) {
+  constructor(
+    readonly accountId: string,
+    readonly list: ListQuery,
+  ) {
     super();
   }
 }

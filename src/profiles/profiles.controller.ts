@@ -55,7 +55,10 @@ export class ProfilesController {
     const list = parseListQuery(query, PROFILE_FILTERS, 10, { cursor: true });
     const { profiles, ...page } = await inAccountTurn(ctx.accountId, () => this.queries.execute(new ListProfilesQuery(ctx.accountId, list)));
     setListHeaders(res, page);
-    return envelope(profiles.map((p) => ({ Profile: p })), 200);
+    return envelope(
+      profiles.map((p) => ({ Profile: p })),
+      200,
+    );
   }
 
   /** `?as_of=<epoch seconds>`: the profile as it stood then, folded from its events. */
@@ -80,9 +83,7 @@ export class ProfilesController {
     @Query() query: Record<string, unknown>,
     @Res({ passthrough: true }) res: Response,
   ) {
-    const { entries, total } = await this.queries.execute(
-      new RecordHistoryQuery(PROFILE, ctx.accountId, id, parseListQuery(query, [], 100)),
-    );
+    const { entries, total } = await this.queries.execute(new RecordHistoryQuery(PROFILE, ctx.accountId, id, parseListQuery(query, [], 100)));
     res.setHeader('X-Total-Count', String(total));
     return envelope(entries, 200);
   }

@@ -7,14 +7,7 @@ import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
 import { IdempotentCreates } from '../idempotency/idempotent-creates';
 import { RecordWriter } from '../records/record-writer';
-import {
-  CreateProfileHandler,
-  DeleteProfileHandler,
-  EraseProfileHandler,
-  PROFILE_ERASER,
-  PROFILE_WRITER,
-  UpdateProfileHandler,
-} from './profile.commands';
+import { CreateProfileHandler, DeleteProfileHandler, EraseProfileHandler, PROFILE_ERASER, PROFILE_WRITER, UpdateProfileHandler } from './profile.commands';
 import { PROFILE } from './profile.decider';
 import { GetProfileHandler, ListProfilesHandler, WrittenProfileHandler } from './profile.queries';
 import { ProfilesController } from './profiles.controller';
@@ -54,6 +47,8 @@ export class ProfilesModule implements OnApplicationBootstrap {
 
   /** Erasures a stop interrupted are finished before the service answers (their slugs free themselves: see SlugReservations). */
   async onApplicationBootstrap(): Promise<void> {
-    await this.eraser.finishPending().catch((error) => new Logger('ProfilesModule').error(`Could not finish interrupted erasures: ${(error as Error).message}`));
+    await this.eraser
+      .finishPending()
+      .catch((error) => new Logger('ProfilesModule').error(`Could not finish interrupted erasures: ${(error as Error).message}`));
   }
 }

@@ -77,11 +77,7 @@ export class SlugReservations {
     if (madeBy && comparePositions(last.position, madeBy) > 0) return;
     if (await this.carries(profileId, slug)) return;
     try {
-      await this.eventStore.appendToStream(
-        streamId,
-        withMetadata([{ type: 'SlugReleased', data: { slug, profileId } }], metadata),
-        last.revision,
-      );
+      await this.eventStore.appendToStream(streamId, withMetadata([{ type: 'SlugReleased', data: { slug, profileId } }], metadata), last.revision);
     } catch (error) {
       // Someone else moved the reservation on: it is not ours to release any more.
       if (!(error instanceof WrongExpectedRevisionError)) throw error;

@@ -115,7 +115,12 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
   assertCaughtUp(collection: string): void {
     const projector = this.projectors.find((p) => p.projection.schema.name === collection);
     if (projector && !projector.caughtUp) {
-      throw new ApiError('UNAVAILABLE', 'The read models are still catching up with the records stored before the service started; try again shortly.', undefined, 5);
+      throw new ApiError(
+        'UNAVAILABLE',
+        'The read models are still catching up with the records stored before the service started; try again shortly.',
+        undefined,
+        5,
+      );
     }
   }
 
@@ -131,12 +136,7 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
       await Promise.all(following.map((p) => p.waitFor(position, this.config.readYourWritesTimeoutMs)));
     } catch (error) {
       this.logger.warn(`Read models behind a write: ${(error as Error).message}`);
-      throw new ApiError(
-        'UNAVAILABLE',
-        'The change was saved, but the read models have not caught up with it yet. Read it again shortly.',
-        undefined,
-        1,
-      );
+      throw new ApiError('UNAVAILABLE', 'The change was saved, but the read models have not caught up with it yet. Read it again shortly.', undefined, 1);
     }
   }
 }

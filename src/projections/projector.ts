@@ -319,7 +319,10 @@ export class Projector {
             // as still live, the store's reads lag the fence that refused the commit (MongoDB: a
             // majority read before the swap reaches a majority): folding again at once would only be
             // refused again, so it waits the pause below too.
-            const reloaded = await this.loadLiveGeneration().then(() => true, () => false);
+            const reloaded = await this.loadLiveGeneration().then(
+              () => true,
+              () => false,
+            );
             if (reloaded && this.generation !== replaced) {
               this.logger.log(`Generation ${replaced} was replaced by a rebuild: continuing in generation ${this.generation}`);
               continue;

@@ -117,7 +117,9 @@ export async function rebuildProjections(
       }
     }
     if (!finished) {
-      const left = pending().map((t) => t.projection.name).join(', ');
+      const left = pending()
+        .map((t) => t.projection.name)
+        .join(', ');
       throw new RebuildInterruptedError(`Rebuild interrupted: the live read model of ${left} is unchanged`);
     }
   } catch (error) {

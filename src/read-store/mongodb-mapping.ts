@@ -99,13 +99,26 @@ export function matchValue(kind: MatchKind, value: string): string {
 export function toMongoDocument(schema: CollectionSchema, d: ReadDocument): MongoReadDocument {
   const match: Record<string, string> = {};
   for (const [field, kind] of Object.entries(schema.filters)) match[field] = matchValue(kind, d.fields[field] ?? '');
-  const document: MongoReadDocument = { _id: d.id, accountId: d.accountId, revision: d.revision, seq: d.seq, deleted: d.deleted, created: d.created, fields: d.fields, match };
+  const document: MongoReadDocument = {
+    _id: d.id,
+    accountId: d.accountId,
+    revision: d.revision,
+    seq: d.seq,
+    deleted: d.deleted,
+    created: d.created,
+    fields: d.fields,
+    match,
+  };
   const substrings = substringFields(schema);
   if (substrings.length === 0) return document;
-  const tokens = d.deleted ? '' : substringTokens(d.accountId, substrings.map((f) => match[f]));
+  const tokens = d.deleted
+    ? ''
+    : substringTokens(
+        d.accountId,
+        substrings.map((f) => match[f]),
+      );
   return { ...document, substrings: tokens ? tokens.split(' ') : [] };
 }
-
 
 export function fromMongoDocument(m: MongoReadDocument): ReadDocument {
   return { id: m._id, accountId: m.accountId, revision: m.revision, seq: m.seq, deleted: m.deleted, created: m.created, fields: m.fields };
@@ -162,7 +175,6 @@ export function findFilter(collection: string, schema: CollectionSchema, query: 
   if (tokens.length > 0) filter.substrings = { $all: tokens };
   return filter;
 }
-
 
 /**
  * A position as a string that sorts like the position: each part shifted by one (START's -1

@@ -103,7 +103,10 @@ export class MongoDbReadStore implements ReadStore {
     this.schema(collection);
     const found = new Map<string, ReadDocument>();
     if (ids.length === 0) return found;
-    const read = (g: number) => this.collection(collection, g).find({ _id: { $in: ids } }).toArray();
+    const read = (g: number) =>
+      this.collection(collection, g)
+        .find({ _id: { $in: ids } })
+        .toArray();
     let docs: MongoReadDocument[];
     if (generation === undefined) docs = await this.readLive(collection, read);
     else {
@@ -137,7 +140,12 @@ export class MongoDbReadStore implements ReadStore {
       const page = query.after === undefined ? filter : { ...filter, seq: { [query.order === 'newest' ? '$lt' : '$gt']: query.after } };
       const c = this.collection(collection, g);
       return Promise.all([
-        c.find(page, hint).sort({ seq: query.order === 'newest' ? -1 : 1 }).skip(query.offset).limit(query.limit).toArray(),
+        c
+          .find(page, hint)
+          .sort({ seq: query.order === 'newest' ? -1 : 1 })
+          .skip(query.offset)
+          .limit(query.limit)
+          .toArray(),
         // Counted up to one past COUNT_LIMIT: what lies beyond would cost every list to count.
         c.countDocuments(filter, { limit: COUNT_LIMIT + 1, ...hint }),
       ]);
@@ -185,9 +193,7 @@ export class MongoDbReadStore implements ReadStore {
   }
 
   async recordFailure(collection: string, generation: number, failure: ProjectionFailure): Promise<void> {
-    await this.guard(() =>
-      this.generations.updateOne({ _id: generationId(collection, generation) }, { $set: { failure, updatedAt: new Date() } }),
-    );
+    await this.guard(() => this.generations.updateOne({ _id: generationId(collection, generation) }, { $set: { failure, updatedAt: new Date() } }));
   }
 
   async status(collection: string): Promise<CollectionStatus> {
@@ -305,7 +311,9 @@ export class MongoDbReadStore implements ReadStore {
     const blanks = Object.fromEntries(Object.keys(schema.filters).map((f) => [`match.${f}`, '']));
     const names = await this.guard(() => this.db.listCollections(readModelCollections(collection), { nameOnly: true }).toArray());
     for (const { name } of names) {
-      await this.guard(() => this.db.collection<MongoReadDocument>(name).updateMany({ _id: { $in: ids } }, { $set: { fields: {}, deleted: true, ...blanks, substrings: [] } }));
+      await this.guard(() =>
+        this.db.collection<MongoReadDocument>(name).updateMany({ _id: { $in: ids } }, { $set: { fields: {}, deleted: true, ...blanks, substrings: [] } }),
+      );
     }
   }
 
@@ -381,10 +389,12 @@ export class MongoDbReadStore implements ReadStore {
 
   private async dropGeneration(collection: string, generation: number): Promise<void> {
     await this.guard(async () => {
-      await this.collection(collection, generation).drop().catch((error: unknown) => {
-        // Dropping a collection that was never created is fine: the generation had no documents.
-        if ((error as { codeName?: string }).codeName !== 'NamespaceNotFound') throw error;
-      });
+      await this.collection(collection, generation)
+        .drop()
+        .catch((error: unknown) => {
+          // Dropping a collection that was never created is fine: the generation had no documents.
+          if ((error as { codeName?: string }).codeName !== 'NamespaceNotFound') throw error;
+        });
       await this.generations.updateOne({ _id: generationId(collection, generation) }, { $set: { dropped: true, updatedAt: new Date() } });
     });
   }

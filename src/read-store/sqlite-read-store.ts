@@ -179,25 +179,15 @@ export class SqliteReadStore implements ReadStore {
     this.selectGeneration = db.prepare('SELECT * FROM read_model_generations WHERE collection = ? AND generation = ?');
     const selectTable = db.prepare<[string], 1>('SELECT 1 FROM sqlite_master WHERE name = ?');
     this.exists = (name) => selectTable.get(name) !== undefined;
-    this.selectLive = db
-      .prepare<[string], number>("SELECT generation FROM read_model_generations WHERE collection = ? AND state = 'live'")
-      .pluck();
-    this.selectState = db
-      .prepare<[string, number], string>('SELECT state FROM read_model_generations WHERE collection = ? AND generation = ?')
-      .pluck();
+    this.selectLive = db.prepare<[string], number>("SELECT generation FROM read_model_generations WHERE collection = ? AND state = 'live'").pluck();
+    this.selectState = db.prepare<[string, number], string>('SELECT state FROM read_model_generations WHERE collection = ? AND generation = ?').pluck();
     this.saveCheckpoint = db.prepare(
       `UPDATE read_model_generations SET commit_pos = ?, prepare_pos = ?, failure = NULL, updated_at = ?
        WHERE collection = ? AND generation = ?`,
     );
-    this.saveFailure = db.prepare(
-      'UPDATE read_model_generations SET failure = ?, updated_at = ? WHERE collection = ? AND generation = ?',
-    );
-    this.setState = db.prepare(
-      'UPDATE read_model_generations SET state = ?, updated_at = ? WHERE collection = ? AND generation = ?',
-    );
-    this.insertGeneration = db.prepare(
-      'INSERT INTO read_model_generations (collection, generation, state, updated_at) VALUES (?, ?, ?, ?)',
-    );
+    this.saveFailure = db.prepare('UPDATE read_model_generations SET failure = ?, updated_at = ? WHERE collection = ? AND generation = ?');
+    this.setState = db.prepare('UPDATE read_model_generations SET state = ?, updated_at = ? WHERE collection = ? AND generation = ?');
+    this.insertGeneration = db.prepare('INSERT INTO read_model_generations (collection, generation, state, updated_at) VALUES (?, ?, ?, ?)');
     // One statement, so taking a lease and checking it is free cannot interleave with another process.
     this.takeLease = db.prepare(
       `INSERT INTO read_model_leases (name, holder, expires_at) VALUES (@name, @holder, @expires)
@@ -529,7 +519,7 @@ export class SqliteReadStore implements ReadStore {
       .transaction(() => {
         let count = 0;
         for (const row of this.selectGenerations.all(collection)) {
-          if (row.state === 'retired' && row.updated_at <= before) this.dropGeneration(collection, row.generation), count++;
+          if (row.state === 'retired' && row.updated_at <= before) (this.dropGeneration(collection, row.generation), count++);
         }
         return count;
       })
@@ -614,7 +604,8 @@ export class SqliteReadStore implements ReadStore {
     const t = tableName(schema.name, generation);
     const s = substringsTable(t);
     if (this.exists(s)) return;
-    const tokens = (row: 'NEW' | '') => `${TOKENS_FUNCTION}(${[`${row}${row && '.'}account_id`, ...fields.map((f) => `${row}${row && '.'}${filterColumn(f)}`)].join(', ')})`;
+    const tokens = (row: 'NEW' | '') =>
+      `${TOKENS_FUNCTION}(${[`${row}${row && '.'}account_id`, ...fields.map((f) => `${row}${row && '.'}${filterColumn(f)}`)].join(', ')})`;
     const changed = fields.map((f) => `OLD.${filterColumn(f)} IS NOT NEW.${filterColumn(f)}`).join(' OR ');
     this.db.exec(`
       CREATE VIRTUAL TABLE ${s} USING fts5(tokens, content='', contentless_delete=1, tokenize='ascii', detail='none');
@@ -722,7 +713,9 @@ export class SqliteReadStore implements ReadStore {
         )).run(...rewriteParams.map((i) => values[i])).changes === 1,
       // The live generation as a subquery, not a join: SQLite 3.54 runs the join form several times slower.
       selectOne: this.db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, ${DOCUMENT} FROM ${name} WHERE id = ? AND account_id = ? AND deleted = 0`),
-      selectOldest: this.db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, ${DOCUMENT} FROM ${name} WHERE account_id = ${TEXT_KEY} AND deleted = 0 ORDER BY seq LIMIT 1`),
+      selectOldest: this.db.prepare(
+        `SELECT (${LIVE_GENERATION}) AS live_generation, ${DOCUMENT} FROM ${name} WHERE account_id = ${TEXT_KEY} AND deleted = 0 ORDER BY seq LIMIT 1`,
+      ),
       selectMany: this.db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE id IN (SELECT value FROM json_each(?))`),
       finds: new Map(),
       substrings: this.exists(substringsTable(name)) ? substringsTable(name) : null,
@@ -744,7 +737,6 @@ const substringsTable = (table: string) => `substrings_${table}`;
 
 /** The SQL function the substring index's triggers call: substringTokens(account, ...values). */
 const TOKENS_FUNCTION = 'substring_tokens';
-
 
 /** The filters with an index of their own: exact ones; a `contains-ci` filter scans the account's rows. */
 const indexedFilters = (schema: CollectionSchema) => Object.keys(schema.filters).filter((f) => schema.filters[f] !== 'contains-ci');

@@ -57,7 +57,7 @@ export class RecordSnapshots {
     }
     let state = snapshot ? fromSnapshot(kind, created, snapshot) : null;
     let next = snapshot ? snapshot.revision + 1 : 0;
-    for (let from = next * SNAPSHOT_EVERY; from <= revision; ) {
+    for (let from = next * SNAPSHOT_EVERY; from <= revision;) {
       const events = await this.eventStore.readStream(streamId, from, Math.min(CATCH_UP, revision - from + 1));
       if (events.length === 0) break;
       const taken: NewEvent[] = [];

@@ -269,10 +269,7 @@ export class RecordWriter {
 
   private checkPrecondition(record: RecordState, precondition: Precondition): void {
     if (precondition === '*' || precondition.includes(record.revision)) return;
-    throw new ApiError(
-      'PRECONDITION_FAILED',
-      `The ${this.kind.label.toLowerCase()} has changed since: its current ETag is "${record.revision}".`,
-    );
+    throw new ApiError('PRECONDITION_FAILED', `The ${this.kind.label.toLowerCase()} has changed since: its current ETag is "${record.revision}".`);
   }
 
   /** The fold kept of the record, unless another worker has appended to it since. */

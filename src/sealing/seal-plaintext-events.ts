@@ -62,7 +62,7 @@ export async function sealPlaintextEvents(
   return sealed;
 
   async function sealedData(event: StoredEvent): Promise<Record<string, unknown>> {
-    const data = event.data as Record<string, unknown>;
+    const data = event.data;
     if (kindOf(event.streamId)) {
       const fields = Object.keys(data);
       if (fields.length === 0) return data;

@@ -1,5 +1,23 @@
-import type { AppendResult, EventBatch, EventStore, ExpectedRevision, NewEvent, Position, StoredEvent, SubscribeOptions } from '../event-store/event-store.port';
-import type { Checkpoint, CollectionSchema, CollectionStatus, FindQuery, FindResult, ProjectionFailure, ReadDocument, ReadStore } from '../read-store/read-store.port';
+import type {
+  AppendResult,
+  EventBatch,
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  Position,
+  StoredEvent,
+  SubscribeOptions,
+} from '../event-store/event-store.port';
+import type {
+  Checkpoint,
+  CollectionSchema,
+  CollectionStatus,
+  FindQuery,
+  FindResult,
+  ProjectionFailure,
+  ReadDocument,
+  ReadStore,
+} from '../read-store/read-store.port';
 import type { KeyStore } from '../key-store/key-store.port';
 import type { WriteFailures } from '../storage/write-failures';
 import type { Metrics } from '../metrics/metrics';

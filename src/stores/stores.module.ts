@@ -35,7 +35,8 @@ class StoresShutdown implements OnApplicationShutdown {
 }
 
 /** Where the stores are: the configuration's servers, else the SQLite file. */
-type StoreSettings = Pick<AppConfig, 'sqliteFile'> & Partial<Pick<AppConfig, 'eventStoreConnectionString' | 'eventStoreSilenceMs' | 'mongodb' | 'storeTimeoutMs'>>;
+type StoreSettings = Pick<AppConfig, 'sqliteFile'> &
+  Partial<Pick<AppConfig, 'eventStoreConnectionString' | 'eventStoreSilenceMs' | 'mongodb' | 'storeTimeoutMs'>>;
 
 const SHARED_SQLITE = Symbol('SharedSqlite');
 
@@ -60,7 +61,9 @@ export async function openEventStore(
   }
   const store = new SqliteEventStore(sqlite ?? openSqliteDatabase(config.sqliteFile, { durable: true }));
   const sealed = await sealPlaintextEvents(store, keys, kinds, () =>
-    log(`Sealing the events written before encryption with their records' keys, once (10,000-30,000 events/s; if stopped, the next start or command finishes it)`),
+    log(
+      `Sealing the events written before encryption with their records' keys, once (10,000-30,000 events/s; if stopped, the next start or command finishes it)`,
+    ),
   );
   if (sealed > 0) log(`Sealed ${sealed} events written before encryption with their records' keys`);
   return new SealedEventStore(store, keys, kinds);

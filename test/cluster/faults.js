@@ -139,7 +139,10 @@ async function leaderSeenBy(nodes) {
 
 /** True once `node` sees three live members: one leader, two followers. @param {string} node */
 async function clusterWholeFrom(node) {
-  const states = ((await gossipOf(node)) ?? []).filter((m) => m.isAlive).map((m) => m.state).sort();
+  const states = ((await gossipOf(node)) ?? [])
+    .filter((m) => m.isAlive)
+    .map((m) => m.state)
+    .sort();
   return states.join(',') === 'Follower,Follower,Leader';
 }
 
@@ -176,7 +179,10 @@ async function readModelSnapshot() {
 function canonical(value) {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical(/** @type {any} */ (value)[k])}`).join(',')}}`;
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(/** @type {any} */ (value)[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(value);
 }
@@ -312,9 +318,7 @@ async function create(kind, tag, n, readAfter) {
   /** @type {Record<string, string>} */
   const fields = kind === 'customers' ? { name: `Customer ${unique}`, email: `c${unique}@example.com` } : { name: `Profile ${unique}`, slug: `p${unique}` };
   const key = randomUUID();
-  const acked = await untilAcknowledged(`create ${kind} ${unique}`, n, (base) =>
-    http(base, 'POST', `/v1/${kind}`, fields, { 'idempotency-key': key }),
-  );
+  const acked = await untilAcknowledged(`create ${kind} ${unique}`, n, (base) => http(base, 'POST', `/v1/${kind}`, fields, { 'idempotency-key': key }));
   if (!acked) return null;
   const record = recordIn(kind, acked.answer.json);
   if (!record?.id) return (fail(`create ${kind} ${unique}: no id in ${acked.answer.text.slice(0, 200)}`), null);
@@ -440,7 +444,9 @@ async function stepDownThePrimaryMidRebuild() {
   const primary = await mongoPrimary();
   if (!primary) return fail('no MongoDB primary before the stepdown');
   log(`Fault 3: a rebuild of every read model on service-b, and ${primary}, the primary, stepping down during it`);
-  const rebuild = spawn('docker', composeArgs(['exec', '-T', 'service-b', 'node', 'dist/cli.js', 'projections', 'rebuild', 'all', '--grace-seconds', '0']), { env: ENV });
+  const rebuild = spawn('docker', composeArgs(['exec', '-T', 'service-b', 'node', 'dist/cli.js', 'projections', 'rebuild', 'all', '--grace-seconds', '0']), {
+    env: ENV,
+  });
   let stderr = '';
   rebuild.stderr.on('data', (chunk) => (stderr += chunk));
   rebuild.stdout.resume();
@@ -452,7 +458,9 @@ async function stepDownThePrimaryMidRebuild() {
   const reading = await until(120_000, async () => done || /: [\d,]+ events/.test(stderr) || null, 100);
   const stepped = await compose(['exec', '-T', primary, 'mongosh', '--quiet', '--eval', 'rs.stepDown(30)']);
   if (done || !reading || /are live/.test(stderr)) {
-    fail(`the rebuild had ${done ? 'ended' : 'swapped in'} before ${primary} stepped down: seed more (CLUSTER_SEED_RECORDS); its output: ${stderr.slice(-500)}`);
+    fail(
+      `the rebuild had ${done ? 'ended' : 'swapped in'} before ${primary} stepped down: seed more (CLUSTER_SEED_RECORDS); its output: ${stderr.slice(-500)}`,
+    );
   }
   const next = await until(60_000, async () => {
     const p = await mongoPrimary();
@@ -501,7 +509,8 @@ async function checkLists() {
         for (const item of answer.json.data) {
           const record = item[kind === 'customers' ? 'Customer' : 'Profile'];
           if (!record?.name) fail(`list of ${kind} on ${at} shows a blank record: ${JSON.stringify(item)}`);
-          else if (!ledger.has(record.id) || ledger.get(record.id)?.deleted) fail(`list of ${kind} on ${at} shows ${record.id}, which no acknowledged write left live`);
+          else if (!ledger.has(record.id) || ledger.get(record.id)?.deleted)
+            fail(`list of ${kind} on ${at} shows ${record.id}, which no acknowledged write left live`);
           seen.add(record?.id);
         }
         if (answer.json.data.length < 100) break;

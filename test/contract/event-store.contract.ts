@@ -1,13 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import {
-  EventBatch,
-  EventStore,
-  NewEvent,
-  START,
-  StoredEvent,
-  WrongExpectedRevisionError,
-  comparePositions,
-} from '../../src/event-store/event-store.port';
+import { EventBatch, EventStore, NewEvent, START, StoredEvent, WrongExpectedRevisionError, comparePositions } from '../../src/event-store/event-store.port';
 
 /**
  * What every EventStore adapter must do. Each adapter's spec calls this with a factory that gives
@@ -39,7 +31,7 @@ export function eventStoreContract(adapter: string, open: () => Promise<{ store:
       const seen: StoredEvent[] = [];
       const timer = setTimeout(() => abort.abort(), 10_000);
       const batches = store.subscribeToAll(from, { signal: abort.signal, maxBatchSize: 3, streamPrefix: prefix });
-      for await (const batch of batches as AsyncIterable<EventBatch>) {
+      for await (const batch of batches) {
         expect(batch.events.length).toBeLessThanOrEqual(3);
         for (const e of batch.events) expect(e.streamId.startsWith(prefix)).toBe(true);
         seen.push(...batch.events);
@@ -98,7 +90,7 @@ export function eventStoreContract(adapter: string, open: () => Promise<{ store:
       expect(await store.readStream(stream('missing'), 0, 3)).toEqual([]);
     });
 
-    it('reads a stream\'s last event, as a forward read has it, and null for a stream that does not exist', async () => {
+    it("reads a stream's last event, as a forward read has it, and null for a stream that does not exist", async () => {
       await store.appendToStream(stream('last'), [event('First')], 'no_stream');
       await store.appendToStream(stream('last'), [event('Second'), event('Third', { n: 3 })], 0);
       const last = await store.readLastEvent(stream('last'));
@@ -136,7 +128,7 @@ export function eventStoreContract(adapter: string, open: () => Promise<{ store:
       const results = await Promise.allSettled(Array.from({ length: 8 }, () => store.appendToStream(s, [event()], 0)));
       expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
       for (const r of results.filter((r) => r.status === 'rejected')) {
-        expect((r as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedRevisionError);
+        expect(r.reason).toBeInstanceOf(WrongExpectedRevisionError);
       }
       expect(await store.readStream(s)).toHaveLength(2);
     });
@@ -174,7 +166,7 @@ export function eventStoreContract(adapter: string, open: () => Promise<{ store:
       expect(seen.map((e) => e.type)).toEqual(['Third']);
     });
 
-    it('finds this run\'s events from START, whatever else the store holds', async () => {
+    it("finds this run's events from START, whatever else the store holds", async () => {
       const s = stream('from-start');
       await store.appendToStream(s, [event('Only')], 'no_stream');
       const seen = await collect(START, 1, s);

@@ -72,7 +72,9 @@ if (uri) {
         await write(...args);
       });
       const doc = { id: randomUUID(), accountId: 'acc', revision: 0, seq: 1, deleted: false, created: 1, fields: { company: 'Acme' } };
-      await expect(mongo.store.commit('crash', [doc], { generation: building, position: { commit: 1n, prepare: 1n } })).rejects.toThrow(GenerationReplacedError);
+      await expect(mongo.store.commit('crash', [doc], { generation: building, position: { commit: 1n, prepare: 1n } })).rejects.toThrow(
+        GenerationReplacedError,
+      );
       const names = (await mongo.db.listCollections().toArray()).map((c) => c.name);
       expect(names).not.toContain(readModelCollection('crash', building));
     });
@@ -96,7 +98,7 @@ if (uri) {
       await expect(mongo.store.status('crash')).resolves.toMatchObject({ live: { generation: building, position: at(5n) } });
     });
 
-    it('refuses a promotion whose swap finds the live checkpoint past the rebuild\'s, though the checkpoints it read before were even (issue 33, item 5)', async () => {
+    it("refuses a promotion whose swap finds the live checkpoint past the rebuild's, though the checkpoints it read before were even (issue 33, item 5)", async () => {
       const at = (n: bigint) => ({ commit: n, prepare: n });
       const building = await mongo.store.startRebuild('crash');
       await mongo.store.commit('crash', [], { generation: building, position: at(5n) });
@@ -111,9 +113,14 @@ if (uri) {
       const building = await mongo.store.startRebuild('crash');
       await mongo.store.abandonRebuild('crash', building);
       const id = randomUUID();
-      await mongo.db.collection(readModelCollection('crash', building)).insertOne({ _id: id as never, accountId: 'acc', fields: { company: 'Acme' }, deleted: false });
+      await mongo.db
+        .collection(readModelCollection('crash', building))
+        .insertOne({ _id: id as never, accountId: 'acc', fields: { company: 'Acme' }, deleted: false });
       await mongo.store.erase('crash', [id]);
-      await expect(mongo.db.collection(readModelCollection('crash', building)).findOne({ _id: id as never })).resolves.toMatchObject({ fields: {}, deleted: true });
+      await expect(mongo.db.collection(readModelCollection('crash', building)).findOne({ _id: id as never })).resolves.toMatchObject({
+        fields: {},
+        deleted: true,
+      });
     });
 
     it('drops a generation replaced by a promotion that crashed before stamping it retired', async () => {

@@ -1,11 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import {
-  CollectionSchema,
-  GenerationReplacedError,
-  ReadDocument,
-  ReadStore,
-  RebuildBehindError,
-} from '../../src/read-store/read-store.port';
+import { CollectionSchema, GenerationReplacedError, ReadDocument, ReadStore, RebuildBehindError } from '../../src/read-store/read-store.port';
 
 /** What every ReadStore adapter must do. Collections and checkpoints are named per run. */
 export function readStoreContract(adapter: string, open: () => Promise<{ store: ReadStore; dispose(): Promise<void> }>) {
@@ -48,7 +42,7 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
       await expect(store.get(schema.name, 'acc-2', d.id)).resolves.toBeNull();
     });
 
-    it('finds the account\'s oldest live document, skipping tombstones and other accounts', async () => {
+    it("finds the account's oldest live document, skipping tombstones and other accounts", async () => {
       const oldest: CollectionSchema = { name: `oldest_${run}`, filters: {} };
       await store.ensureCollection(oldest);
       await expect(store.oldest(oldest.name, 'acc-1')).resolves.toBeNull();
@@ -213,7 +207,12 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
       const b = doc({ revision: 0, fields: { email: 'b@x.io' } });
       await save(a, b);
       await save({ ...a, revision: 1, fields: { email: 'stale@x.io' } }, b);
-      expect(await store.getMany(schema.name, [a.id, b.id, 'unknown-id'])).toEqual(new Map([[a.id, a], [b.id, b]]));
+      expect(await store.getMany(schema.name, [a.id, b.id, 'unknown-id'])).toEqual(
+        new Map([
+          [a.id, a],
+          [b.id, b],
+        ]),
+      );
     });
 
     it('finds nothing for no ids or unknown ids', async () => {
@@ -355,7 +354,12 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
         await store.erase(erasing.name, [person.id]); // again: nothing left to change
 
         const tombstone = { ...person, deleted: true, fields: {} };
-        await expect(store.getMany(erasing.name, [person.id, other.id])).resolves.toEqual(new Map([[person.id, tombstone], [other.id, other]]));
+        await expect(store.getMany(erasing.name, [person.id, other.id])).resolves.toEqual(
+          new Map([
+            [person.id, tombstone],
+            [other.id, other],
+          ]),
+        );
         await expect(store.getMany(erasing.name, [person.id], building)).resolves.toEqual(new Map([[person.id, tombstone]]));
         await expect(store.get(erasing.name, 'acc-1', person.id)).resolves.toBeNull();
         for (const filters of [{ email: 'ada@x.io' }, { tel: '0912' }, { company: 'engines' }] as Record<string, string>[]) {

@@ -54,9 +54,9 @@ describe('SQLite event store: group commit', () => {
     // Holds each sync until the test lets it go.
     const held: (() => void)[] = [];
     const realSync = fs.fdatasync;
-    const sync = jest.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, done: (error: Error | null) => void) => {
+    const sync = jest.spyOn(fs, 'fdatasync').mockImplementation((fd: number, done: (error: Error | null) => void) => {
       held.push(() => realSync(fd, done));
-    }) as typeof fs.fdatasync);
+    });
     const abort = new AbortController();
     try {
       // Commits no longer sync inside SQLite, on the event loop: the store does, in the thread pool.

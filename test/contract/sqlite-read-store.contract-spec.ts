@@ -45,7 +45,13 @@ describe('SqliteReadStore rebuilds', () => {
     await store.commit(schema.name, [a1, c], at(2n, generation)); // the third document: past the limit
     const b1 = { ...b, revision: 1, fields: { email: 'b@x.io' } };
     await store.commit(schema.name, [b1, { ...a, revision: 0, fields: { email: 'stale@x.io' } }], at(3n, generation));
-    expect(await store.getMany(schema.name, [a.id, b.id, c.id], generation)).toEqual(new Map([[a.id, a1], [b.id, b1], [c.id, c]]));
+    expect(await store.getMany(schema.name, [a.id, b.id, c.id], generation)).toEqual(
+      new Map([
+        [a.id, a1],
+        [b.id, b1],
+        [c.id, c],
+      ]),
+    );
 
     await store.promote(schema.name, generation);
     const found = await store.find(schema.name, { accountId: 'acc', filters: { email: 'B@X.IO' }, limit: 10, offset: 0, order: 'oldest' });
@@ -112,7 +118,13 @@ describe('SqliteReadStore rebuilds', () => {
         await store.commit(schema.name, [d, { ...docs[0], revision: n, fields: { email: `v${n}@x.io` } }], at(BigInt(n + 1), generation));
       }
       await store.commit(schema.name, [{ ...docs[0], revision: 1, fields: { email: 'stale@x.io' } }], at(7n, generation));
-      results.push(await store.getMany(schema.name, docs.map((d) => d.id), generation));
+      results.push(
+        await store.getMany(
+          schema.name,
+          docs.map((d) => d.id),
+          generation,
+        ),
+      );
     }
     expect(results[0]).toEqual(results[1]);
     expect(results[0].get(docs[0].id)).toMatchObject({ revision: 5, fields: { email: 'v5@x.io' } });
@@ -124,7 +136,9 @@ describe('SqliteReadStore rebuilds', () => {
     await builder.ensureCollection(schema);
     await other.ensureCollection(schema);
     const generation = await builder.startRebuild(schema.name);
-    await expect(other.commit(schema.name, [doc()], at(1n, generation))).rejects.toThrow(`Generation ${generation} of people is being built by another process`);
+    await expect(other.commit(schema.name, [doc()], at(1n, generation))).rejects.toThrow(
+      `Generation ${generation} of people is being built by another process`,
+    );
     await builder.commit(schema.name, [doc()], at(1n, generation));
   });
 
@@ -191,7 +205,8 @@ describe('SqliteReadStore lists: work bounded by the page, not by the account (2
       created: 1_700_000_000,
       fields: { email: `b${i}@x.io`, company: companyOf(i) },
     }));
-    for (let i = 0; i < RECORDS; i += 5000) await store.commit(schema.name, docs.slice(i, i + 5000), { generation: 1, position: { commit: BigInt(i + 1), prepare: BigInt(i + 1) } });
+    for (let i = 0; i < RECORDS; i += 5000)
+      await store.commit(schema.name, docs.slice(i, i + 5000), { generation: 1, position: { commit: BigInt(i + 1), prepare: BigInt(i + 1) } });
   });
   afterAll(async () => {
     await store.close();
@@ -217,7 +232,18 @@ describe('SqliteReadStore lists: work bounded by the page, not by the account (2
   it('counts a common substring up to COUNT_LIMIT (capped past it), checking no more than that', async () => {
     const common = await find({ company: 'globex' });
     expect(common).toMatchObject({ total: 10_000, capped: true });
-    expect(common.companies).toEqual(['Globex 19999', 'Globex 19998', 'Globex 19997', 'Globex 19996', 'Globex 19995', 'Globex 19994', 'Globex 19993', 'Globex 19992', 'Globex 19991', 'Globex 19989']);
+    expect(common.companies).toEqual([
+      'Globex 19999',
+      'Globex 19998',
+      'Globex 19997',
+      'Globex 19996',
+      'Globex 19995',
+      'Globex 19994',
+      'Globex 19993',
+      'Globex 19992',
+      'Globex 19991',
+      'Globex 19989',
+    ]);
     expect(common.checked).toBeLessThanOrEqual(10_001 + 10);
     const some = await find({ company: 'acme' });
     expect(some).toMatchObject({ total: 2_000, capped: false });
@@ -233,7 +259,10 @@ describe('SqliteReadStore lists: work bounded by the page, not by the account (2
 
   it('finds one and two characters, and follows a changed, a deleted and an erased record', async () => {
     const [first] = (await store.find(schema.name, { accountId: 'big', filters: {}, order: 'oldest', offset: 0, limit: 1 })).documents;
-    await store.commit(schema.name, [{ ...first, revision: 1, fields: { ...first.fields, company: 'Ωmega' } }], { generation: 1, position: { commit: 30_000n, prepare: 30_000n } });
+    await store.commit(schema.name, [{ ...first, revision: 1, fields: { ...first.fields, company: 'Ωmega' } }], {
+      generation: 1,
+      position: { commit: 30_000n, prepare: 30_000n },
+    });
     expect((await find({ company: 'ω' })).companies).toEqual(['Ωmega']);
     expect((await find({ company: 'ΩM' })).companies).toEqual(['Ωmega']);
     expect((await find({ company: 'acme trading 0' })).companies).toEqual([]); // its old value

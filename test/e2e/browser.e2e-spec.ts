@@ -130,7 +130,10 @@ describeWithChromium(`the service in headless Chromium at *.test host names (ski
         return answers;
       };
 
-      for (const [collection, key] of [['customers', 'Customer'], ['profiles', 'Profile']] as const) {
+      for (const [collection, key] of [
+        ['customers', 'Customer'],
+        ['profiles', 'Profile'],
+      ] as const) {
         const controller = `${collection}-${key}sController`;
         const created = await tryTwice(`${controller}_create`, new RegExp(`/v1/${collection}$`));
         expect(created.map((a) => a.status)).toEqual([201, 201]);
@@ -169,7 +172,12 @@ describeWithChromium(`the service in headless Chromium at *.test host names (ski
               body: JSON.stringify({ email: 'browser@example.com' }),
             });
             const listed = await fetch(`${api}/v1/customers?email=browser@example.com`, { headers });
-            return { created: created.status, etag: created.headers.get('ETag'), total: listed.headers.get('X-Total-Count'), listed: ((await listed.json()) as { data: unknown[] }).data.length };
+            return {
+              created: created.status,
+              etag: created.headers.get('ETag'),
+              total: listed.headers.get('X-Total-Count'),
+              listed: ((await listed.json()) as { data: unknown[] }).data.length,
+            };
           } catch (error) {
             return { error: String(error) };
           }

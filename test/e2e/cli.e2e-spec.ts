@@ -44,15 +44,12 @@ afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 describe('CLI usage', () => {
   const dir = dataDir();
 
-  it.each([[[]], [['projections', 'status']], [['projections', 'rebuild']], [['events', 'tail']]])(
-    '%j --help explains itself and exits 0',
-    async (args) => {
-      const { code, stdout } = await runCli([...args, '--help'], dir);
-      expect(code).toBe(0);
-      expect(stdout).toMatch(/^Usage: npm run cli -- /);
-      expect(stdout).toContain('--help');
-    },
-  );
+  it.each([[[]], [['projections', 'status']], [['projections', 'rebuild']], [['events', 'tail']]])('%j --help explains itself and exits 0', async (args) => {
+    const { code, stdout } = await runCli([...args, '--help'], dir);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^Usage: npm run cli -- /);
+    expect(stdout).toContain('--help');
+  });
 
   it.each([
     [[], /^No command given\./, '<command>'],
@@ -62,7 +59,11 @@ describe('CLI usage', () => {
     [['projections', 'rebuild', 'invoices'], /^No read model named "invoices": use profiles, customers or all\./, 'projections rebuild'],
     [['projections', 'rebuild', 'all', '--grace-seconds', 'soon'], /--grace-seconds must be a whole number/, 'projections rebuild'],
     // Past Node's timer range the grace period was skipped, and the drop reported all the same.
-    [['projections', 'rebuild', 'all', '--grace-seconds', '2200000'], /^--grace-seconds must be a whole number of seconds from 0 to 86400; got "2200000"\./, 'projections rebuild'],
+    [
+      ['projections', 'rebuild', 'all', '--grace-seconds', '2200000'],
+      /^--grace-seconds must be a whole number of seconds from 0 to 86400; got "2200000"\./,
+      'projections rebuild',
+    ],
     [['projections', 'status', '--stream', 'x'], /^projections status has no option --stream\./, 'projections status'],
     [['projections', 'status', '--verbose'], /^projections status has no option --verbose\./, 'projections status'],
     // parseArgs's own messages suggest a `--`, which npm run swallows: the command's usage instead.
@@ -171,7 +172,10 @@ describeOnSqlite('projections status and rebuild', () => {
       READ_MODELS.map((p) => ({ projection: p.name, generation: 2, events: seeded.events, ms: expect.any(Number), eventsPerSecond: expect.any(Number) })),
     );
     const status = await statusJson(dir);
-    expect(status.projections.map((p: { generation: number; lag: number }) => [p.generation, p.lag])).toEqual([[2, 0], [2, 0]]);
+    expect(status.projections.map((p: { generation: number; lag: number }) => [p.generation, p.lag])).toEqual([
+      [2, 0],
+      [2, 0],
+    ]);
 
     const reads = await openReads(dir);
     try {
@@ -267,7 +271,7 @@ describeOnSqlite('Ctrl-C in the grace period after the swap', () => {
     expect(run.stderr()).toMatch(
       /Interrupted in the grace period: the rebuilt read models stay live; the old storage is dropped by the next rebuild or the service's next start\.\n$/,
     );
-    expect(run.stdout()).toMatch(/^PROJECTION  GENERATION  EVENTS  SECONDS  EVENTS\/S\ncustomers   2 /);
+    expect(run.stdout()).toMatch(/^PROJECTION {2}GENERATION {2}EVENTS {2}SECONDS {2}EVENTS\/S\ncustomers {3}2 /);
     expect((await statusJson(dir)).projections[1]).toMatchObject({ generation: 2, lag: 0, rebuild: null });
     expect(tables()).toEqual(['customers__g1', 'customers__g2']);
 
@@ -327,7 +331,11 @@ describeOnSqlite('events tail', () => {
       while (tail.stdout().split('\n').length < 3) await new Promise((r) => setTimeout(r, 20));
       tail.process.kill('SIGINT');
       expect(await tail.exited).toBe(0);
-      const lines = tail.stdout().trimEnd().split('\n').map((l) => JSON.parse(l));
+      const lines = tail
+        .stdout()
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       expect(lines).toEqual([
         expect.objectContaining({ position: '2', streamId: 'customer-followed', revision: 0, type: 'CustomerCreated', data: { name: 'Ada' } }),
         expect.objectContaining({ position: '4', streamId: 'customer-followed', revision: 1, type: 'CustomerDeleted', data: {} }),

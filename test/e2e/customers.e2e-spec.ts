@@ -138,7 +138,14 @@ describe('GET /v1/customers (list)', () => {
 
     it('answers 200 with the short records, the 10 newest first by default, "" for no value', async () => {
       const res = await expectStatus(list.mine.list(), 200);
-      expectSuccess(res, 200, list.records().slice(0, 10).map((c) => ({ Customer: shortOf(c) })));
+      expectSuccess(
+        res,
+        200,
+        list
+          .records()
+          .slice(0, 10)
+          .map((c) => ({ Customer: shortOf(c) })),
+      );
       expect(totalOf(res)).toBe(25);
       const blank = res.body.data.find((w: { Customer: Rec }) => w.Customer.email === '').Customer;
       expect(blank).toMatchObject({ name: '', company: '', address: '', tel: '', email: '' });

@@ -9,10 +9,16 @@ describe('durability', () => {
     const first = await startTestApp();
     const customers: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const res = await first.http.post(withToken('customers')).send({ name: `C${i}`, email: `c${i}@x.io` }).expect(201);
+      const res = await first.http
+        .post(withToken('customers'))
+        .send({ name: `C${i}`, email: `c${i}@x.io` })
+        .expect(201);
       customers.push(res.body.data.Customer.id);
     }
-    await first.http.put(withToken(`customers/${customers[0]}`)).send({ company: 'Acme' }).expect(200);
+    await first.http
+      .put(withToken(`customers/${customers[0]}`))
+      .send({ company: 'Acme' })
+      .expect(200);
     await first.http.delete(withToken(`customers/${customers[1]}`)).expect(200);
     const slug = uid('shop');
     const profile = await first.http.post(withToken('profiles')).send({ name: 'Shop', slug }).expect(201);
@@ -28,9 +34,7 @@ describe('durability', () => {
       expect(BigInt(resumedAt.split('/')[0])).toBeGreaterThanOrEqual(lastCustomerEvent.position.commit);
       const list = await second.http.get(withToken('customers')).expect(200);
       expect(list.headers['x-total-count']).toBe('4');
-      expect(list.body.data.map((w: { Customer: { id: string } }) => w.Customer.id)).toEqual(
-        [customers[4], customers[3], customers[2], customers[0]],
-      );
+      expect(list.body.data.map((w: { Customer: { id: string } }) => w.Customer.id)).toEqual([customers[4], customers[3], customers[2], customers[0]]);
       const read = await second.http.get(withToken(`customers/${customers[0]}`)).expect(200);
       expect(read.body.data[0].Customer.company).toBe('Acme');
       await second.http.get(withToken(`customers/${customers[1]}`)).expect(404);
@@ -53,10 +57,14 @@ describe('durability', () => {
       const first = await startChildService(dataDir);
       const acknowledged: { id: string; name: string }[] = [];
       for (let i = 0; i < 20; i++) {
-        const res = await request(first.url).post(withToken('customers')).send({ name: `N${i}`, email: `n${i}@x.io` });
+        const res = await request(first.url)
+          .post(withToken('customers'))
+          .send({ name: `N${i}`, email: `n${i}@x.io` });
         expect(res.status).toBe(201);
         const id = res.body.data.Customer.id;
-        const updated = await request(first.url).put(withToken(`customers/${id}`)).send({ name: `N${i}-v2` });
+        const updated = await request(first.url)
+          .put(withToken(`customers/${id}`))
+          .send({ name: `N${i}-v2` });
         expect(updated.status).toBe(200);
         acknowledged.push({ id, name: `N${i}-v2` });
       }

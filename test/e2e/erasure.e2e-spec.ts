@@ -26,7 +26,10 @@ describe('erasure', () => {
   it('erases a live customer: 200, then it exists for no read, list, update, delete or as-of read', async () => {
     const email = uniqueEmail();
     const id = await createCustomer({ email });
-    await t.http.put(withToken(`customers/${id}`)).send({ company: uid('Co') }).expect(200);
+    await t.http
+      .put(withToken(`customers/${id}`))
+      .send({ company: uid('Co') })
+      .expect(200);
     const before = Math.floor(Date.now() / 1000);
 
     const res = await erase('customers', id).expect(200);
@@ -35,7 +38,10 @@ describe('erasure', () => {
 
     await t.http.get(withToken(`customers/${id}`)).expect(404);
     for (const asOf of [before, before + 3600]) await t.http.get(withToken(withQuery(`customers/${id}`, { as_of: asOf }))).expect(404);
-    await t.http.put(withToken(`customers/${id}`)).send({ name: 'back' }).expect(404);
+    await t.http
+      .put(withToken(`customers/${id}`))
+      .send({ name: 'back' })
+      .expect(404);
     await t.http.delete(withToken(`customers/${id}`)).expect(404);
     const list = await t.http.get(withToken(withQuery('customers', { email }))).expect(200);
     expect(list.body.data).toEqual([]);
@@ -44,7 +50,10 @@ describe('erasure', () => {
 
   it('keeps every history entry with null for each value, and ends with the erasure by the erasing account', async () => {
     const id = await createCustomer({ tel: '021' });
-    await t.http.put(withToken(`customers/${id}`)).send({ tel: '022', company: 'Acme' }).expect(200);
+    await t.http
+      .put(withToken(`customers/${id}`))
+      .send({ tel: '022', company: 'Acme' })
+      .expect(200);
     await t.http.delete(withToken(`customers/${id}`)).expect(200);
     const before = (await t.http.get(withToken(`customers/${id}/history`)).expect(200)).body.data;
 
@@ -86,15 +95,29 @@ describe('erasure', () => {
 
   it('takes no body: none, or {} as JSON; a field in it is 400 naming it', async () => {
     const id = await createCustomer();
-    await t.http.post(withToken(`customers/${id}/erase`)).set('Content-Type', 'application/json').send('{}').expect(200);
-    const res = await t.http.post(withToken(`customers/${id}/erase`)).send({ reason: 'asked' }).expect(400);
+    await t.http
+      .post(withToken(`customers/${id}/erase`))
+      .set('Content-Type', 'application/json')
+      .send('{}')
+      .expect(200);
+    const res = await t.http
+      .post(withToken(`customers/${id}/erase`))
+      .send({ reason: 'asked' })
+      .expect(400);
     expect(res.body.error.details).toEqual([{ field: 'reason', message: 'this operation takes no body fields' }]);
-    await t.http.post(withToken(`customers/${id}/erase`)).set('Content-Type', 'text/plain').send('x').expect(415);
+    await t.http
+      .post(withToken(`customers/${id}/erase`))
+      .set('Content-Type', 'text/plain')
+      .send('x')
+      .expect(415);
   });
 
   it('frees an erased profile’s slug', async () => {
     const slug = uid('Shop');
-    const created = await t.http.post(withToken('profiles')).send({ name: uid('Seller'), slug }).expect(201);
+    const created = await t.http
+      .post(withToken('profiles'))
+      .send({ name: uid('Seller'), slug })
+      .expect(201);
     const id = created.body.data.Profile.id;
     await t.http.post(withToken('profiles', TOKENS.b)).send({ slug }).expect(409);
 
@@ -140,7 +163,10 @@ describeOnSqlite('erasure leaves no readable copy in the data directory', () => 
       values.push(changed);
       const created = await t.http.post(withToken('customers')).set('Idempotency-Key', uid('key')).send(fields).expect(201);
       const id = created.body.data.Customer.id;
-      await t.http.put(withToken(`customers/${id}`)).send({ address: changed }).expect(200);
+      await t.http
+        .put(withToken(`customers/${id}`))
+        .send({ address: changed })
+        .expect(200);
       // A retired generation with the values in it: a rebuild swaps a new one in, and an operator's
       // Ctrl-C in its grace period leaves the old one for later.
       const rebuild = spawnCli(['projections', 'rebuild', 'customers', '--grace-seconds', '3600'], t.dataDir);
@@ -234,7 +260,11 @@ describeOnSqlite('events written before encryption (schema version 1, plaintext)
     const old = new SqliteEventStore(openSqliteDatabase(join(dataDir, 'service.sqlite'), { durable: true }));
     const idempotency = `idempotency-${sha256(`${ACCOUNT_IDS.a}\n${key}`)}`;
     const fingerprint = sha256(JSON.stringify(['customers', Object.entries(fields).sort(([a], [b]) => (a < b ? -1 : 1))]));
-    await old.appendToStream(idempotency, [{ id: randomUUID(), type: 'IdempotencyKeyClaimed', data: { fingerprint, recordId: id }, metadata: metadata('r1') }], 'no_stream');
+    await old.appendToStream(
+      idempotency,
+      [{ id: randomUUID(), type: 'IdempotencyKeyClaimed', data: { fingerprint, recordId: id }, metadata: metadata('r1') }],
+      'no_stream',
+    );
     await old.appendToStream(`customer-${id}`, [{ id: randomUUID(), type: 'CustomerCreated', data: fields, metadata: metadata('r1') }], 'no_stream');
     await old.appendToStream(idempotency, [{ id: randomUUID(), type: 'IdempotencyKeyAnswered', data: { body, revision: 0 }, metadata: metadata('r1') }], 0);
     await old.close();
@@ -250,7 +280,7 @@ describeOnSqlite('events written before encryption (schema version 1, plaintext)
 
       // The read models fold the old events after the start, and reads answer 503 until then: wait for them (a write would wait itself).
       let read = await t.http.get(withToken(`customers/${id}`));
-      for (const until = Date.now() + 30_000; read.status === 503 && Date.now() < until; ) {
+      for (const until = Date.now() + 30_000; read.status === 503 && Date.now() < until;) {
         await new Promise((r) => setTimeout(r, 50));
         read = await t.http.get(withToken(`customers/${id}`));
       }
@@ -258,7 +288,11 @@ describeOnSqlite('events written before encryption (schema version 1, plaintext)
       expect(read.body.data[0].Customer).toMatchObject(fields);
       const replay = await t.http.post(withToken('customers')).set('Idempotency-Key', key).send(fields).expect(201);
       expect(replay.body).toEqual(body);
-      await t.http.post(withToken('customers')).set('Idempotency-Key', key).send({ ...fields, name: 'other' }).expect(409);
+      await t.http
+        .post(withToken('customers'))
+        .set('Idempotency-Key', key)
+        .send({ ...fields, name: 'other' })
+        .expect(409);
 
       await t.http.post(withToken(`customers/${id}/erase`)).expect(200);
       expect(filesContaining(dataDir, values)).toEqual([]);

@@ -58,7 +58,7 @@ describe.each([PROFILES, CUSTOMERS])('ETag and If-Match on $path', (spec) => {
     await expectStatus(A.get(id), 404);
   });
 
-  it('answers 404, not 412, for a deleted record and for another account\'s record', async () => {
+  it("answers 404, not 412, for a deleted record and for another account's record", async () => {
     const { id } = await create();
     await expectStatus(del(id), 200);
     expectError(await put(id, { name: 'x' }, '"1"'), 404, 'NOT_FOUND');

@@ -16,11 +16,7 @@ describe('events appended by the API', () => {
   afterAll(() => t.close());
 
   const create = async (requestId: string) => {
-    const res = await t.http
-      .post(withToken('customers'))
-      .set('X-Request-Id', requestId)
-      .send({ name: 'Ada', email: 'ada@x.io', tel: 21 })
-      .expect(201);
+    const res = await t.http.post(withToken('customers')).set('X-Request-Id', requestId).send({ name: 'Ada', email: 'ada@x.io', tel: 21 }).expect(201);
     return res.body.data.Customer.id as string;
   };
 
@@ -57,8 +53,14 @@ describe('events appended by the API', () => {
 
   it('records only the fields an update changes, and nothing for an update that changes nothing', async () => {
     const id = await create('req-create-2');
-    await t.http.put(withToken(`customers/${id}`)).send({ name: 'Ada', company: 'Acme', tel: '21' }).expect(200);
-    await t.http.put(withToken(`customers/${id}`)).send({ name: 'Ada', company: 'Acme' }).expect(200);
+    await t.http
+      .put(withToken(`customers/${id}`))
+      .send({ name: 'Ada', company: 'Acme', tel: '21' })
+      .expect(200);
+    await t.http
+      .put(withToken(`customers/${id}`))
+      .send({ name: 'Ada', company: 'Acme' })
+      .expect(200);
     const events = await store.readStream(`customer-${id}`);
     expect(events.map((e) => [e.type, e.revision, e.data])).toEqual([
       ['CustomerCreated', 0, { name: 'Ada', email: 'ada@x.io', tel: '21' }],
@@ -76,7 +78,10 @@ describe('events appended by the API', () => {
     const [mine, other] = [uid('MyShop'), uid('OtherShop')];
     const res = await t.http.post(withToken('profiles')).send({ slug: mine }).expect(201);
     const id = res.body.data.Profile.id;
-    await t.http.put(withToken(`profiles/${id}`)).send({ slug: other }).expect(200);
+    await t.http
+      .put(withToken(`profiles/${id}`))
+      .send({ slug: other })
+      .expect(200);
     const old = await store.readStream(`profile_slug-${mine.toLowerCase()}`);
     expect(old.map((e) => [e.type, e.data])).toEqual([
       ['SlugReserved', { slug: mine, profileId: id }],

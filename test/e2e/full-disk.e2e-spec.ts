@@ -41,7 +41,9 @@ function mountSmallDisk(): string | null {
 }
 
 const disk = mountSmallDisk();
-const describeOnSmallDisk = disk ? describeOnSqlite : (name: string, body: () => void) => describe.skip(`${name} (skipped: cannot mount a tmpfs here, which needs root)`, body);
+const describeOnSmallDisk = disk
+  ? describeOnSqlite
+  : (name: string, body: () => void) => describe.skip(`${name} (skipped: cannot mount a tmpfs here, which needs root)`, body);
 
 describeOnSmallDisk('with the data directory on a disk that fills up', () => {
   let t: TestApp;
@@ -96,7 +98,9 @@ describeOnSmallDisk('with the data directory on a disk that fills up', () => {
     // With WORKERS, the worker a probe reaches may be another than the one whose write failed: it hears of it within moments.
     let ready: Response | undefined;
     await eventually(async () => (ready = await t.http.get('/health/ready')).status === 503, 2000);
-    expect(ready!.body.problems).toEqual(expect.arrayContaining([expect.stringMatching(/^writes to the (event|read|key) store are failing for want of disk space/)]));
+    expect(ready!.body.problems).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^writes to the (event|read|key) store are failing for want of disk space/)]),
+    );
 
     rmSync(filler);
     // By itself: the next writes succeed, the read models catch up, readiness comes back.
@@ -144,7 +148,11 @@ describeUnlessWorkers('an erasure while the read model cannot be written', 'it m
     try {
       // The key is destroyed and the erasure appended; the read models cannot show it, nor be scrubbed.
       const erased = await t.http.post(withToken(`customers/${id}/erase`));
-      expect({ status: erased.status, code: erased.body.error?.code, retryAfter: erased.headers['retry-after'] }).toEqual({ status: 503, code: 'UNAVAILABLE', retryAfter: '1' });
+      expect({ status: erased.status, code: erased.body.error?.code, retryAfter: erased.headers['retry-after'] }).toEqual({
+        status: 503,
+        code: 'UNAVAILABLE',
+        retryAfter: '1',
+      });
       expect((await readStore.get('customers', ACCOUNT_IDS.a, id))?.fields.name).toBe('Ada Erased');
 
       await t.http.get(withToken(`customers/${id}`)).expect(404);

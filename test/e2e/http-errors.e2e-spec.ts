@@ -54,8 +54,7 @@ describe('HTTP error interface', () => {
   beforeAll(async () => {
     t = await startTestApp();
     profileId = (await t.http.post(withToken('profiles')).send({ name: 'Acme' }).expect(201)).body.data.Profile.id;
-    customerId = (await t.http.post(withToken('customers')).send({ name: 'Bob', email: 'bob@example.com' }).expect(201)).body
-      .data.Customer.id;
+    customerId = (await t.http.post(withToken('customers')).send({ name: 'Bob', email: 'bob@example.com' }).expect(201)).body.data.Customer.id;
   });
   afterAll(() => t.close());
 
@@ -286,10 +285,7 @@ describe('HTTP error interface', () => {
     });
 
     it('keeps answering after the deeply nested bodies', async () => {
-      const [profile, customer] = await Promise.all([
-        t.http.get(withToken(`profiles/${profileId}`)),
-        t.http.get(withToken(`customers/${customerId}`)),
-      ]);
+      const [profile, customer] = await Promise.all([t.http.get(withToken(`profiles/${profileId}`)), t.http.get(withToken(`customers/${customerId}`))]);
       expect([profile.status, customer.status]).toEqual([200, 200]);
       expect(profile.body.data[0].Profile.id).toBe(profileId);
       await t.http.post(withToken('profiles')).send({ name: 'Still here' }).expect(201);

@@ -55,7 +55,9 @@ describe.each([PROFILES, CUSTOMERS])('Idempotency-Key on POST /v1/$path', (spec)
     await expectStatus(post(key, sent), 201);
     const elsewhere = await post(key, sent, TOKENS.a, spec === PROFILES ? 'customers' : 'profiles');
     expectError(elsewhere, 409, 'CONFLICT', ['Idempotency-Key']);
-    expect(elsewhere.body.error.message).toBe(`This Idempotency-Key was used to create in /v1/${spec === PROFILES ? 'profiles' : 'customers'}; use a new key for a new request.`);
+    expect(elsewhere.body.error.message).toBe(
+      `This Idempotency-Key was used to create in /v1/${spec === PROFILES ? 'profiles' : 'customers'}; use a new key for a new request.`,
+    );
   });
 
   it('scopes keys per account: the same key in another account is a new request', async () => {
@@ -109,7 +111,6 @@ describe('an attempt that failed after claiming its key', () => {
     const list = await expectStatus(A.list({ slug }), 200);
     expect(totalOf(list)).toBe(1);
   });
-
 });
 
 describe('Idempotency-Key across a restart', () => {

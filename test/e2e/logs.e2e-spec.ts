@@ -40,9 +40,14 @@ async function traffic(url: string): Promise<{ requestId: string; status: number
     request(url).post(q('/v1/customers')).send({ name: 'Ada', email: 'ada@example.com' }),
     request(url).get(q('/v1/customers?limit=5')),
     request(url).get('/v1/customers').set(bearer),
-    request(url).post('/v1/profiles').set(bearer).send({ name: 'Shop', slug: uid('logshop') }),
+    request(url)
+      .post('/v1/profiles')
+      .set(bearer)
+      .send({ name: 'Shop', slug: uid('logshop') }),
     request(url).get(q('/v1/customers', WRONG_TOKEN)),
-    request(url).get('/v1/customers').set({ Authorization: `Bearer ${WRONG_TOKEN}` }),
+    request(url)
+      .get('/v1/customers')
+      .set({ Authorization: `Bearer ${WRONG_TOKEN}` }),
     request(url).get(`/v1/customers?acc%65ss_token=${QUERY_TOKEN}`),
     request(url).get(q('/v1/customers/00000000-0000-4000-8000-000000000000')),
     request(url).get('/v1/no-such-route').set(bearer),
@@ -50,7 +55,9 @@ async function traffic(url: string): Promise<{ requestId: string; status: number
     request(url).post(q('/v1/customers')).send({ name: 'No contact' }),
     request(url).post('/v1/customers').set(bearer).set('Content-Type', 'application/json').send('{"name": '),
     request(url).post(q('/v1/customers')).set('Content-Type', 'text/plain').send('hello'),
-    request(url).post(q('/v1/customers')).send({ name: 'x'.repeat(70_000), email: 'big@example.com' }),
+    request(url)
+      .post(q('/v1/customers'))
+      .send({ name: 'x'.repeat(70_000), email: 'big@example.com' }),
   ];
   const answers = [];
   for (const req of sent) {
@@ -98,9 +105,7 @@ describe('logs', () => {
 
   it('say why a request failed: the error code and the faulty fields, never their values, nor filter values', async () => {
     const child = await startChildService(dataDir, { ACCESS_TOKENS, LOG_LEVEL: 'info' });
-    const refused = await request(child.url)
-      .post(`/v1/customers?access_token=${QUERY_TOKEN}`)
-      .send({ name: 'Ada', mobile: '0912345', tel: 'secret-value-77' });
+    const refused = await request(child.url).post(`/v1/customers?access_token=${QUERY_TOKEN}`).send({ name: 'Ada', mobile: '0912345', tel: 'secret-value-77' });
     const unknown = await request(child.url).get('/v1/customers').set('Authorization', `Bearer ${WRONG_TOKEN}`);
     const fine = await request(child.url).get(`/v1/customers?access_token=${QUERY_TOKEN}`);
     const filtered = await request(child.url).get(`/v1/customers?email=ada%40private.example&mobile=09120000777&limit=5&access_token=${QUERY_TOKEN}`);
@@ -139,7 +144,9 @@ describe('logs', () => {
     expect(await child.exited).toBe(0);
     const listening = lines(child).filter((l) => /^Listening on /.test(l.msg));
     expect(listening.map((l) => l.msg)).toEqual(
-      Array(SERVING).fill(expect.stringMatching(/^Listening on http:\/\/localhost:\d+, bound to every interface \(HOST=127\.0\.0\.1 keeps it to this machine\) \(data in /)),
+      Array(SERVING).fill(
+        expect.stringMatching(/^Listening on http:\/\/localhost:\d+, bound to every interface \(HOST=127\.0\.0\.1 keeps it to this machine\) \(data in /),
+      ),
     );
   });
 
@@ -152,7 +159,10 @@ describe('logs', () => {
     expect(lines(child).filter((l) => l.req !== undefined || l.requestId !== undefined)).toEqual([]);
     for (const secret of SECRETS) expect(child.output()).not.toContain(secret);
     // The one start-up line kept at warn: where the service listens (each worker's, with WORKERS).
-    const listening = expect.objectContaining({ level: 40, msg: expect.stringMatching(new RegExp(`^Listening on http://127\\.0\\.0\\.1:${new URL(child.url).port} `)) });
+    const listening = expect.objectContaining({
+      level: 40,
+      msg: expect.stringMatching(new RegExp(`^Listening on http://127\\.0\\.0\\.1:${new URL(child.url).port} `)),
+    });
     expect(lines(child).filter((l) => /^Listening on /.test(l.msg))).toEqual(Array(SERVING).fill(listening));
   });
 });

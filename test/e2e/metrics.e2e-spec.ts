@@ -16,72 +16,77 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
   return undefined;
 }
 
-describeUnlessWorkers('GET /metrics', "its figures are one process's: with WORKERS each worker counts its own, named by service_instance, which several-instances.e2e-spec.ts checks", () => {
-  const app = freshApp();
+describeUnlessWorkers(
+  'GET /metrics',
+  "its figures are one process's: with WORKERS each worker counts its own, named by service_instance, which several-instances.e2e-spec.ts checks",
+  () => {
+    const app = freshApp();
 
-  it('answers Prometheus text without a token, with request, event, store, projection and process figures', async () => {
-    const { http } = app();
-    const created = await http.post(withToken('customers')).send({ name: 'Ada', email: 'ada@example.com' }).expect(201);
-    const id: string = created.body.data.Customer.id;
-    await http.get(withToken(`customers/${id}`)).expect(200);
-    await http.get(withToken(`customers/${id}`)).expect(200);
-    await http.get(withToken('customers/00000000-0000-4000-8000-000000000000')).expect(404);
-    await http.get('/v1/customers').expect(401);
-    await http.post(withToken('profiles')).send({ name: 'Shop', slug: uid('metricshop') }).expect(201);
+    it('answers Prometheus text without a token, with request, event, store, projection and process figures', async () => {
+      const { http } = app();
+      const created = await http.post(withToken('customers')).send({ name: 'Ada', email: 'ada@example.com' }).expect(201);
+      const id: string = created.body.data.Customer.id;
+      await http.get(withToken(`customers/${id}`)).expect(200);
+      await http.get(withToken(`customers/${id}`)).expect(200);
+      await http.get(withToken('customers/00000000-0000-4000-8000-000000000000')).expect(404);
+      await http.get('/v1/customers').expect(401);
+      await http
+        .post(withToken('profiles'))
+        .send({ name: 'Shop', slug: uid('metricshop') })
+        .expect(201);
 
-    const res = await http.get('/metrics').expect(200);
-    expect(res.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
-    const text = res.text;
+      const res = await http.get('/metrics').expect(200);
+      expect(res.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+      const text = res.text;
 
-    // Requests by route template and status; never by the raw URL or the token.
-    expect(sample(text, 'http_requests_total', { method: 'POST', route: '/v1/customers', status: '201' })).toBe(1);
-    expect(sample(text, 'http_requests_total', { method: 'GET', route: '/v1/customers/:id', status: '200' })).toBe(2);
-    expect(sample(text, 'http_requests_total', { method: 'GET', route: '/v1/customers/:id', status: '404' })).toBe(1);
-    expect(sample(text, 'http_requests_total', { method: 'GET', route: 'none', status: '401' })).toBe(1);
-    expect(
-      sample(text, 'http_request_duration_seconds_count', { method: 'GET', route: '/v1/customers/:id', status: '200' }),
-    ).toBe(2);
-    expect(text).not.toContain(id);
-    for (const token of Object.values(TOKENS)) expect(text).not.toContain(token);
+      // Requests by route template and status; never by the raw URL or the token.
+      expect(sample(text, 'http_requests_total', { method: 'POST', route: '/v1/customers', status: '201' })).toBe(1);
+      expect(sample(text, 'http_requests_total', { method: 'GET', route: '/v1/customers/:id', status: '200' })).toBe(2);
+      expect(sample(text, 'http_requests_total', { method: 'GET', route: '/v1/customers/:id', status: '404' })).toBe(1);
+      expect(sample(text, 'http_requests_total', { method: 'GET', route: 'none', status: '401' })).toBe(1);
+      expect(sample(text, 'http_request_duration_seconds_count', { method: 'GET', route: '/v1/customers/:id', status: '200' })).toBe(2);
+      expect(text).not.toContain(id);
+      for (const token of Object.values(TOKENS)) expect(text).not.toContain(token);
 
-    // Events appended, by type (the profile also reserved its slug).
-    expect(sample(text, 'events_appended_total', { type: 'CustomerCreated' })).toBe(1);
-    expect(sample(text, 'events_appended_total', { type: 'ProfileCreated' })).toBe(1);
-    expect(sample(text, 'events_appended_total', { type: 'SlugReserved' })).toBe(1);
+      // Events appended, by type (the profile also reserved its slug).
+      expect(sample(text, 'events_appended_total', { type: 'CustomerCreated' })).toBe(1);
+      expect(sample(text, 'events_appended_total', { type: 'ProfileCreated' })).toBe(1);
+      expect(sample(text, 'events_appended_total', { type: 'SlugReserved' })).toBe(1);
 
-    // Store call latencies, by operation.
-    expect(sample(text, 'event_store_call_duration_seconds_count', { operation: 'appendToStream', outcome: 'ok' })).toBe(3);
-    expect(sample(text, 'read_store_call_duration_seconds_count', { operation: 'get', outcome: 'ok' })).toBeGreaterThanOrEqual(3);
-    expect(sample(text, 'read_store_call_duration_seconds_count', { operation: 'commit', outcome: 'ok' })).toBeGreaterThanOrEqual(2);
+      // Store call latencies, by operation.
+      expect(sample(text, 'event_store_call_duration_seconds_count', { operation: 'appendToStream', outcome: 'ok' })).toBe(3);
+      expect(sample(text, 'read_store_call_duration_seconds_count', { operation: 'get', outcome: 'ok' })).toBeGreaterThanOrEqual(3);
+      expect(sample(text, 'read_store_call_duration_seconds_count', { operation: 'commit', outcome: 'ok' })).toBeGreaterThanOrEqual(2);
 
-    if (LIVE_STORES) {
-      // EventStoreDB's positions are byte offsets: the lag in events is unknown, so it is left out.
-      expect(text).not.toMatch(/^projection_lag\{/m);
-    } else {
-      // Each write waited for its projections, so both stand at the head with no lag.
-      const head = await app().app.get<EventStore>(EVENT_STORE).headPosition();
-      for (const projection of ['customers', 'profiles']) {
-        expect(sample(text, 'projection_checkpoint', { projection })).toBe(Number(head.commit));
-        expect(sample(text, 'projection_lag', { projection })).toBe(0);
+      if (LIVE_STORES) {
+        // EventStoreDB's positions are byte offsets: the lag in events is unknown, so it is left out.
+        expect(text).not.toMatch(/^projection_lag\{/m);
+      } else {
+        // Each write waited for its projections, so both stand at the head with no lag.
+        const head = await app().app.get<EventStore>(EVENT_STORE).headPosition();
+        for (const projection of ['customers', 'profiles']) {
+          expect(sample(text, 'projection_checkpoint', { projection })).toBe(Number(head.commit));
+          expect(sample(text, 'projection_lag', { projection })).toBe(0);
+        }
       }
-    }
 
-    // Every sample names the instance that counted it; this one folds both read models.
-    const { instanceId } = app().app.get<AppConfig>(APP_CONFIG);
-    const samples = text.split('\n').filter((line) => line && !line.startsWith('#'));
-    expect(samples.filter((line) => !line.includes(`service_instance="${instanceId}"`))).toEqual([]);
-    for (const projection of ['customers', 'profiles']) expect(sample(text, 'projection_folding', { projection })).toBe(1);
+      // Every sample names the instance that counted it; this one folds both read models.
+      const { instanceId } = app().app.get<AppConfig>(APP_CONFIG);
+      const samples = text.split('\n').filter((line) => line && !line.startsWith('#'));
+      expect(samples.filter((line) => !line.includes(`service_instance="${instanceId}"`))).toEqual([]);
+      for (const projection of ['customers', 'profiles']) expect(sample(text, 'projection_folding', { projection })).toBe(1);
 
-    // Node's process metrics.
-    expect(sample(text, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
-    expect(sample(text, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
-  });
+      // Node's process metrics.
+      expect(sample(text, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
+      expect(sample(text, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
+    });
 
-  it('counts itself by its route, and is not under /v1', async () => {
-    const { http } = app();
-    await http.get('/metrics').expect(200);
-    const text = (await http.get('/metrics').expect(200)).text;
-    expect(sample(text, 'http_requests_total', { method: 'GET', route: '/metrics', status: '200' })).toBeGreaterThanOrEqual(1);
-    await http.get(withToken('metrics')).expect(404);
-  });
-});
+    it('counts itself by its route, and is not under /v1', async () => {
+      const { http } = app();
+      await http.get('/metrics').expect(200);
+      const text = (await http.get('/metrics').expect(200)).text;
+      expect(sample(text, 'http_requests_total', { method: 'GET', route: '/metrics', status: '200' })).toBeGreaterThanOrEqual(1);
+      await http.get(withToken('metrics')).expect(404);
+    });
+  },
+);

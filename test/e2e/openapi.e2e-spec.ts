@@ -121,7 +121,14 @@ describe('the OpenAPI document', () => {
     conforms(updated, 'put', '/v1/profiles/{id}');
     expect(updated.status).toBe(200);
     conforms(await http.put(withToken(`profiles/${id}`)).send({ slug: 'not a slug' }), 'put', '/v1/profiles/{id}'); // 400
-    conforms(await http.put(withToken(`profiles/${id}`)).set('If-Match', '"0"').send({ name: 'Late' }), 'put', '/v1/profiles/{id}'); // 412
+    conforms(
+      await http
+        .put(withToken(`profiles/${id}`))
+        .set('If-Match', '"0"')
+        .send({ name: 'Late' }),
+      'put',
+      '/v1/profiles/{id}',
+    ); // 412
     conforms(await http.delete(withToken(`profiles/${id}`)).set('If-Match', 'nonsense'), 'delete', '/v1/profiles/{id}'); // 400
     conforms(await http.delete(withToken(`profiles/${id}`)).set('If-Match', '"0"'), 'delete', '/v1/profiles/{id}'); // 412
     conforms(await http.delete(withToken(`profiles/${id}`)), 'delete', '/v1/profiles/{id}');
@@ -213,12 +220,16 @@ describe('the OpenAPI document', () => {
         }
       }
     }
-    expect(checked).toEqual(expect.arrayContaining(['post /v1/customers request', 'put /v1/profiles/{id} request', 'get /health/ready 503', 'delete /v1/customers/{id} 412']));
+    expect(checked).toEqual(
+      expect.arrayContaining(['post /v1/customers request', 'put /v1/profiles/{id} request', 'get /health/ready 503', 'delete /v1/customers/{id} 412']),
+    );
   });
 
   it('says how each list filter matches', () => {
     const filters = (path: string) =>
-      Object.fromEntries((doc.paths[path].get.parameters ?? []).filter((p) => !['limit', 'offset', 'page', 'after'].includes(p.name)).map((p) => [p.name, p.description]));
+      Object.fromEntries(
+        (doc.paths[path].get.parameters ?? []).filter((p) => !['limit', 'offset', 'page', 'after'].includes(p.name)).map((p) => [p.name, p.description]),
+      );
     expect(filters('/v1/customers')).toEqual({
       email: expect.stringMatching(/^filter: matches the whole value, ignoring case;/),
       mobile: expect.stringMatching(/^filter: matches the whole value exactly; digits may be typed in ASCII, Persian or Arabic-Indic;/),

@@ -130,7 +130,7 @@ describe('the default flag', () => {
   });
 
   it('passes to the oldest remaining profile when the default one is deleted', async () => {
-    const ids = [];
+    const ids: string[] = [];
     for (const name of ['first', 'second', 'third']) ids.push((await mine.create({ name })).id as string);
     await expectStatus(mine.del(ids[0]), 200);
     expect(await defaults(ids.slice(1))).toEqual([1, 0]);
@@ -351,7 +351,7 @@ describe('slug uniqueness', () => {
     expect((await B.create({ slug: slug.toUpperCase() })).slug).toBe(slug.toUpperCase());
   });
 
-  it("lets a profile change only the case of its own slug, which stays taken", async () => {
+  it('lets a profile change only the case of its own slug, which stays taken', async () => {
     const slug = uid('case');
     const { id } = await A.create({ slug });
     const res = await expectStatus(A.put(id as string, { slug: slug.toUpperCase() }), 200);
@@ -382,7 +382,7 @@ describe('slug uniqueness', () => {
 
   it('gives a slug to exactly one of 5 concurrent updates; the other 4 get 409', async () => {
     const slug = uid('urace');
-    const ids = [];
+    const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push((await A.create({ name: `u${i}` })).id as string);
     const responses = await Promise.all(ids.map((id) => A.put(id, { slug })));
     expect(responses.map((r) => r.status).sort()).toEqual([200, 409, 409, 409, 409]);

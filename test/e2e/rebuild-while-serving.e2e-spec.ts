@@ -33,7 +33,8 @@ describeOnSqlite('projections rebuild beside a running service', () => {
     expect(seededCustomers).toBeGreaterThan(1000);
 
     // The service's own catch-up on these events was a rebuild already: the operators' one makes the next generation.
-    const generations = async () => JSON.parse((await runCli(['projections', 'status', '--json'], dataDir)).stdout).projections.map((p: { generation: number }) => p.generation);
+    const generations = async () =>
+      JSON.parse((await runCli(['projections', 'status', '--json'], dataDir)).stdout).projections.map((p: { generation: number }) => p.generation);
     const before = await generations();
     const rebuild = spawnCli(['projections', 'rebuild', 'all', '--grace-seconds', '2'], dataDir);
     let rebuilding = true;
@@ -54,7 +55,10 @@ describeOnSqlite('projections rebuild beside a running service', () => {
     };
     const writer = async () => {
       while (rebuilding) {
-        const created = await http.post(withToken('customers')).send({ email: `during${written.length}@x.io` }).expect(201);
+        const created = await http
+          .post(withToken('customers'))
+          .send({ email: `during${written.length}@x.io` })
+          .expect(201);
         const id = created.body.data.Customer.id;
         written.push(id);
         await http.get(withToken(`customers/${id}`)).expect(200);
@@ -83,7 +87,10 @@ describeOnSqlite('projections rebuild beside a running service', () => {
       expect(await total('customers')).toBe(seededCustomers + written.length + 2);
     } catch (error) {
       // What the service logged says why a request failed; the assertion alone does not. Its 2xx lines say nothing.
-      const notable = service.output().split('\n').filter((line) => !/"statusCode":2\d\d/.test(line));
+      const notable = service
+        .output()
+        .split('\n')
+        .filter((line) => !/"statusCode":2\d\d/.test(line));
       throw new Error(`${(error as Error).message}\n--- the service's log, but for its 2xx lines ---\n${notable.slice(-100).join('\n')}`);
     } finally {
       service.process.kill('SIGTERM');

@@ -64,9 +64,7 @@ async function expectRebuildEqualOnSqlite(dir: string): Promise<void> {
 }
 
 const generations = async (dir: string): Promise<number[]> =>
-  JSON.parse((await runCli(['projections', 'status', '--json'], dir, liveStoreEnv())).stdout).projections.map(
-    (p: { generation: number }) => p.generation,
-  );
+  JSON.parse((await runCli(['projections', 'status', '--json'], dir, liveStoreEnv())).stdout).projections.map((p: { generation: number }) => p.generation);
 
 describeUnlessWorkers('several instances on one store configuration', 'it starts instances of its own, the same in either mode', () => {
   const dirs: string[] = [];

@@ -48,9 +48,7 @@ function create(base: string, n: number, { hold = false } = {}) {
     req.once('response', (res) => {
       let body = '';
       res.on('data', (chunk) => (body += chunk));
-      res.on('end', () =>
-        resolve({ status: res.statusCode, connection: res.headers.connection, id: JSON.parse(body).data?.Customer?.id, at: Date.now() }),
-      );
+      res.on('end', () => resolve({ status: res.statusCode, connection: res.headers.connection, id: JSON.parse(body).data?.Customer?.id, at: Date.now() }));
     });
     req.once('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message, at: Date.now() }));
   });
@@ -119,7 +117,10 @@ describeOnSqlite('graceful shutdown', () => {
     try {
       const list = await request(second.url).get(withToken('customers?limit=1')).expect(200);
       expect(list.headers['x-total-count']).toBe(String(written.length));
-      for (const id of written) await request(second.url).get(withToken(`customers/${id}`)).expect(200);
+      for (const id of written)
+        await request(second.url)
+          .get(withToken(`customers/${id}`))
+          .expect(200);
     } finally {
       second.process.kill('SIGTERM');
       expect(await second.exited).toBe(0);

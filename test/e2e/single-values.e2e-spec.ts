@@ -81,7 +81,10 @@ describe('text holding a lone surrogate', () => {
   it('PUT refuses it too and changes nothing', async () => {
     const created = await expectStatus(app().http.post(withToken('customers')).send({ name: 'Kept', email: uniqueEmail() }), 201);
     const id = created.body.data.Customer.id;
-    const res = await app().http.put(withToken(`customers/${id}`)).set('Content-Type', JSON_CT).send('{"name":"x\\ud83dy"}');
+    const res = await app()
+      .http.put(withToken(`customers/${id}`))
+      .set('Content-Type', JSON_CT)
+      .send('{"name":"x\\ud83dy"}');
     expectError(res, 400, 'VALIDATION_FAILED', ['name']);
     expect(faultsOf(res)[0].message).toMatch(LONE);
     const read = await expectStatus(app().http.get(withToken(`customers/${id}`)), 200);

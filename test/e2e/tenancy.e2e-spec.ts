@@ -131,7 +131,7 @@ describe('tenancy isolation', () => {
       }
     });
 
-    it.each(r.sharedFilters)('filtering on %s=%s, a value both accounts use, returns only the caller\'s records', async (name, value) => {
+    it.each(r.sharedFilters)("filtering on %s=%s, a value both accounts use, returns only the caller's records", async (name, value) => {
       const query = { limit: 100, [name]: value };
       const forA = await list(r, TOKENS.a, query);
       const forB = await list(r, TOKENS.b, query);
@@ -150,7 +150,9 @@ describe('tenancy isolation', () => {
 
     it("A's second token deletes A's record, for A's first token too", async () => {
       const { id } = await create(r, TOKENS.a, 'A doomed');
-      await as(r, TOKENS.a2).del(id as string).expect(200);
+      await as(r, TOKENS.a2)
+        .del(id as string)
+        .expect(200);
       expectNotFound(await read(r, id, TOKENS.a));
       expect((await list(r, TOKENS.a)).ids).not.toContain(id);
     });
@@ -166,37 +168,41 @@ describe('tenancy isolation', () => {
     });
   });
 
-  describeUnlessWorkers("one account's lists do not hold another account's reads", "it counts the order of one event loop's answers; with WORKERS the other worker answers lists meanwhile", () => {
-    const r = RESOURCES[1];
+  describeUnlessWorkers(
+    "one account's lists do not hold another account's reads",
+    "it counts the order of one event loop's answers; with WORKERS the other worker answers lists meanwhile",
+    () => {
+      const r = RESOURCES[1];
 
-    it("answers B's read before most of the lists A sent at the same moment", async () => {
-      for (let i = 0; i < 40; i++) await create(r, TOKENS.a, `A lister ${i}`);
-      const { id } = await create(r, TOKENS.b, 'B reader');
-      // Connections opened beforehand (keep-alive), so that every request goes out at one moment.
-      const agent = new Agent({ keepAlive: true, maxSockets: 17 });
-      const get = (path: string) =>
-        new Promise<number>((resolve, reject) => {
-          const req = httpGet(`${app().baseUrl}${path}`, { agent }, (res) => {
-            res.resume();
-            res.on('end', () => resolve(res.statusCode!));
+      it("answers B's read before most of the lists A sent at the same moment", async () => {
+        for (let i = 0; i < 40; i++) await create(r, TOKENS.a, `A lister ${i}`);
+        const { id } = await create(r, TOKENS.b, 'B reader');
+        // Connections opened beforehand (keep-alive), so that every request goes out at one moment.
+        const agent = new Agent({ keepAlive: true, maxSockets: 17 });
+        const get = (path: string) =>
+          new Promise<number>((resolve, reject) => {
+            const req = httpGet(`${app().baseUrl}${path}`, { agent }, (res) => {
+              res.resume();
+              res.on('end', () => resolve(res.statusCode!));
+            });
+            req.on('error', reject);
           });
-          req.on('error', reject);
-        });
-      const aList = withToken(withQuery('customers', { company: 'trading', limit: 10, offset: 20 }), TOKENS.a);
-      const bRead = withToken(`customers/${id}`, TOKENS.b);
-      try {
-        await Promise.all([...Array.from({ length: 16 }, () => get(aList)), get(bRead)]);
-        const answered: string[] = [];
-        await Promise.all([
-          ...Array.from({ length: 16 }, () => get(aList).then((status) => answered.push(`A ${status}`))),
-          get(bRead).then((status) => answered.push(`B ${status}`)),
-        ]);
-        expect(answered.filter((a) => a !== 'A 200')).toEqual(['B 200']);
-        // Run as they came in, A's lists would all go first; in turns, one at a time with other requests taken between them.
-        expect(answered.indexOf('B 200')).toBeLessThan(4);
-      } finally {
-        agent.destroy();
-      }
-    });
-  });
+        const aList = withToken(withQuery('customers', { company: 'trading', limit: 10, offset: 20 }), TOKENS.a);
+        const bRead = withToken(`customers/${id}`, TOKENS.b);
+        try {
+          await Promise.all([...Array.from({ length: 16 }, () => get(aList)), get(bRead)]);
+          const answered: string[] = [];
+          await Promise.all([
+            ...Array.from({ length: 16 }, () => get(aList).then((status) => answered.push(`A ${status}`))),
+            get(bRead).then((status) => answered.push(`B ${status}`)),
+          ]);
+          expect(answered.filter((a) => a !== 'A 200')).toEqual(['B 200']);
+          // Run as they came in, A's lists would all go first; in turns, one at a time with other requests taken between them.
+          expect(answered.indexOf('B 200')).toBeLessThan(4);
+        } finally {
+          agent.destroy();
+        }
+      });
+    },
+  );
 });

@@ -18,13 +18,18 @@ describe('writes racing on one record', () => {
       const id = created.body.data.Customer.id as string;
       const requestIds = [1, 2, 3].map((i) => `race-${round}-${i}${RUN_SUFFIX}`);
       const [answers] = await Promise.all([
-        Promise.all(requestIds.map((rid, i) => t.http.put(withToken(`customers/${id}`)).set('X-Request-Id', rid).send({ name: `After ${i}` }))),
+        Promise.all(
+          requestIds.map((rid, i) =>
+            t.http
+              .put(withToken(`customers/${id}`))
+              .set('X-Request-Id', rid)
+              .send({ name: `After ${i}` }),
+          ),
+        ),
         t.http.delete(withToken(`customers/${id}`)),
         t.http.post(withToken(`customers/${id}/erase`)).expect(200),
       ]);
-      const applied = new Set(
-        (await t.events.readStream(`customer-${id}`)).filter((e) => e.type === 'CustomerUpdated').map((e) => e.metadata.correlationId),
-      );
+      const applied = new Set((await t.events.readStream(`customer-${id}`)).filter((e) => e.type === 'CustomerUpdated').map((e) => e.metadata.correlationId));
       answers.forEach((res, i) => {
         const expected = applied.has(requestIds[i]) ? 200 : 404;
         // A PUT applied shows the record as it left it, not as a later write did.
@@ -37,7 +42,7 @@ describe('writes racing on one record', () => {
     expect(mismatches).toEqual([]);
   });
 
-  it("frees every slug of a profile erased while a PUT changes its slug: another account takes each at once", async () => {
+  it('frees every slug of a profile erased while a PUT changes its slug: another account takes each at once', async () => {
     const held: string[] = [];
     for (let round = 0; round < 60; round++) {
       const [before, after] = [uid('slugBefore'), uid('slugAfter')];

@@ -87,7 +87,9 @@ describe('EventStoreDB adapter: every call is bounded by its deadline (finding 3
     await until(() => server!.reads.filter((call) => describeRead(call).subscription).length >= 2);
     abort.abort();
     await expect(pending).resolves.toEqual({ done: true, value: undefined });
-    expect(logged).toContainEqual(expect.stringMatching(/^warn: Subscription lost \(EventStoreDB is unreachable: no subscription confirmation within 400 ms\)/));
+    expect(logged).toContainEqual(
+      expect.stringMatching(/^warn: Subscription lost \(EventStoreDB is unreachable: no subscription confirmation within 400 ms\)/),
+    );
   });
 });
 
@@ -128,7 +130,7 @@ describe('EventStoreDB adapter: subscriptions', () => {
     const iterator = s.subscribeToAll(START, { signal: abort.signal, maxBatchSize: 100 })[Symbol.asyncIterator]();
     // Each pause lets the events the server sent fill the subscription's buffer before reading on.
     const sizes: number[] = [];
-    for (let total = 0; total < 300; ) {
+    for (let total = 0; total < 300;) {
       await new Promise((r) => setTimeout(r, 500));
       const batch: EventBatch = (await iterator.next()).value;
       sizes.push(batch.events.length);
@@ -163,7 +165,7 @@ describe('EventStoreDB adapter: subscriptions', () => {
     expect(logged).toContain("warn: Ignored the server's end-of-log marker as a checkpoint (18446744073709551615/18446744073709551615)");
   });
 
-  it("starts again from the start when told to resume from the end-of-log marker (a checkpoint stored before the fix)", async () => {
+  it('starts again from the start when told to resume from the end-of-log marker (a checkpoint stored before the fix)', async () => {
     const s = await open({
       read: (call) => {
         call.write(confirmationMessage());
@@ -179,7 +181,9 @@ describe('EventStoreDB adapter: subscriptions', () => {
     expect(first.events.map((e) => e.streamId)).toEqual(['customer-1']);
     const subscriptions = server!.reads.map(describeRead).filter((r) => r.subscription);
     expect(subscriptions[0]).toMatchObject({ fromStart: true });
-    expect(logged).toContain("error: Position 18446744073709551615/18446744073709551615 is the server's end-of-log marker, not a place in the log: folding again from the start");
+    expect(logged).toContain(
+      "error: Position 18446744073709551615/18446744073709551615 is the server's end-of-log marker, not a place in the log: folding again from the start",
+    );
   });
 });
 
@@ -269,18 +273,18 @@ describe('EventStoreDB adapter: the head is where a subscription can get to (fin
     { streamId: 'customer-1', revision: 0, commit: 2700n },
   ];
 
-  it('is the last event of a stream not the server\'s own', async () => {
+  it("is the last event of a stream not the server's own", async () => {
     const s = await open({ read: (call) => answerReadBackwards(call, log) });
     expect(await s.headPosition()).toEqual({ commit: 2800n, prepare: 2800n });
   });
 
-  it('is found past more than a page of the server\'s own events', async () => {
+  it("is found past more than a page of the server's own events", async () => {
     const stats = Array.from({ length: 70 }, (_, i): ScriptedEvent => ({ streamId: '$stats-127.0.0.1:2113', revision: 100 - i, commit: 5000n - BigInt(i) }));
     const s = await open({ read: (call) => answerReadBackwards(call, [...stats, ...log]) });
     expect(await s.headPosition()).toEqual({ commit: 2800n, prepare: 2800n });
   });
 
-  it('is START when the log holds only the server\'s own events', async () => {
+  it("is START when the log holds only the server's own events", async () => {
     const s = await open({ read: (call) => answerReadBackwards(call, log.slice(0, 2)) });
     expect(await s.headPosition()).toEqual(START);
   });

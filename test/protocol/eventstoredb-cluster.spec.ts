@@ -119,7 +119,10 @@ function answerFrom(log: ScriptedEvent[]) {
     const read = describeRead(call);
     if (read.stream !== undefined) return answerStream(call, log);
     if (read.subscription) return answerSubscription(call, log);
-    answerReadBackwards(call, [...log].sort((a, b) => (a.commit > b.commit ? -1 : 1)));
+    answerReadBackwards(
+      call,
+      [...log].sort((a, b) => (a.commit > b.commit ? -1 : 1)),
+    );
   };
 }
 
@@ -284,7 +287,7 @@ describe('EventStoreDB in a cluster: a subscription that goes silent is renewed 
     }
   });
 
-  it("renews a silent subscription whose own event lies more than a page past it", async () => {
+  it('renews a silent subscription whose own event lies more than a page past it', async () => {
     // The log past the subscription is read backwards a page (32 events) at a time, down to it.
     const log: ScriptedEvent[] = [{ streamId: 'customer-1', revision: 0, commit: 100n }];
     const server = await node({ read: answerFrom(log) });
@@ -483,7 +486,9 @@ describe('the service when its subscriptions go silent after catching up (item 1
           call.write(appendSuccess(request, last.revision, last.commit));
         }),
     });
-    app = await startTestApp({ env: { EVENTSTORE_CONNECTION_STRING: server.connectionString, STORE_TIMEOUT_MS: '1000', EVENTSTORE_SILENCE_MS: String(SILENCE_MS) } });
+    app = await startTestApp({
+      env: { EVENTSTORE_CONNECTION_STRING: server.connectionString, STORE_TIMEOUT_MS: '1000', EVENTSTORE_SILENCE_MS: String(SILENCE_MS) },
+    });
     // Before: 503 once READ_YOUR_WRITES_TIMEOUT_MS passed, and the list never showed the customer.
     const created = await app.http.post(withToken('customers')).send({ email: 'quiet@x.io' });
     expect(created.status).toBe(201);
@@ -544,8 +549,12 @@ describe('EventStoreDB: clients replaced, and what is left on them (review 33b)'
   it('replaces the client at most once per deadline while every node answers appends "not ready" (an election)', async () => {
     // During an election no node leads, and each answers appends "Server Is Not Ready"
     // (ClusterVNodeController.cs v24.10.6 lines 155-159; Streams.BatchAppend.cs lines 223-228).
-    const gossip = (): Member[] => [{ endpoint: a.endpoint, state: 'leader' }, { endpoint: b.endpoint, state: 'follower' }];
-    const notReady = (call: Parameters<NonNullable<Script['batchAppend']>>[0]) => call.on('data', (request) => call.write(appendNotHandled(request, 'Server Is Not Ready')));
+    const gossip = (): Member[] => [
+      { endpoint: a.endpoint, state: 'leader' },
+      { endpoint: b.endpoint, state: 'follower' },
+    ];
+    const notReady = (call: Parameters<NonNullable<Script['batchAppend']>>[0]) =>
+      call.on('data', (request) => call.write(appendNotHandled(request, 'Server Is Not Ready')));
     const a: ScriptedServer = await node({ read: answerFrom([]), batchAppend: notReady, gossip });
     const b: ScriptedServer = await node({ read: answerFrom([]), batchAppend: notReady, gossip });
     const s = connect(seedsConnectionString(a, b));

@@ -50,8 +50,7 @@ function startServer(): Promise<ScriptedServer> {
         return call.end();
       }
       if (!read.subscription) return answerReadBackwards(call, log);
-      const matches = (e: ScriptedEvent) =>
-        read.prefixes.length > 0 ? read.prefixes.some((p) => e.streamId.startsWith(p)) : !e.streamId.startsWith('$');
+      const matches = (e: ScriptedEvent) => (read.prefixes.length > 0 ? read.prefixes.some((p) => e.streamId.startsWith(p)) : !e.streamId.startsWith('$'));
       const sent = [...log].reverse().filter(matches);
       call.write(confirmationMessage());
       for (const e of sent) call.write(eventMessage(e));
@@ -165,7 +164,13 @@ describe('the CLI on the EventStoreDB protocol (scripted endpoint)', () => {
   it('shows lag as unknown in the status (finding 2)', async () => {
     const json = await runCli(['projections', 'status', '--json'], dataDir, env());
     expect(json.code).toBe(0);
-    expect(JSON.parse(json.stdout)).toMatchObject({ head: '5000', projections: [{ name: 'profiles', lag: null }, { name: 'customers', lag: null }] });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      head: '5000',
+      projections: [
+        { name: 'profiles', lag: null },
+        { name: 'customers', lag: null },
+      ],
+    });
     const table = await runCli(['projections', 'status'], dataDir, env());
     expect(table.stdout).toMatch(/^profiles +1 +0 +unknown +- +-$/m);
   });
@@ -188,7 +193,10 @@ describe('the CLI on the EventStoreDB protocol (scripted endpoint)', () => {
         probe.close(() => resolve(free));
       });
     });
-    const run = await runCli(['projections', 'status'], dataDir, { EVENTSTORE_CONNECTION_STRING: `esdb://127.0.0.1:${port}?tls=false`, STORE_TIMEOUT_MS: '1000' });
+    const run = await runCli(['projections', 'status'], dataDir, {
+      EVENTSTORE_CONNECTION_STRING: `esdb://127.0.0.1:${port}?tls=false`,
+      STORE_TIMEOUT_MS: '1000',
+    });
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^Events: EventStoreDB \(EVENTSTORE_CONNECTION_STRING\); read models: the SQLite file .+\nEventStoreDB is unreachable: .+\n$/);
   });

@@ -47,16 +47,14 @@ describe('MongoDB adapter: every operation is bounded by STORE_TIMEOUT_MS (findi
 });
 
 describe('MongoDB adapter: a bulk write cut off is unavailable, not a bug (finding 12)', () => {
-  it('answers StoreUnavailableError when the server stops answering during a commit\'s bulk write', async () => {
+  it("answers StoreUnavailableError when the server stops answering during a commit's bulk write", async () => {
     // Answers what ensureCollection and commit ask before writing documents, as a server with one
     // read model would; leaves the documents' bulk write (an `update` on rm_customers__g1) unanswered.
     mongo = await startSilentMongo((command) => ensureCollectionReply(command, 'cut', { _id: 'customers', live: 1, building: null, next: 2 }));
     store = await MongoDbReadStore.connect(mongo.uri, 'cut', 500);
     await store.ensureCollection({ name: 'customers', filters: {} });
     const doc = { id: 'c1', accountId: 'acc', revision: 0, seq: 1, deleted: false, created: 1, fields: {} };
-    await expect(store.commit('customers', [doc], { generation: 1, position: { commit: 1n, prepare: 1n } })).rejects.toThrow(
-      StoreUnavailableError,
-    );
+    await expect(store.commit('customers', [doc], { generation: 1, position: { commit: 1n, prepare: 1n } })).rejects.toThrow(StoreUnavailableError);
     expect(mongo.unanswered).toContain('update');
   });
 });
@@ -122,9 +120,7 @@ describe('MongoDB adapter: a commit whose generation is dropped while it writes'
     store = await MongoDbReadStore.connect(mongo.uri, 'late', 2000);
     await store.ensureCollection({ name: 'customers', filters: {} });
     const doc = { id: 'c1', accountId: 'acc', revision: 0, seq: 1, deleted: false, created: 1, fields: {} };
-    await expect(store.commit('customers', [doc], { generation: 2, position: { commit: 1n, prepare: 1n } })).rejects.toThrow(
-      GenerationReplacedError,
-    );
+    await expect(store.commit('customers', [doc], { generation: 2, position: { commit: 1n, prepare: 1n } })).rejects.toThrow(GenerationReplacedError);
     expect(seen).toEqual(['write rm_customers__g2', 'drop rm_customers__g2']);
   });
 });
@@ -170,7 +166,7 @@ describe('MongoDB adapter on a replica set: reads that must see a write go to th
   });
 });
 
-describe('MongoDB adapter on a replica set: an erasure\'s scrub is not retried by the driver (issue 33, item 7)', () => {
+describe("MongoDB adapter on a replica set: an erasure's scrub is not retried by the driver (issue 33, item 7)", () => {
   let rs: ScriptedReplicaSet | undefined;
   afterEach(async () => {
     await store?.close().catch(() => undefined);
@@ -215,7 +211,12 @@ describe('MongoDB adapter: a majority write is bounded below the socket timeout 
         writes.push(command);
         // ok: 1 with a writeConcernError, as a primary answers when the wait for w times out:
         // mongodb/mongo jstests/replsets/maxtime_and_wtimeout.js, code 64 (WriteConcernFailed, later named WriteConcernTimeout).
-        return { n: 1, nModified: 1, ok: 1, writeConcernError: { code: 64, codeName: 'WriteConcernTimeout', errmsg: 'waiting for replication timed out', errInfo: { wtimeout: true } } };
+        return {
+          n: 1,
+          nModified: 1,
+          ok: 1,
+          writeConcernError: { code: 64, codeName: 'WriteConcernTimeout', errmsg: 'waiting for replication timed out', errInfo: { wtimeout: true } },
+        };
       }
       return ensureCollectionReply(command, 'wc', { _id: 'customers', live: 1, building: null, next: 2 });
     });
@@ -236,7 +237,7 @@ describe('MongoDB adapter: a majority write is bounded below the socket timeout 
  * BSON order, https://www.mongodb.com/docs/manual/reference/operator/update/max/). The generations'
  * checkpoints are fixed: the live one and the rebuild's both at position 5.
  */
-describe('MongoDB adapter: a rebuild\'s promotion racing a commit into the live generation (issue 33, item 5)', () => {
+describe("MongoDB adapter: a rebuild's promotion racing a commit into the live generation (issue 33, item 5)", () => {
   let folder: MongoDbReadStore | undefined;
   afterEach(async () => {
     await folder?.close().catch(() => undefined);
@@ -244,7 +245,14 @@ describe('MongoDB adapter: a rebuild\'s promotion racing a commit into the live 
   });
 
   const at = (n: bigint) => ({ commit: n, prepare: n });
-  const checkpoint = (generation: number) => ({ _id: `customers:${generation}`, collection: 'customers', generation, ...toMongoCheckpoint(at(5n)), failure: null, updatedAt: new Date() });
+  const checkpoint = (generation: number) => ({
+    _id: `customers:${generation}`,
+    collection: 'customers',
+    generation,
+    ...toMongoCheckpoint(at(5n)),
+    failure: null,
+    updatedAt: new Date(),
+  });
   const doc = { id: 'c1', accountId: 'acc', revision: 3, seq: 1, deleted: false, created: 1, fields: {} };
 
   function matches(filter: Document, d: Document): boolean {
@@ -414,7 +422,7 @@ describe('MongoDB adapter: a promotion whose swap times out on its write concern
     expect(sent).not.toContain('drop rm_customers__g2');
   });
 
-  it('tells a swap that matched nothing by the primary\'s document: replaced by a later rebuild, not behind as a majority read still says', async () => {
+  it("tells a swap that matched nothing by the primary's document: replaced by a later rebuild, not behind as a majority read still says", async () => {
     const primary: Document = { _id: 'customers', live: 1, building: 3, next: 4 }; // another rebuild claimed 3
     const majority: Document = { _id: 'customers', live: 1, building: 2, next: 3 };
     await lagging(primary, majority, () => false);
@@ -463,7 +471,13 @@ describe('MongoDB key store: a key another writer made, not yet on a majority (i
       if (command.insert === 'data_keys') {
         sent.push('insert');
         const { _id } = command.documents[0];
-        const duplicate = { index: 0, code: 11000, errmsg: `E11000 duplicate key error collection: keys.data_keys index: _id_ dup key: { _id: "${_id}" }`, keyPattern: { _id: 1 }, keyValue: { _id } };
+        const duplicate = {
+          index: 0,
+          code: 11000,
+          errmsg: `E11000 duplicate key error collection: keys.data_keys index: _id_ dup key: { _id: "${_id}" }`,
+          keyPattern: { _id: 1 },
+          keyValue: { _id },
+        };
         if (waitTimesOut) {
           const timeout = { code: 64, codeName: 'WriteConcernTimeout', errmsg: 'waiting for replication timed out', errInfo: { wtimeout: true } };
           return { n: 0, ok: 1, writeErrors: [duplicate], writeConcernError: timeout };
@@ -493,7 +507,12 @@ describe('MongoDB key store: a key another writer made, not yet on a majority (i
   it('answers a duplicate whose key a majority read does not show as unavailable, not a TypeError (no answer a primary gives with w: majority: the handling is defensive)', async () => {
     mongo = await startSilentMongo((command) => {
       if (command.createIndexes) return { ok: 1 };
-      if (command.insert === 'data_keys') return { n: 0, ok: 1, writeErrors: [{ index: 0, code: 11000, errmsg: 'E11000 duplicate key error', keyPattern: { _id: 1 }, keyValue: { _id: 'customer-1' } }] };
+      if (command.insert === 'data_keys')
+        return {
+          n: 0,
+          ok: 1,
+          writeErrors: [{ index: 0, code: 11000, errmsg: 'E11000 duplicate key error', keyPattern: { _id: 1 }, keyValue: { _id: 'customer-1' } }],
+        };
       if (command.find === 'data_keys') return cursor('keys.data_keys', []);
       return null;
     });
@@ -532,7 +551,7 @@ describe('MongoDB key store: a key another writer made, not yet on a majority (i
     }
   });
 
-  it('makes a new record\'s key with one majority-acknowledged insert and hands out the key it inserted', async () => {
+  it("makes a new record's key with one majority-acknowledged insert and hands out the key it inserted", async () => {
     const inserts: Document[] = [];
     mongo = await startSilentMongo((command) => {
       if (command.createIndexes) return { ok: 1 };
@@ -565,8 +584,8 @@ describe('MongoDB adapter: substring filters read the substring index, where the
     const model = { _id: 'customers', live: 1, building: null, next: 2 };
     rs = await startScriptedReplicaSet((_member, command) => {
       if (command.find === 'read_model_generations') return cursor('rs.read_model_generations', [generation]);
-      if (command.find === 'rm_customers__g1') return sent.push(command), cursor('rs.rm_customers__g1', []);
-      if (command.aggregate === 'rm_customers__g1') return sent.push(command), cursor('rs.rm_customers__g1', [{ _id: 1, n: 0 }]);
+      if (command.find === 'rm_customers__g1') return (sent.push(command), cursor('rs.rm_customers__g1', []));
+      if (command.aggregate === 'rm_customers__g1') return (sent.push(command), cursor('rs.rm_customers__g1', [{ _id: 1, n: 0 }]));
       return ensureCollectionReply(command, 'rs', model);
     });
     store = await MongoDbReadStore.connect(rs.uri, 'rs', 2000);
@@ -580,9 +599,20 @@ describe('MongoDB adapter: substring filters read the substring index, where the
   }
 
   it('asks for every token of the substring on the substring index, and counts up to COUNT_LIMIT + 1 the same way', async () => {
-    const { find, count } = await listCommands({ _id: 'customers:1', collection: 'customers', generation: 1, failure: null, updatedAt: new Date(), substrings: true });
+    const { find, count } = await listCommands({
+      _id: 'customers:1',
+      collection: 'customers',
+      generation: 1,
+      failure: null,
+      updatedAt: new Date(),
+      substrings: true,
+    });
     const tokens = substringQuery('acc', 0, 'acme').split(' ');
-    expect(find).toMatchObject({ filter: { accountId: 'acc', deleted: false, 'match.company': { $regex: 'acme' }, substrings: { $all: tokens } }, hint: 'live_by_substrings', sort: { seq: -1 } });
+    expect(find).toMatchObject({
+      filter: { accountId: 'acc', deleted: false, 'match.company': { $regex: 'acme' }, substrings: { $all: tokens } },
+      hint: 'live_by_substrings',
+      sort: { seq: -1 },
+    });
     expect(count).toMatchObject({ hint: 'live_by_substrings' });
     expect(count.pipeline).toEqual(expect.arrayContaining([{ $match: expect.objectContaining({ substrings: { $all: tokens } }) }, { $limit: 10_001 }]));
   });

@@ -122,7 +122,13 @@ describeOnSqlite('a kill -9 while writing', () => {
 
       // Every stream is whole: revisions 0..n-1, a create first, and its read model row is its fold.
       for (const { kind, path } of KINDS) {
-        const table = db.prepare(`SELECT * FROM ${liveTable(db, path)}`).all() as { id: string; revision: number; deleted: number; fields: string; account_id: string }[];
+        const table = db.prepare(`SELECT * FROM ${liveTable(db, path)}`).all() as {
+          id: string;
+          revision: number;
+          deleted: number;
+          fields: string;
+          account_id: string;
+        }[];
         const folded = new Map<string, RecordState>();
         for (const [streamId, stream] of streams) {
           if (!streamId.startsWith(`${kind.streamPrefix}-`)) continue;

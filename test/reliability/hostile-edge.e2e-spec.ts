@@ -71,7 +71,11 @@ describe('the HTTP edge under attack', () => {
   });
 
   describe("what Node's parser refuses", () => {
-    const logLines = () => service.output().split('\n').filter((l) => l.includes('Refused a request Node could not take'));
+    const logLines = () =>
+      service
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('Refused a request Node could not take'));
     /**
      * The refusal lines once one more than `before` has been written, and a moment after, so that a
      * second one would show. Log lines are written in batches (at least every 200 ms), later on a
@@ -87,9 +91,24 @@ describe('the HTTP edge under attack', () => {
     it.each([
       ['headers past 16 KiB', `GET /v1/customers HTTP/1.1\r\nHost: x\r\nX-Long: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'HEADERS_TOO_LARGE'],
       ['a query past 16 KiB', `GET /v1/customers?email=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431, 'HEADERS_TOO_LARGE'],
-      ['raw non-ASCII bytes in the query', Buffer.concat([Buffer.from('GET /v1/customers?name='), Buffer.from('سلام', 'utf8'), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]), 400, 'MALFORMED_REQUEST'],
-      ['raw non-ASCII bytes in the path', Buffer.concat([Buffer.from('GET /v1/customers/'), Buffer.from('é', 'utf8'), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]), 400, 'MALFORMED_REQUEST'],
-      ['both Content-Length and chunked framing', 'POST /v1/customers HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400, 'MALFORMED_REQUEST'],
+      [
+        'raw non-ASCII bytes in the query',
+        Buffer.concat([Buffer.from('GET /v1/customers?name='), Buffer.from('سلام', 'utf8'), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]),
+        400,
+        'MALFORMED_REQUEST',
+      ],
+      [
+        'raw non-ASCII bytes in the path',
+        Buffer.concat([Buffer.from('GET /v1/customers/'), Buffer.from('é', 'utf8'), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]),
+        400,
+        'MALFORMED_REQUEST',
+      ],
+      [
+        'both Content-Length and chunked framing',
+        'POST /v1/customers HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+        400,
+        'MALFORMED_REQUEST',
+      ],
       ['a request line that is not HTTP', 'HELLO THERE\r\n\r\n', 400, 'MALFORMED_REQUEST'],
     ])('answers %s in the envelope, with a log line', async (_, bytes, status, code) => {
       const before = logLines().length;
@@ -112,7 +131,10 @@ describe('the HTTP edge under attack', () => {
     });
 
     it('answers an unknown Expect with 417 in the envelope, and logs it as a request', async () => {
-      const res = await rawRequest(service.url, { ...jsonRequest('GET', '/v1/customers', TOKENS.a), headers: { ...bearer(TOKENS.a), expect: 'something-else', 'x-request-id': 'expect-417' } });
+      const res = await rawRequest(service.url, {
+        ...jsonRequest('GET', '/v1/customers', TOKENS.a),
+        headers: { ...bearer(TOKENS.a), expect: 'something-else', 'x-request-id': 'expect-417' },
+      });
       expectEnvelope(res, 417, 'EXPECTATION_FAILED');
       await service.waitForOutput(/"requestId":"expect-417".*"statusCode":417/);
     });
@@ -228,77 +250,99 @@ describe('the HTTP edge under attack', () => {
       expect(res.status).toBe(200);
       const [line] = await service.waitForOutput(/.*"requestId":"header-leak-test".*/);
       const logged = JSON.parse(line).req.headers;
-      expect(logged).toEqual({ host: expect.any(String), 'user-agent': 'curl/8 access_token=[REDACTED]', 'x-forwarded-for': '10.0.0.1', authorization: '[REDACTED]' });
+      expect(logged).toEqual({
+        host: expect.any(String),
+        'user-agent': 'curl/8 access_token=[REDACTED]',
+        'x-forwarded-for': '10.0.0.1',
+        authorization: '[REDACTED]',
+      });
       expect(service.output()).not.toContain(secret);
       for (const token of Object.values(TOKENS)) expect(service.output()).not.toContain(token);
     });
   });
 });
 
-describeUnlessWorkers('rate limits before the body', 'they count requests in one process: with WORKERS each worker allows its share, which several-instances.e2e-spec.ts checks', () => {
-  it('count every request of a token, and refuse one over its limit without reading its body', async () => {
-    const dataDir = makeDataDir();
-    const service = await startChildService(dataDir, { RATE_LIMIT_REQUESTS: '3', RATE_LIMIT_WINDOW_SECONDS: '60' });
-    try {
-      // Answers that are not 2xx count as well.
-      expect((await rawRequest(service.url, jsonRequest('GET', '/v1/nowhere', TOKENS.a))).status).toBe(404);
-      expect((await rawRequest(service.url, { ...jsonRequest('POST', '/v1/customers', TOKENS.a, {}), body: '{"broken' })).status).toBe(400);
-      expect((await rawRequest(service.url, jsonRequest('GET', '/v1/customers', TOKENS.a))).status).toBe(200);
-      // Over the limit: a malformed 60 KB body is answered 429, not 400.
-      const malformed = await rawRequest(service.url, { ...jsonRequest('POST', '/v1/customers', TOKENS.a, {}), body: `{${'x'.repeat(60_000)}` });
-      expectEnvelope(malformed, 429, 'RATE_LIMITED');
-      expect(Number(malformed.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-      // A body declared and never sent: answered at once, so it was never waited for.
-      const head = `POST /v1/customers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKENS.a}\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n`;
-      expectEnvelope(parseAnswer((await socketExchange(service.url, [head], { waitMs: 10_000 })).received), 429, 'RATE_LIMITED');
-      // Another token has its own allowance.
-      expect((await rawRequest(service.url, jsonRequest('GET', '/v1/customers', TOKENS.b))).status).toBe(200);
-    } finally {
-      service.process.kill('SIGTERM');
-      await service.exited;
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  }, TIMEOUT_MS);
+describeUnlessWorkers(
+  'rate limits before the body',
+  'they count requests in one process: with WORKERS each worker allows its share, which several-instances.e2e-spec.ts checks',
+  () => {
+    it(
+      'count every request of a token, and refuse one over its limit without reading its body',
+      async () => {
+        const dataDir = makeDataDir();
+        const service = await startChildService(dataDir, { RATE_LIMIT_REQUESTS: '3', RATE_LIMIT_WINDOW_SECONDS: '60' });
+        try {
+          // Answers that are not 2xx count as well.
+          expect((await rawRequest(service.url, jsonRequest('GET', '/v1/nowhere', TOKENS.a))).status).toBe(404);
+          expect((await rawRequest(service.url, { ...jsonRequest('POST', '/v1/customers', TOKENS.a, {}), body: '{"broken' })).status).toBe(400);
+          expect((await rawRequest(service.url, jsonRequest('GET', '/v1/customers', TOKENS.a))).status).toBe(200);
+          // Over the limit: a malformed 60 KB body is answered 429, not 400.
+          const malformed = await rawRequest(service.url, { ...jsonRequest('POST', '/v1/customers', TOKENS.a, {}), body: `{${'x'.repeat(60_000)}` });
+          expectEnvelope(malformed, 429, 'RATE_LIMITED');
+          expect(Number(malformed.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+          // A body declared and never sent: answered at once, so it was never waited for.
+          const head = `POST /v1/customers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKENS.a}\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n`;
+          expectEnvelope(parseAnswer((await socketExchange(service.url, [head], { waitMs: 10_000 })).received), 429, 'RATE_LIMITED');
+          // Another token has its own allowance.
+          expect((await rawRequest(service.url, jsonRequest('GET', '/v1/customers', TOKENS.b))).status).toBe(200);
+        } finally {
+          service.process.kill('SIGTERM');
+          await service.exited;
+          rmSync(dataDir, { recursive: true, force: true });
+        }
+      },
+      TIMEOUT_MS,
+    );
 
-  it('bound failed authentications per client address: past the bound, the address is refused before any token is looked at', async () => {
-    const dataDir = makeDataDir();
-    const service = await startChildService(dataDir, { RATE_LIMIT_AUTH_FAILURES: '5', RATE_LIMIT_WINDOW_SECONDS: '60' });
-    try {
-      for (let i = 0; i < 5; i++) {
-        expectEnvelope(await rawRequest(service.url, jsonRequest('GET', '/v1/customers', `guess-${i}`)), 401, 'UNAUTHORIZED');
-      }
-      const refused = await rawRequest(service.url, jsonRequest('GET', '/v1/customers', 'guess-6'));
-      expectEnvelope(refused, 429, 'RATE_LIMITED');
-      expect(JSON.parse(refused.text).error.message).toMatch(/failed authentications from this address: at most 5 per 60 s/);
-      // A right guess now tells nothing either.
-      expectEnvelope(await rawRequest(service.url, jsonRequest('GET', '/v1/customers', TOKENS.a)), 429, 'RATE_LIMITED');
-      // Outside /v1 (health, metrics) nothing is limited.
-      expect((await rawRequest(service.url, { method: 'GET', path: '/health/live' })).status).toBe(200);
-    } finally {
-      service.process.kill('SIGTERM');
-      await service.exited;
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  }, TIMEOUT_MS);
-});
+    it(
+      'bound failed authentications per client address: past the bound, the address is refused before any token is looked at',
+      async () => {
+        const dataDir = makeDataDir();
+        const service = await startChildService(dataDir, { RATE_LIMIT_AUTH_FAILURES: '5', RATE_LIMIT_WINDOW_SECONDS: '60' });
+        try {
+          for (let i = 0; i < 5; i++) {
+            expectEnvelope(await rawRequest(service.url, jsonRequest('GET', '/v1/customers', `guess-${i}`)), 401, 'UNAUTHORIZED');
+          }
+          const refused = await rawRequest(service.url, jsonRequest('GET', '/v1/customers', 'guess-6'));
+          expectEnvelope(refused, 429, 'RATE_LIMITED');
+          expect(JSON.parse(refused.text).error.message).toMatch(/failed authentications from this address: at most 5 per 60 s/);
+          // A right guess now tells nothing either.
+          expectEnvelope(await rawRequest(service.url, jsonRequest('GET', '/v1/customers', TOKENS.a)), 429, 'RATE_LIMITED');
+          // Outside /v1 (health, metrics) nothing is limited.
+          expect((await rawRequest(service.url, { method: 'GET', path: '/health/live' })).status).toBe(200);
+        } finally {
+          service.process.kill('SIGTERM');
+          await service.exited;
+          rmSync(dataDir, { recursive: true, force: true });
+        }
+      },
+      TIMEOUT_MS,
+    );
+  },
+);
 
 describe('data files', () => {
-  it('are readable by the service user only: the data directory 0700, the SQLite files and the token 0600', async () => {
-    const parent = makeDataDir();
-    const dataDir = join(parent, 'fresh');
-    const service = await startChildService(dataDir, { ACCESS_TOKENS: '' });
-    try {
-      const mode = (path: string) => statSync(path).mode & 0o777;
-      expect(mode(dataDir)).toBe(0o700);
-      for (const file of ['service.sqlite', 'service.sqlite-wal', 'service.sqlite-shm', 'access-token']) expect([file, mode(join(dataDir, file))]).toEqual([file, 0o600]);
-      // The token made on the first start is said to be kept there, and is not printed.
-      const token = readFileSync(join(dataDir, 'access-token'), 'utf8').split(':')[0];
-      await service.waitForOutput(/kept it in .*access-token/);
-      expect(service.output()).not.toContain(token);
-    } finally {
-      service.process.kill('SIGTERM');
-      await service.exited;
-      rmSync(parent, { recursive: true, force: true });
-    }
-  }, TIMEOUT_MS);
+  it(
+    'are readable by the service user only: the data directory 0700, the SQLite files and the token 0600',
+    async () => {
+      const parent = makeDataDir();
+      const dataDir = join(parent, 'fresh');
+      const service = await startChildService(dataDir, { ACCESS_TOKENS: '' });
+      try {
+        const mode = (path: string) => statSync(path).mode & 0o777;
+        expect(mode(dataDir)).toBe(0o700);
+        for (const file of ['service.sqlite', 'service.sqlite-wal', 'service.sqlite-shm', 'access-token'])
+          expect([file, mode(join(dataDir, file))]).toEqual([file, 0o600]);
+        // The token made on the first start is said to be kept there, and is not printed.
+        const token = readFileSync(join(dataDir, 'access-token'), 'utf8').split(':')[0];
+        await service.waitForOutput(/kept it in .*access-token/);
+        expect(service.output()).not.toContain(token);
+      } finally {
+        service.process.kill('SIGTERM');
+        await service.exited;
+        rmSync(parent, { recursive: true, force: true });
+      }
+    },
+    TIMEOUT_MS,
+  );
 });

@@ -29,7 +29,24 @@ const QUERY_KEYS = ['limit', 'offset', 'page', 'email', 'mobile', 'company', 'te
 // ---------------------------------------------------------------- arbitraries
 
 /** Strings that break naive code: lone surrogates, NUL, RTL override, BOM, combining marks, emoji, astral. */
-const EDGE = ['\ud800', '\udfff', '\udbff\udc00', '\u0000', '\u202e', '\u200f', '\ufeff', 'e\u0301', '👩‍👩‍👧', '𝕏', '%00', '../', "'; DROP TABLE events; --", '\\', '"', '\n'];
+const EDGE = [
+  '\ud800',
+  '\udfff',
+  '\udbff\udc00',
+  '\u0000',
+  '\u202e',
+  '\u200f',
+  '\ufeff',
+  'e\u0301',
+  '👩‍👩‍👧',
+  '𝕏',
+  '%00',
+  '../',
+  "'; DROP TABLE events; --",
+  '\\',
+  '"',
+  '\n',
+];
 const nasty = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.array(fc.oneof(fc.constantFrom(...EDGE), fc.string({ maxLength: 5 })), { maxLength: 8 }).map((parts) => parts.join('')),
@@ -53,7 +70,12 @@ const validBody = fc
 const bodyOf = (resource: keyof typeof FIELDS) =>
   fc.oneof(
     { weight: 4, arbitrary: validBody },
-    { weight: 6, arbitrary: fc.dictionary(fc.oneof({ weight: 5, arbitrary: fc.constantFrom(...FIELDS[resource]) }, nasty), fieldValue, { maxKeys: 6 }).map((o) => JSON.stringify(o)) },
+    {
+      weight: 6,
+      arbitrary: fc
+        .dictionary(fc.oneof({ weight: 5, arbitrary: fc.constantFrom(...FIELDS[resource]) }, nasty), fieldValue, { maxKeys: 6 })
+        .map((o) => JSON.stringify(o)),
+    },
     fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)),
     nasty, // not JSON, or JSON by accident
     fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.from(bytes)), // often not UTF-8
@@ -64,11 +86,24 @@ const bodyOf = (resource: keyof typeof FIELDS) =>
   );
 
 /** Any id: a real one (of either account, by index into those made so far), a UUID, or any text. */
-const idArb = fc.oneof({ weight: 4, arbitrary: fc.nat().map((i) => ({ known: i })) }, fc.uuid().map((s) => ({ raw: s })), nasty.map((s) => ({ raw: s })));
+const idArb = fc.oneof(
+  { weight: 4, arbitrary: fc.nat().map((i) => ({ known: i })) },
+  fc.uuid().map((s) => ({ raw: s })),
+  nasty.map((s) => ({ raw: s })),
+);
 const headerSafe = fc.string({ maxLength: 40 }).filter((s) => /^[\t\x20-\x7e]*$/.test(s));
 const contentType = fc.oneof(
   { weight: 6, arbitrary: fc.constant('application/json') },
-  fc.constantFrom('application/json; charset=utf-8', 'APPLICATION/JSON', 'application/json; charset=latin1', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', ''),
+  fc.constantFrom(
+    'application/json; charset=utf-8',
+    'APPLICATION/JSON',
+    'application/json; charset=latin1',
+    'text/plain',
+    'application/x-www-form-urlencoded',
+    'multipart/form-data; boundary=x',
+    'application/jsonx',
+    '',
+  ),
   headerSafe,
   fc.constant(undefined),
 );
@@ -80,42 +115,56 @@ const credentials = fc.oneof(
   fc.constant({}),
 );
 const extraHeaders = fc.dictionary(
-  fc.constantFrom('x-request-id', 'content-encoding', 'accept', 'accept-charset', 'if-match', 'idempotency-key', 'if-none-match', 'x-forwarded-for', 'cookie', 'x-http-method-override', 'x-custom'),
+  fc.constantFrom(
+    'x-request-id',
+    'content-encoding',
+    'accept',
+    'accept-charset',
+    'if-match',
+    'idempotency-key',
+    'if-none-match',
+    'x-forwarded-for',
+    'cookie',
+    'x-http-method-override',
+    'x-custom',
+  ),
   fc.oneof(fc.constantFrom('gzip', 'deflate', 'br', 'identity', '*', 'application/xml', '"0"', '"1", "2"', 'W/"0"', 'key-1'), headerSafe),
   { maxKeys: 3 },
 );
-const queryArb = fc.array(fc.tuple(fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...QUERY_KEYS) }, nasty), fc.oneof(plausible.map(String), nasty)), { maxLength: 5 });
+const queryArb = fc.array(fc.tuple(fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...QUERY_KEYS) }, nasty), fc.oneof(plausible.map(String), nasty)), {
+  maxLength: 5,
+});
 
-const requestArb = fc
-  .constantFrom(...RESOURCES)
-  .chain((resource) =>
-    fc.record({
-      resource: fc.constant(resource),
-      op: fc.constantFrom('create', 'list', 'read', 'history', 'update', 'delete', 'other'),
-      method: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'),
-      id: idArb,
-      onItem: fc.boolean(),
-      trailingSlash: fc.boolean(),
-      query: queryArb,
-      credentials,
-      contentType,
-      headers: extraHeaders,
-      body: bodyOf(resource),
-    }),
-  );
+const requestArb = fc.constantFrom(...RESOURCES).chain((resource) =>
+  fc.record({
+    resource: fc.constant(resource),
+    op: fc.constantFrom('create', 'list', 'read', 'history', 'update', 'delete', 'other'),
+    method: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'),
+    id: idArb,
+    onItem: fc.boolean(),
+    trailingSlash: fc.boolean(),
+    query: queryArb,
+    credentials,
+    contentType,
+    headers: extraHeaders,
+    body: bodyOf(resource),
+  }),
+);
 type Spec = typeof requestArb extends fc.Arbitrary<infer T> ? T : never;
 
 // ---------------------------------------------------------------- requests and answers
 
 /** Percent-encodes any string, lone surrogates included (as their raw, invalid UTF-8 bytes). */
 const encode = (s: string) =>
-  [...s].map((ch) => {
-    try {
-      return encodeURIComponent(ch);
-    } catch {
-      return '%ED%A0%80'; // a lone surrogate: bytes that are not UTF-8
-    }
-  }).join('');
+  [...s]
+    .map((ch) => {
+      try {
+        return encodeURIComponent(ch);
+      } catch {
+        return '%ED%A0%80'; // a lone surrogate: bytes that are not UTF-8
+      }
+    })
+    .join('');
 
 function toRequest(spec: Spec, ids: string[]): RawRequest {
   const id = 'known' in spec.id ? (ids.length ? ids[spec.id.known % ids.length] : 'none') : spec.id.raw;
@@ -173,44 +222,48 @@ describeOnSqlite('hostile input', () => {
   const dataDir = makeDataDir();
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  it(`answers ${RUNS * PER_RUN} random requests within the contract, stays up, and keeps its read models true to the events`, async () => {
-    // A slow machine must not turn a write into a 503: this test is about input, not speed. Its
-    // random wrong tokens would soon have its address refused: that bound is tested in hostile-edge.
-    const service = await startChildService(dataDir, { READ_YOUR_WRITES_TIMEOUT_MS: '300000', RATE_LIMIT_AUTH_FAILURES: '0' });
-    const agent = new Agent({ keepAlive: true, maxSockets: 8 });
-    const ids: string[] = [];
-    const statuses = new Map<number, number>();
-    try {
-      await fc.assert(
-        fc.asyncProperty(fc.array(requestArb, { minLength: PER_RUN, maxLength: PER_RUN }), async (specs) => {
-          await Promise.all(
-            specs.map(async (spec) => {
-              const req = toRequest(spec, ids);
-              const res = await rawRequest(service.url, req, agent);
-              statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-              const fault = faultOf(req, res);
-              if (fault) throw new Error(`${fault} for ${describeRequest(req)}: ${res.status} ${res.text.slice(0, 500)}`);
-              if (req.method === 'POST' && res.status === 201) ids.push((Object.values(JSON.parse(res.text).data)[0] as { id: string }).id);
-            }),
-          );
-        }),
-        { numRuns: RUNS },
-      );
-      const answered = [...statuses.values()].reduce((a, b) => a + b, 0);
-      expect(answered).toBeGreaterThanOrEqual(RUNS * PER_RUN);
-      // The run reached the write side, not only the validation in front of it.
-      expect(ids.length).toBeGreaterThan(RUNS / 5);
-      expect(service.process.exitCode).toBeNull();
-      // Still serving; and this write waits until every read model has folded all that came before.
-      const last = await rawRequest(service.url, jsonRequest('POST', '/v1/customers', TOKENS.a, { email: 'last@example.com' }));
-      expect(last.status).toBe(201);
-      // No token ever reached the output.
-      for (const token of Object.values(TOKENS)) expect(service.output()).not.toContain(token);
-    } finally {
-      agent.destroy();
-      service.process.kill('SIGTERM');
-      await service.exited;
-    }
-    await expectReadModelsEqualARebuild(join(dataDir, 'service.sqlite'));
-  }, TIMEOUT_MS);
+  it(
+    `answers ${RUNS * PER_RUN} random requests within the contract, stays up, and keeps its read models true to the events`,
+    async () => {
+      // A slow machine must not turn a write into a 503: this test is about input, not speed. Its
+      // random wrong tokens would soon have its address refused: that bound is tested in hostile-edge.
+      const service = await startChildService(dataDir, { READ_YOUR_WRITES_TIMEOUT_MS: '300000', RATE_LIMIT_AUTH_FAILURES: '0' });
+      const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+      const ids: string[] = [];
+      const statuses = new Map<number, number>();
+      try {
+        await fc.assert(
+          fc.asyncProperty(fc.array(requestArb, { minLength: PER_RUN, maxLength: PER_RUN }), async (specs) => {
+            await Promise.all(
+              specs.map(async (spec) => {
+                const req = toRequest(spec, ids);
+                const res = await rawRequest(service.url, req, agent);
+                statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+                const fault = faultOf(req, res);
+                if (fault) throw new Error(`${fault} for ${describeRequest(req)}: ${res.status} ${res.text.slice(0, 500)}`);
+                if (req.method === 'POST' && res.status === 201) ids.push((Object.values(JSON.parse(res.text).data)[0] as { id: string }).id);
+              }),
+            );
+          }),
+          { numRuns: RUNS },
+        );
+        const answered = [...statuses.values()].reduce((a, b) => a + b, 0);
+        expect(answered).toBeGreaterThanOrEqual(RUNS * PER_RUN);
+        // The run reached the write side, not only the validation in front of it.
+        expect(ids.length).toBeGreaterThan(RUNS / 5);
+        expect(service.process.exitCode).toBeNull();
+        // Still serving; and this write waits until every read model has folded all that came before.
+        const last = await rawRequest(service.url, jsonRequest('POST', '/v1/customers', TOKENS.a, { email: 'last@example.com' }));
+        expect(last.status).toBe(201);
+        // No token ever reached the output.
+        for (const token of Object.values(TOKENS)) expect(service.output()).not.toContain(token);
+      } finally {
+        agent.destroy();
+        service.process.kill('SIGTERM');
+        await service.exited;
+      }
+      await expectReadModelsEqualARebuild(join(dataDir, 'service.sqlite'));
+    },
+    TIMEOUT_MS,
+  );
 });

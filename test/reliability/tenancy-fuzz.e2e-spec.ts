@@ -103,7 +103,12 @@ describe('tenancy under fuzz', () => {
       if (res.status >= 500) throw new Error(`a 5xx: ${where}`);
       if (req.method === 'POST' && res.status === 201) {
         const body = JSON.parse(req.body as string);
-        made.push({ id: (Object.values(JSON.parse(res.text).data)[0] as { id: string }).id, resource: req.path.split('/')[2] as Resource, account: k, values: body });
+        made.push({
+          id: (Object.values(JSON.parse(res.text).data)[0] as { id: string }).id,
+          resource: req.path.split('/')[2] as Resource,
+          account: k,
+          values: body,
+        });
       }
       if (res.status === 200) ownRecordsSeen += made.filter((m) => m.account === k && res.text.includes(m.id)).length;
     };

@@ -32,8 +32,8 @@ export function spawnCli(args: string[], dataDir: string, env: NodeJS.ProcessEnv
   running.add(child);
   let stdout = '';
   let stderr = '';
-  child.stdout!.on('data', (chunk) => (stdout += chunk));
-  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
   let ended = false;
   const exited = new Promise<number | string>((resolve) =>
     child.on('close', (code, signal) => {
@@ -59,11 +59,7 @@ export function spawnCli(args: string[], dataDir: string, env: NodeJS.ProcessEnv
 }
 
 /** Runs the CLI to its end. */
-export async function runCli(
-  args: string[],
-  dataDir: string,
-  env: NodeJS.ProcessEnv = {},
-): Promise<{ code: number | string; stdout: string; stderr: string }> {
+export async function runCli(args: string[], dataDir: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | string; stdout: string; stderr: string }> {
   const run = spawnCli(args, dataDir, env);
   const code = await run.exited;
   return { code, stdout: run.stdout(), stderr: run.stderr() };

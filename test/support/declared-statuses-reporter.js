@@ -23,7 +23,9 @@ class DeclaredStatusesReporter {
       if (observed.length === 0) return;
       const undeclared = undeclaredStatuses(observed, await openApiDocument());
       if (undeclared.length > 0) {
-        this.error = new Error(`Statuses the tests received that /docs-json does not declare for their route:\n${undeclared.map((u) => `  - ${u}`).join('\n')}`);
+        this.error = new Error(
+          `Statuses the tests received that /docs-json does not declare for their route:\n${undeclared.map((u) => `  - ${u}`).join('\n')}`,
+        );
         process.stderr.write(`\n${this.error.message}\n`);
       }
     } finally {
@@ -69,7 +71,9 @@ function openApiDocument() {
       const url = /Listening on (http:\/\/\S+)/.exec(output)?.[1];
       if (!url) return;
       child.stdout.off('data', onData);
-      fetch(`${url.replace(/,$/, '')}/docs-json`).then((res) => res.json()).then(resolve, reject);
+      fetch(`${url.replace(/,$/, '')}/docs-json`)
+        .then((res) => res.json())
+        .then(resolve, reject);
     };
     child.stdout.on('data', onData);
     child.on('exit', (code) => reject(new Error(`the built service exited (${code}) before serving its document:\n${output}`)));

@@ -28,8 +28,7 @@ export const uniqueMobile = () => `0912${String(++seq).padStart(7, '0')}`;
 export const contact = () => ({ email: uniqueEmail() });
 
 /** A test-title form of a value: long strings by their length. */
-export const show = (value: unknown) =>
-  typeof value === 'string' && value.length > 30 ? `a ${value.length}-character string` : JSON.stringify(value);
+export const show = (value: unknown) => (typeof value === 'string' && value.length > 30 ? `a ${value.length}-character string` : JSON.stringify(value));
 
 /** 254 characters, the longest valid address. */
 export const LONGEST_EMAIL = `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(57)}.com`;
@@ -42,19 +41,7 @@ export const INVALID_EMAILS: unknown[] = [
   42,
 ];
 /** Values a digit field (tel, postal code, fax, ...) refuses. */
-export const INVALID_DIGITS: unknown[] = [
-  -1,
-  1.5,
-  '12a',
-  '-1',
-  ' 123',
-  '+982188776655',
-  '+98212',
-  '1'.repeat(21),
-  true,
-  { number: 1 },
-  { n: 1 },
-];
+export const INVALID_DIGITS: unknown[] = [-1, 1.5, '12a', '-1', ' 123', '+982188776655', '+98212', '1'.repeat(21), true, { number: 1 }, { n: 1 }];
 /** `[field, value]` for each of the values. */
 const casesOf = (field: string, values: unknown[]): [string, unknown][] => values.map((value) => [field, value]);
 
@@ -160,10 +147,16 @@ export const idsOf = (res: Response, key: ResourceSpec['key']): string[] => res.
 export function resourceClient(app: () => TestApp, spec: ResourceSpec, token: string = TOKENS.a) {
   const http = () => app().http;
   const item = (id: string, slash: boolean) => withToken(`${spec.path}/${id}${slash ? '/' : ''}`, token);
-  const post = (body: unknown, path: string = spec.path) => http().post(withToken(path, token)).send(body as object);
+  const post = (body: unknown, path: string = spec.path) =>
+    http()
+      .post(withToken(path, token))
+      .send(body as object);
   const list = (query: Query = {}, path: string = spec.path) => http().get(withToken(withQuery(path, query), token));
   const get = (id: string, slash = false) => http().get(item(id, slash));
-  const put = (id: string, body: unknown, slash = false) => http().put(item(id, slash)).send(body as object);
+  const put = (id: string, body: unknown, slash = false) =>
+    http()
+      .put(item(id, slash))
+      .send(body as object);
   const del = (id: string, slash = false) => http().delete(item(id, slash));
   const create = async (body: Rec = {}): Promise<Rec> => (await expectStatus(post(body), 201)).body.data[spec.key];
   const read = async (id: string): Promise<Rec> => (await expectStatus(get(id), 200)).body.data[0][spec.key];
@@ -409,19 +402,10 @@ export class ResourceSuite {
    * which changes nothing. The cases: every value in INVALID_DIGITS for each of `digitFields`, then `more`,
    * then every value in INVALID_EMAILS for email. `valid()`: a create body with no fault of its own.
    */
-  itRefusesInvalidValues(options: {
-    digitFields: string[];
-    more: [string, unknown][];
-    valid: () => Rec;
-    updatable?: (field: string) => boolean;
-  }): void {
+  itRefusesInvalidValues(options: { digitFields: string[]; more: [string, unknown][]; valid: () => Rec; updatable?: (field: string) => boolean }): void {
     const { A } = this;
     const { digitFields, more, valid, updatable = () => true } = options;
-    const invalid: [string, unknown][] = [
-      ...digitFields.flatMap((field) => casesOf(field, INVALID_DIGITS)),
-      ...more,
-      ...casesOf('email', INVALID_EMAILS),
-    ];
+    const invalid: [string, unknown][] = [...digitFields.flatMap((field) => casesOf(field, INVALID_DIGITS)), ...more, ...casesOf('email', INVALID_EMAILS)];
     const cases = invalid.map(([field, value]) => ({ field, value, shown: show(value) }));
 
     it.each(cases)('refuses $field = $shown on create with 400 naming the field', async ({ field, value }) => {

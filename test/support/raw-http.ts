@@ -25,15 +25,12 @@ export function rawRequest(baseUrl: string, req: RawRequest, agent?: Agent): Pro
   // then read it as the start of the next request on the connection.
   const headers = req.body === undefined ? req.headers : { ...req.headers, 'content-length': String(Buffer.byteLength(req.body)) };
   return new Promise((resolve, reject) => {
-    const outgoing = request(
-      { host: url.hostname, port: url.port, method: req.method, path: req.path, headers, agent },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('error', reject);
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-      },
-    );
+    const outgoing = request({ host: url.hostname, port: url.port, method: req.method, path: req.path, headers, agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('error', reject);
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+    });
     outgoing.on('error', reject);
     outgoing.end(req.body);
   });
@@ -94,5 +91,11 @@ export function parseAnswer(received: string): RawResponse {
   const headers: Record<string, string> = {};
   for (const line of lines) headers[line.slice(0, line.indexOf(':')).toLowerCase()] = line.slice(line.indexOf(':') + 1).trim();
   const length = Number(headers['content-length'] ?? received.length);
-  return { status: Number(statusLine.split(' ')[1]), headers, text: Buffer.from(received.slice(end + 4), 'latin1').subarray(0, length).toString('utf8') };
+  return {
+    status: Number(statusLine.split(' ')[1]),
+    headers,
+    text: Buffer.from(received.slice(end + 4), 'latin1')
+      .subarray(0, length)
+      .toString('utf8'),
+  };
 }

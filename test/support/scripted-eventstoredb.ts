@@ -191,7 +191,17 @@ export interface ScriptedEvent {
  * data and custom metadata (src/EventStore.Core/Services/Transport/Grpc/Streams.Read.cs, v24.10.4
  * lines 321-366, ConvertToRecordedEvent and ConvertToReadEvent).
  */
-function recordMessage(r: { id?: string; streamId: string; revision: string; commit: bigint; prepare: bigint; type: string; data: Buffer; metadata: Buffer; json: boolean }): ReadResp {
+function recordMessage(r: {
+  id?: string;
+  streamId: string;
+  revision: string;
+  commit: bigint;
+  prepare: bigint;
+  type: string;
+  data: Buffer;
+  metadata: Buffer;
+  json: boolean;
+}): ReadResp {
   const recorded = new ReadResp.ReadEvent.RecordedEvent()
     .setId(new UUID().setString(r.id ?? randomUUID()))
     .setStreamIdentifier(new StreamIdentifier().setStreamName(Buffer.from(r.streamId)))
@@ -247,7 +257,16 @@ export function appendedEvents(request: BatchAppendReq, revision: number, commit
  */
 export function tombstoneMessage(streamId: string, commit: bigint): ReadResp {
   const none = Buffer.alloc(0);
-  return recordMessage({ streamId, revision: String(2n ** 63n - 1n), commit, prepare: commit, type: '$streamDeleted', data: none, metadata: none, json: false });
+  return recordMessage({
+    streamId,
+    revision: String(2n ** 63n - 1n),
+    commit,
+    prepare: commit,
+    type: '$streamDeleted',
+    data: none,
+    metadata: none,
+    json: false,
+  });
 }
 
 /**

@@ -72,8 +72,14 @@ export async function startScriptedReplicaSet(reply: (member: 'primary' | 'secon
     ...(secondary ? {} : { electionId: new ObjectId('7fffffff0000000000000001') }),
     lastWrite: { lastWriteDate: new Date() },
   });
-  const primary = await listen((command) => reply('primary', command), () => member(false));
-  const secondary = await listen((command) => reply('secondary', command), () => member(true));
+  const primary = await listen(
+    (command) => reply('primary', command),
+    () => member(false),
+  );
+  const secondary = await listen(
+    (command) => reply('secondary', command),
+    () => member(true),
+  );
   hosts.push(primary.address, secondary.address);
   return {
     uri: `mongodb://${hosts.join(',')}/?replicaSet=rs0`,
@@ -145,11 +151,12 @@ async function answer(message: Buffer, hello: Document, reply: (command: Documen
  */
 function opMsgCommand(message: Buffer): Document {
   const command = BSON.deserialize(message.subarray(21, 21 + message.readInt32LE(21)));
-  for (let at = 21 + message.readInt32LE(21); at < message.length && message[at] === 1; ) {
+  for (let at = 21 + message.readInt32LE(21); at < message.length && message[at] === 1;) {
     const end = at + 1 + message.readInt32LE(at + 1);
     const nameEnd = message.indexOf(0, at + 5);
     const documents: Document[] = [];
-    for (let doc = nameEnd + 1; doc < end; doc += message.readInt32LE(doc)) documents.push(BSON.deserialize(message.subarray(doc, doc + message.readInt32LE(doc))));
+    for (let doc = nameEnd + 1; doc < end; doc += message.readInt32LE(doc))
+      documents.push(BSON.deserialize(message.subarray(doc, doc + message.readInt32LE(doc))));
     command[message.toString('utf8', at + 5, nameEnd)] = documents;
     at = end;
   }

@@ -11,9 +11,7 @@ class SkippedReporter {
 
   onRunComplete(_contexts, results) {
     if (this.filtered) return;
-    const skipped = results.testResults.flatMap((file) =>
-      file.testResults.filter((test) => test.status === 'pending').map((test) => test.fullName),
-    );
+    const skipped = results.testResults.flatMap((file) => file.testResults.filter((test) => test.status === 'pending').map((test) => test.fullName));
     if (skipped.length === 0) return;
     process.stderr.write(`\nSkipped (${skipped.length}):\n${skipped.map((name) => `  - ${name}\n`).join('')}`);
   }

@@ -56,9 +56,7 @@ export function makeDataDir(): string {
  * The real service on a real SQLite file in a temp dir (or on the live stores, TEST_STORES=live),
  * listening on an ephemeral port. `accounts`: token -> account id, ACCOUNTS unless given.
  */
-export async function startTestApp(
-  options: { dataDir?: string; env?: NodeJS.ProcessEnv; accounts?: Map<string, string> } = {},
-): Promise<TestApp> {
+export async function startTestApp(options: { dataDir?: string; env?: NodeJS.ProcessEnv; accounts?: Map<string, string> } = {}): Promise<TestApp> {
   const dataDir = options.dataDir ?? makeDataDir();
   const accounts = options.accounts ?? ACCOUNTS;
   if (TEST_WORKERS) return startWorkers(dataDir, accounts, options.env);
@@ -116,8 +114,7 @@ async function startWorkers(dataDir: string, accounts: Map<string, string>, env:
 }
 
 /** `/v1/<path>` with the access token in the query, as clients send it. */
-export const withToken = (path: string, token: string = TOKENS.a) =>
-  `/v1/${path}${path.includes('?') ? '&' : '?'}access_token=${encodeURIComponent(token)}`;
+export const withToken = (path: string, token: string = TOKENS.a) => `/v1/${path}${path.includes('?') ? '&' : '?'}access_token=${encodeURIComponent(token)}`;
 
 export const JSON_CT = 'application/json; charset=UTF-8';
 

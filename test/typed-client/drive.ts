@@ -55,7 +55,12 @@ async function drive(baseUrl: string, token: string) {
     created,
     listed,
     read: { etag, customer: read.data.data[0].Customer },
-    updated: { status: updated.response.status, bodyStatus: updated.data.status, etag: updated.response.headers.get('ETag'), customer: updated.data.data.Customer },
+    updated: {
+      status: updated.response.status,
+      bodyStatus: updated.data.status,
+      etag: updated.response.headers.get('ETag'),
+      customer: updated.data.data.Customer,
+    },
     stale: { status: stale.response.status, code: stale.error?.error.code },
     invalid: { status: invalid.response.status, code: invalid.error?.error.code, fields: invalid.error?.error.details?.map((d) => d.field) },
     deleted: { message: deleted.data.message, id: deleted.data.data.Customer.id },

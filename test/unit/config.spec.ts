@@ -84,7 +84,12 @@ describe('configuration', () => {
   });
 
   it('parses token:account pairs', () => {
-    expect(parseAccessTokens('t1:acc1, t2:acc2')).toEqual(new Map([['t1', 'acc1'], ['t2', 'acc2']]));
+    expect(parseAccessTokens('t1:acc1, t2:acc2')).toEqual(
+      new Map([
+        ['t1', 'acc1'],
+        ['t2', 'acc2'],
+      ]),
+    );
   });
 
   it('refuses a malformed pair without echoing the token', () => {

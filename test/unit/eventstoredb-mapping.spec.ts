@@ -33,7 +33,7 @@ const clientError = (code: number, details: string, trailers: Record<string, str
 const GRPC = { CANCELLED: 1, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, UNAVAILABLE: 14 };
 
 describe('EventStoreDB mapping', () => {
-  it('maps expected revisions to the client\'s', () => {
+  it("maps expected revisions to the client's", () => {
     expect(toEsdbExpectedRevision('no_stream')).toBe(NO_STREAM);
     expect(toEsdbExpectedRevision('any')).toBe(ANY);
     expect(toEsdbExpectedRevision(0)).toBe(0n);
@@ -46,7 +46,7 @@ describe('EventStoreDB mapping', () => {
     expect(() => fromEsdbRevision(9_007_199_254_740_992n)).toThrow(RangeError);
   });
 
-  it('turns a wrong expected version into the port\'s conflict, with the actual revision', () => {
+  it("turns a wrong expected version into the port's conflict, with the actual revision", () => {
     const existing = new WrongExpectedVersionError(undefined, { streamName: 's', expected: 0n, current: 3n });
     const translated = translateEsdbError(existing, 's', 0);
     expect(translated).toBeInstanceOf(WrongExpectedRevisionError);
@@ -103,7 +103,7 @@ describe('EventStoreDB mapping', () => {
       ...over,
     }) as RecordedEvent;
 
-  it('maps a recorded event to the port\'s, positions kept exactly', () => {
+  it("maps a recorded event to the port's, positions kept exactly", () => {
     expect(toStoredEvent(recorded())).toEqual({
       id: 'c0a8e2f4-0000-4000-8000-000000000001',
       streamId: 'customer-1',
@@ -117,11 +117,11 @@ describe('EventStoreDB mapping', () => {
   });
 
   it('refuses events this service cannot have written', () => {
-    expect(() => toStoredEvent(recorded({ isJson: false } as never))).toThrow(/not JSON/);
+    expect(() => toStoredEvent(recorded({ isJson: false }))).toThrow(/not JSON/);
     expect(() => toStoredEvent(recorded({ position: undefined }))).toThrow(/without a position/);
   });
 
-  it('filters a subscription by stream prefix, or else leaves out only the server\'s own streams', () => {
+  it("filters a subscription by stream prefix, or else leaves out only the server's own streams", () => {
     const onCheckpoint = () => undefined;
     expect(subscriptionFilter('customer-', onCheckpoint)).toEqual({
       filterOn: 'streamName',
@@ -166,8 +166,14 @@ describe('EventStoreDB reconnection settings (review 33b, findings 2 and 3)', ()
     const seeds = reconnection('esdb://a:2113,b:2113,c:2113?tls=false', 5000);
     expect(seeds).toMatchObject({ connectionString: 'esdb://a:2113,b:2113,c:2113?tls=false&gossipTimeout=1', discoveryMs: 3000 });
     expect(seeds.newClient).toBeDefined();
-    expect(reconnection('esdb+discover://cluster.example:2113', 5000)).toMatchObject({ connectionString: 'esdb+discover://cluster.example:2113?gossipTimeout=4', discoveryMs: 4000 });
-    expect(reconnection('esdb://a:2113,b:2113?gossipTimeout=2', 5000)).toMatchObject({ connectionString: 'esdb://a:2113,b:2113?gossipTimeout=2', discoveryMs: 4000 });
+    expect(reconnection('esdb+discover://cluster.example:2113', 5000)).toMatchObject({
+      connectionString: 'esdb+discover://cluster.example:2113?gossipTimeout=4',
+      discoveryMs: 4000,
+    });
+    expect(reconnection('esdb://a:2113,b:2113?gossipTimeout=2', 5000)).toMatchObject({
+      connectionString: 'esdb://a:2113,b:2113?gossipTimeout=2',
+      discoveryMs: 4000,
+    });
   });
 
   it('refuses a gossip timeout, or a STORE_TIMEOUT_MS, with which discovery would use up a call', () => {

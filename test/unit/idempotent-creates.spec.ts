@@ -58,11 +58,14 @@ describe('IdempotentCreates: a claim kept in plain from before encryption', () =
     await expect(retry()).resolves.toEqual({ body: body(), revision: 0 });
   });
 
-  it('answers 409, not the erased record\'s data, once the record is erased', async () => {
+  it("answers 409, not the erased record's data, once the record is erased", async () => {
     await store.appendToStream(`customer-${id}`, [{ id: randomUUID(), type: CUSTOMER.events.erased, data: {}, metadata }], 0);
     const refused = await retry().catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(ApiError);
-    expect(refused).toMatchObject({ code: 'CONFLICT', message: 'The customer this Idempotency-Key created has been erased; use a new key to create a new one.' });
+    expect(refused).toMatchObject({
+      code: 'CONFLICT',
+      message: 'The customer this Idempotency-Key created has been erased; use a new key to create a new one.',
+    });
   });
 });
 
@@ -90,7 +93,18 @@ describe('IdempotentCreates: a sealed claim whose record key the key store does 
   async function createThenRetry() {
     const create = (recordId: string) =>
       store
-        .appendToStream(`customer-${recordId}`, [{ id: randomUUID(), type: CUSTOMER.events.created, data: fields, metadata: { accountId: 'acc', correlationId: 'r', causationId: 'c', schemaVersion: 2 } }], 'no_stream')
+        .appendToStream(
+          `customer-${recordId}`,
+          [
+            {
+              id: randomUUID(),
+              type: CUSTOMER.events.created,
+              data: fields,
+              metadata: { accountId: 'acc', correlationId: 'r', causationId: 'c', schemaVersion: 2 },
+            },
+          ],
+          'no_stream',
+        )
         .then(() => ({ body: { id: recordId }, revision: 0 }));
     const first = await new IdempotentCreates(store, store.keys).run(context, 'order-1', { kind: CUSTOMER, fields }, create);
     const retry = () => new IdempotentCreates(store, new DataKeys(keyStore)).run(context, 'order-1', { kind: CUSTOMER, fields }, create);
@@ -104,11 +118,15 @@ describe('IdempotentCreates: a sealed claim whose record key the key store does 
     await expect(retry()).resolves.toEqual(first);
   });
 
-  it('answers 409 once the record is erased, its key\'s tombstone there or lost', async () => {
+  it("answers 409 once the record is erased, its key's tombstone there or lost", async () => {
     const { first, retry } = await createThenRetry();
     const streamId = `customer-${(first.body as { id: string }).id}`;
     await store.keys.destroy(streamId, 'acc');
-    await store.appendToStream(streamId, [{ id: randomUUID(), type: CUSTOMER.events.erased, data: {}, metadata: { accountId: 'acc', correlationId: 'r', causationId: 'c', schemaVersion: 2 } }], 0);
+    await store.appendToStream(
+      streamId,
+      [{ id: randomUUID(), type: CUSTOMER.events.erased, data: {}, metadata: { accountId: 'acc', correlationId: 'r', causationId: 'c', schemaVersion: 2 } }],
+      0,
+    );
     await expect(retry()).rejects.toMatchObject({ code: 'CONFLICT' });
     keys.db.prepare('DELETE FROM data_keys WHERE key_id = ?').run(streamId);
     await expect(retry()).rejects.toMatchObject({ code: 'CONFLICT' });

@@ -1,5 +1,13 @@
 import fc from 'fast-check';
-import { MongoBulkWriteError, MongoClient, MongoNetworkError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError, type WriteError } from 'mongodb';
+import {
+  MongoBulkWriteError,
+  MongoClient,
+  MongoNetworkError,
+  MongoOperationTimeoutError,
+  MongoServerError,
+  MongoServerSelectionError,
+  type WriteError,
+} from 'mongodb';
 import { comparePositions, START } from '../../src/event-store/event-store.port';
 import {
   escapeRegex,
@@ -35,7 +43,7 @@ const bulkError = (codes: number[], writeConcernCode?: number) =>
   );
 
 describe('MongoDB mapping', () => {
-  it('names every read model\'s collection in one place, refusing odd names', () => {
+  it("names every read model's collection in one place, refusing odd names", () => {
     expect(readModelCollection('customers', 3)).toBe('rm_customers__g3');
     for (const bad of ['', 'Customers', 'a.b', 'a$b', '1abc', 'x y', 'a__b']) expect(() => readModelCollection(bad, 1)).toThrow(/Invalid/);
   });
@@ -74,7 +82,7 @@ describe('MongoDB mapping', () => {
     expect(toMongoDocument({ name: 'people', filters: { email: 'exact-ci' } }, doc)).not.toHaveProperty('substrings');
   });
 
-  it("asks, where the generation has the index, for every token of a substring filter besides its $regex", () => {
+  it('asks, where the generation has the index, for every token of a substring filter besides its $regex', () => {
     const filter = findFilter('customers', schema, query({ company: 'AcMe' }), { substrings: true });
     expect(filter).toEqual({
       accountId: 'acc',
@@ -167,7 +175,9 @@ describe('MongoDB mapping', () => {
       expect(translateMongoError(wrapped)).toBeInstanceOf(StoreUnavailableError);
     }
     // A write concern error the server reported during shutdown, as the driver wraps it.
-    expect(translateMongoError(new MongoBulkWriteError({ message: 'interrupted at shutdown', code: 11600 }, {} as never))).toBeInstanceOf(StoreUnavailableError);
+    expect(translateMongoError(new MongoBulkWriteError({ message: 'interrupted at shutdown', code: 11600 }, {} as never))).toBeInstanceOf(
+      StoreUnavailableError,
+    );
     // A write the server refused stays what it is: a bug, not an outage.
     const refused = bulkError([121]);
     expect(translateMongoError(refused)).toBe(refused);

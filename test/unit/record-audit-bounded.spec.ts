@@ -6,7 +6,16 @@ import { CUSTOMER } from '../../src/customers/customer.decider';
 import { DataKeys } from '../../src/sealing/data-keys';
 import { SealedEventStore } from '../../src/sealing/sealed-event-store';
 import { SqliteKeyStore } from '../../src/key-store/sqlite-key-store';
-import type { AppendResult, EventBatch, EventStore, ExpectedRevision, NewEvent, Position, StoredEvent, SubscribeOptions } from '../../src/event-store/event-store.port';
+import type {
+  AppendResult,
+  EventBatch,
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  Position,
+  StoredEvent,
+  SubscribeOptions,
+} from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { evolveRecord, RecordState, streamIdOf } from '../../src/records/record';
 import { snapshotStreamOf } from '../../src/sealing/sealed-event-store';
@@ -183,7 +192,11 @@ describe('history and as-of reads of a 20,000-event record', () => {
 
   it('folds only the events since its last snapshot for a record grown since, and stores the new ones', async () => {
     const stream = streamIdOf(CUSTOMER, id);
-    await stores.store.appendToStream(stream, Array.from({ length: 250 }, (_, i) => update(COUNT + i)), COUNT - 1);
+    await stores.store.appendToStream(
+      stream,
+      Array.from({ length: 250 }, (_, i) => update(COUNT + i)),
+      COUNT - 1,
+    );
     all = await stores.store.readStream(stream);
     const grown = await page(COUNT + 150);
     expect(grown.answer).toEqual({ entries: expectedPage(COUNT + 150), total: COUNT + 250 });
@@ -201,7 +214,10 @@ describe('history and as-of reads of a 20,000-event record', () => {
     const last = await page(total - 100);
     expect(last.answer.total).toBe(total);
     expect(last.answer.entries.map((e) => [e.revision, e.changes])).toEqual(
-      all.slice(total - 100).map((e) => [e.revision, Object.fromEntries(Object.keys(e.data).map((f) => [f, null]))]).concat([[total - 1, {}]]),
+      all
+        .slice(total - 100)
+        .map((e) => [e.revision, Object.fromEntries(Object.keys(e.data).map((f) => [f, null]))])
+        .concat([[total - 1, {}]]),
     );
     // The first event, the last, the page: nothing folded.
     expect(last.eventsRead).toBe(1 + 1 + 100);

@@ -93,7 +93,7 @@ describe('RecordEraser', () => {
     lagging = false;
     projector = new Projector(customerProjection, events, reads, { holder: 'unit', ttlMs: 60_000 });
     await projector.start(); // the read models catch up
-    for (const started = Date.now(); (await keyStore.pendingErasures('customer-')).length > 0; ) {
+    for (const started = Date.now(); (await keyStore.pendingErasures('customer-')).length > 0;) {
       if (Date.now() - started > 10_000) throw new Error('the erasure was never finished');
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
@@ -108,7 +108,7 @@ describe('RecordEraser', () => {
     const eraser = new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), reads);
     await expect(eraser.erase(id, context, randomUUID())).rejects.toThrow(StoreUnavailableError);
     // The key is gone, the erasure event not written: before, the read models showed the record until a retry or a restart.
-    for (const started = Date.now(); (await keyStore.pendingErasures('customer-')).length > 0; ) {
+    for (const started = Date.now(); (await keyStore.pendingErasures('customer-')).length > 0;) {
       if (Date.now() - started > 10_000) throw new Error('the erasure was never finished');
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
@@ -120,13 +120,13 @@ describe('RecordEraser', () => {
 
   /** Until no erasure is pending, within 10 s. */
   async function finished(): Promise<void> {
-    for (const started = Date.now(); (await keyStore.pendingErasures('customer-')).length > 0; ) {
+    for (const started = Date.now(); (await keyStore.pendingErasures('customer-')).length > 0;) {
       if (Date.now() - started > 10_000) throw new Error('the erasure was never finished');
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
 
-  it('finishes in the background an erasure whose scrub failed (a store down: MongoDB\'s updateMany is not retried by its driver)', async () => {
+  it("finishes in the background an erasure whose scrub failed (a store down: MongoDB's updateMany is not retried by its driver)", async () => {
     const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
     const id = randomUUID();
     await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
@@ -222,4 +222,3 @@ describe('RecordEraser', () => {
     }
   }
 });
-

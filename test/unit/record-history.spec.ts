@@ -72,7 +72,7 @@ describe('record history', () => {
 });
 
 describe('record history of a page', () => {
-  it('compares a page\'s first event with the fold before the page', () => {
+  it("compares a page's first event with the fold before the page", () => {
     const before = evolveRecord(CUSTOMER, evolveRecord(CUSTOMER, null, customer[0]), customer[1]);
     expect(recordHistory(CUSTOMER, customer.slice(2, 3), before, false).map((e) => [e.revision, e.changes])).toEqual([
       [2, { company: { from: '', to: 'Acme' } }],
@@ -108,7 +108,10 @@ describe('the revision a record stood at at the end of a second', () => {
   });
 
   it('reads about log2(revisions) events of a long stream, one second apart', async () => {
-    const long = stream(`customer-${ID}`, Array.from({ length: 20_000 }, (_, i): [string, Record<string, unknown>, number] => ['CustomerUpdated', {}, (T0 + i) * 1000]));
+    const long = stream(
+      `customer-${ID}`,
+      Array.from({ length: 20_000 }, (_, i): [string, Record<string, unknown>, number] => ['CustomerUpdated', {}, (T0 + i) * 1000]),
+    );
     for (const revision of [1, 777, 10_000, 19_998]) {
       reads = 0;
       await expect(asOf(T0 + revision, long)).resolves.toBe(revision);
@@ -137,9 +140,10 @@ describe('idempotency key claims', () => {
   it('goes by the newest claim: one made after an expiry has no answer yet', () => {
     const reclaimed = [
       ...keyStream,
-      ...stream('idempotency-k', [['IdempotencyKeyClaimed', { fingerprint: 'f2', recordId: 'r2' }, claimedAt + IDEMPOTENCY_TTL_MS]]).map(
-        (e) => ({ ...e, revision: 2 }),
-      ),
+      ...stream('idempotency-k', [['IdempotencyKeyClaimed', { fingerprint: 'f2', recordId: 'r2' }, claimedAt + IDEMPOTENCY_TTL_MS]]).map((e) => ({
+        ...e,
+        revision: 2,
+      })),
     ];
     const live = liveClaim(reclaimed, claimedAt + IDEMPOTENCY_TTL_MS + 1)!;
     expect(live.claim.data).toEqual({ fingerprint: 'f2', recordId: 'r2' });

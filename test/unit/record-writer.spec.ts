@@ -134,8 +134,7 @@ describe('RecordWriter', () => {
     expect((await next).appended?.revision).toBe(1);
   });
 
-  const remove = (writer: RecordWriter, id: string) =>
-    writer.write(id, context, randomUUID(), (state) => decideDeleteCustomer(state, 'acc'));
+  const remove = (writer: RecordWriter, id: string) => writer.write(id, context, randomUUID(), (state) => decideDeleteCustomer(state, 'acc'));
 
   it('keeps at most as many records as it is told, forgetting the least recently used', async () => {
     const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { RowidTable } from '../../src/read-store/rowid-table';
 
-describe('RowidTable (a rebuild\'s rowids by document id)', () => {
+describe("RowidTable (a rebuild's rowids by document id)", () => {
   it('finds every id it was given, UUIDs packed and others beside them, through its growth', () => {
     const table = new RowidTable();
     const ids = Array.from({ length: 20_000 }, () => randomUUID());

@@ -54,7 +54,10 @@ describe('news between the workers of a cluster', () => {
   it('are neither told nor heard outside a cluster worker', () => {
     const run = spawnSync(
       process.execPath,
-      ['-e', `const { siblings } = require(${JSON.stringify(built)}); siblings.hear('appended', () => console.log('heard')); siblings.tell('appended'); console.log('alone');`],
+      [
+        '-e',
+        `const { siblings } = require(${JSON.stringify(built)}); siblings.hear('appended', () => console.log('heard')); siblings.tell('appended'); console.log('alone');`,
+      ],
       { encoding: 'utf8', timeout: 30_000 },
     );
     expect(run.stderr).toBe('');

@@ -83,7 +83,11 @@ describe('slug reservations, with the profile writes that take and give up slugs
   it('leaves a reservation made after the write giving the slug up: a write of the profile in flight takes it back', async () => {
     const X = 'X';
     await slugs.reserve('a', X, metadata);
-    const { position: movedOff } = await events.appendToStream('profile-X', [{ id: randomUUID(), type: 'ProfileUpdated', data: { slug: 'b' }, metadata }], 'no_stream');
+    const { position: movedOff } = await events.appendToStream(
+      'profile-X',
+      [{ id: randomUUID(), type: 'ProfileUpdated', data: { slug: 'b' }, metadata }],
+      'no_stream',
+    );
     const takenBack = await slugs.reserve('a', X, metadata); // its profile event is not appended yet
     jest.spyOn(profiles, 'load').mockResolvedValue({ state: { accountId: 'acc', fields: { slug: 'b' }, deleted: false, erased: false } } as never);
 
@@ -193,7 +197,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
       return { land };
     }
 
-    it('goes by the store\'s clock, not this host\'s: a host 61 s ahead tries too early, gives the reservation back and answers 409', async () => {
+    it("goes by the store's clock, not this host's: a host 61 s ahead tries too early, gives the reservation back and answers 409", async () => {
       stampedEarlier(() => 61_000);
       await slugs.reserve('shop', 'X', metadata); // X's profile is on its way
       await expect(create('Y', 'shop')).rejects.toMatchObject({ code: 'CONFLICT' });

@@ -34,12 +34,19 @@ describe('SqliteReadStore rebuild bounds', () => {
         expect(Boolean(indexOf(sqlite.db, `people__g${generation}_by_id`))).toBe(from + 100 > 500);
         // Updates of documents written before, found whichever way.
         const updated = batch.slice(0, 10).map((d) => ({ ...d, revision: 1, fields: { ...d.fields, name: `${d.fields.name} v2` } }));
-        const found = await store.getMany('people', updated.map((d) => d.id), generation);
+        const found = await store.getMany(
+          'people',
+          updated.map((d) => d.id),
+          generation,
+        );
         expect(found.size).toBe(10);
         await store.commit('people', updated, { generation, position: { commit: ++commit, prepare: commit } });
       }
       await store.promote('people', generation);
-      const all = await store.getMany('people', docs.map((d) => d.id));
+      const all = await store.getMany(
+        'people',
+        docs.map((d) => d.id),
+      );
       expect(all.size).toBe(docs.length);
       expect([...all.values()].filter((d) => d.fields.name.endsWith(' v2'))).toHaveLength(120);
     } finally {
