@@ -34,55 +34,79 @@ export async function sealPlaintextEvents(
   starting: () => void = () => undefined,
 ): Promise<number> {
   if (!store.mayHoldPlaintext) return 0;
-  const kindOf = (streamId: string) => kinds.find((k) => streamId.startsWith(`${k.streamPrefix}-`));
-  /** The record an idempotency event is about, by the stream that exists for its id. */
-  const recordStream = async (recordId: string) => {
-    for (const kind of kinds) {
-      const streamId = `${kind.streamPrefix}-${recordId}`;
-      if ((await store.readStream(streamId)).length > 0) return streamId;
-    }
-    return undefined;
-  };
+  const sealer = new PlaintextSealer(store, keys, kinds);
   let after = 0;
   let sealed = 0;
   for (let page = store.plaintextEvents(after, PAGE); page.length > 0; page = store.plaintextEvents(after, PAGE)) {
     if (sealed === 0) starting();
-    // The page's record keys in one go: made together, they share one transaction of the key store.
-    const recordStreams = new Set(page.filter((e) => kindOf(e.streamId) && Object.keys(e.data).length > 0).map((e) => e.streamId));
-    await Promise.all([...recordStreams].map((streamId) => keys.forWriting(streamId)));
-    const replaced: StoredEvent[] = [];
-    for (const event of page) {
-      replaced.push({ ...event, data: await sealedData(event), metadata: { ...event.metadata, schemaVersion: SEALED_SCHEMA_VERSION } });
-    }
-    store.replacePlaintext(replaced);
+    store.replacePlaintext(await sealer.sealPage(page));
     sealed += page.length;
     after = Number(page[page.length - 1].position.commit);
   }
   store.markSealed();
   return sealed;
+}
 
-  async function sealedData(event: StoredEvent): Promise<Record<string, unknown>> {
-    const data = event.data;
-    if (kindOf(event.streamId)) {
-      const fields = Object.keys(data);
-      if (fields.length === 0) return data;
-      const key = await keys.forWriting(event.streamId);
-      return { fields, sealed: seal(key, JSON.stringify(fields.map((f) => data[f])), event.id) };
+/** Events of schema version 1 as they are to be stored again: sealed, and at the version that says so. */
+class PlaintextSealer {
+  constructor(
+    private readonly store: PlaintextEvents,
+    private readonly keys: DataKeys,
+    private readonly kinds: SealedKind[],
+  ) {}
+
+  async sealPage(page: StoredEvent[]): Promise<StoredEvent[]> {
+    // The page's record keys in one go: made together, they share one transaction of the key store.
+    const recordStreams = new Set(page.filter((e) => this.kindOf(e.streamId) && Object.keys(e.data).length > 0).map((e) => e.streamId));
+    await Promise.all([...recordStreams].map((streamId) => this.keys.forWriting(streamId)));
+    const replaced: StoredEvent[] = [];
+    for (const event of page) {
+      replaced.push({ ...event, data: await this.sealedData(event), metadata: { ...event.metadata, schemaVersion: SEALED_SCHEMA_VERSION } });
     }
-    if (event.type === 'IdempotencyKeyClaimed') {
-      const { fingerprint, recordId } = data as { fingerprint: string; recordId: string };
-      const streamId = await recordStream(recordId);
-      // A claim whose create never ran has no record, and nothing to compare against any more.
-      return { recordId, fingerprint: streamId ? digest(await keys.forWriting(streamId), fingerprint) : '' };
+    return replaced;
+  }
+
+  private async sealedData(event: StoredEvent): Promise<Record<string, unknown>> {
+    if (this.kindOf(event.streamId)) return this.sealedValues(event);
+    if (event.type === 'IdempotencyKeyClaimed') return this.sealedClaim(event.data as { fingerprint: string; recordId: string });
+    if (event.type === 'IdempotencyKeyAnswered') return this.sealedAnswer(event.streamId, event.data as { body: unknown; revision: number });
+    return event.data;
+  }
+
+  /** A record event's values, with its record's key, as SealedEventStore would have sealed them. */
+  private async sealedValues({ streamId, id, data }: StoredEvent): Promise<Record<string, unknown>> {
+    const fields = Object.keys(data);
+    if (fields.length === 0) return data;
+    const key = await this.keys.forWriting(streamId);
+    return { fields, sealed: seal(key, JSON.stringify(fields.map((f) => data[f])), id) };
+  }
+
+  /** A claim's fingerprint (a plain sha256 of the request) as an HMAC under its record's key. */
+  private async sealedClaim({ fingerprint, recordId }: { fingerprint: string; recordId: string }): Promise<Record<string, unknown>> {
+    const streamId = await this.recordStream(recordId);
+    // A claim whose create never ran has no record, and nothing to compare against any more.
+    return { recordId, fingerprint: streamId ? digest(await this.keys.forWriting(streamId), fingerprint) : '' };
+  }
+
+  /** A stored answer, sealed with the key of the record it created. */
+  private async sealedAnswer(streamId: string, { body, revision }: { body: unknown; revision: number }): Promise<Record<string, unknown>> {
+    // The body is the create's envelope: {data: {Customer: {id, ...}}, ...}.
+    const [label, record] = Object.entries((body as { data: Record<string, { id: string }> }).data)[0];
+    const kind = this.kinds.find((k) => k.label === label)!;
+    const key = await this.keys.forWriting(`${kind.streamPrefix}-${record.id}`);
+    return { revision, sealed: seal(key, JSON.stringify(body), streamId) };
+  }
+
+  private kindOf(streamId: string): SealedKind | undefined {
+    return this.kinds.find((k) => streamId.startsWith(`${k.streamPrefix}-`));
+  }
+
+  /** The record an idempotency event is about, by the stream that exists for its id. */
+  private async recordStream(recordId: string): Promise<string | undefined> {
+    for (const kind of this.kinds) {
+      const streamId = `${kind.streamPrefix}-${recordId}`;
+      if ((await this.store.readStream(streamId)).length > 0) return streamId;
     }
-    if (event.type === 'IdempotencyKeyAnswered') {
-      const { body, revision } = data as { body: unknown; revision: number };
-      // The body is the create's envelope: {data: {Customer: {id, ...}}, ...}.
-      const [label, record] = Object.entries((body as { data: Record<string, { id: string }> }).data)[0];
-      const kind = kinds.find((k) => k.label === label)!;
-      const key = await keys.forWriting(`${kind.streamPrefix}-${record.id}`);
-      return { revision, sealed: seal(key, JSON.stringify(body), event.streamId) };
-    }
-    return data;
+    return undefined;
   }
 }
