@@ -63,4 +63,4 @@ const [kind, bytes] = process.argv.slice(2);
 const body = constantBody(Number(bytes));
 // Exits on SIGTERM, so that a profile taken with --cpu-prof is written.
 process.once('SIGTERM', () => process.exit(0));
-(kind === 'node' ? node(body) : nest(body, kind === 'nest-born')).then((url) => console.log(`Listening on ${url}`));
+void (kind === 'node' ? node(body) : nest(body, kind === 'nest-born')).then((url) => console.log(`Listening on ${url}`));

@@ -318,8 +318,8 @@ async function startYardsticks(bytes: number): Promise<Yardsticks> {
   const start = async (kind: string): Promise<Service> => {
     const child = spawn(process.execPath, [join(__dirname, 'floor.js'), kind, String(bytes)], { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk));
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     return { url: await listening(child, () => output), child, output: () => output };
   };
   return { floor: await start('nest'), limit: await start('node'), bornFloor: await start('nest-born') };

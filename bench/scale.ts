@@ -146,8 +146,8 @@ async function cliRebuild(dataDir: string): Promise<{ eventsPerSecond: number; s
     });
     let out = '';
     let err = '';
-    child.stdout.on('data', (c: Buffer) => (out += c));
-    child.stderr.on('data', (c: Buffer) => (err += c));
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
     let peakKb = 0;
     let ticks = 0;
     const sample = setInterval(() => {

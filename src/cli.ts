@@ -221,7 +221,7 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`${error.message}\n\n${HELP[command]}`);
       process.exit(2);
     }
-    process.stderr.write(`${failureLine(error) ?? error?.stack ?? error}\n`);
+    process.stderr.write(`${failureLine(error) ?? (error as Error | undefined)?.stack ?? error}\n`);
     process.exit(1);
   },
 );

@@ -50,7 +50,7 @@ export const siblings = {
     if (!cluster.isWorker) return () => undefined;
     const onMessage = (message: unknown) => {
       const told = message as { [NEWS]?: unknown; streams?: unknown } | null;
-      if (told?.[NEWS] === news) listener(Array.isArray(told.streams) ? told.streams : []);
+      if (told?.[NEWS] === news) listener(Array.isArray(told.streams) ? (told.streams as string[]) : []);
     };
     process.on('message', onMessage);
     return () => void process.off('message', onMessage);

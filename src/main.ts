@@ -103,7 +103,7 @@ async function main(): Promise<void> {
           process.exit(0);
         },
         (error) => {
-          logger.error('Shutdown failed', error?.stack ?? String(error));
+          logger.error('Shutdown failed', (error as Error | undefined)?.stack ?? String(error));
           process.exit(1);
         },
       );
@@ -112,7 +112,7 @@ async function main(): Promise<void> {
   // A worker whose primary died (kill -9) must not serve on alone.
   if (cluster.isWorker) process.once('disconnect', () => shutDown('the loss of its primary'));
   await (settings.host ? app.listen(settings.port, settings.host) : app.listen(settings.port)).catch((error) => {
-    throw error?.code === 'EADDRINUSE' ? portInUse(settings.port) : error;
+    throw (error as NodeJS.ErrnoException | undefined)?.code === 'EADDRINUSE' ? portInUse(settings.port) : error;
   });
   const url = (await app.getUrl()).replace('[::1]', 'localhost').replace('[::]', 'localhost');
   // LOG_LEVEL=warn hides info lines; where the service listens is still worth one line there.
@@ -191,7 +191,7 @@ main().catch((error) => {
       ? `Configuration error: ${error.message}`
       : error instanceof StartError || error instanceof StoreUnavailableError
         ? `Cannot start: ${error.message}`
-        : (error?.stack ?? String(error));
+        : ((error as Error | undefined)?.stack ?? String(error));
   process.stderr.write(`${message}\n`);
   process.exit(1);
 });

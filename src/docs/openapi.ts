@@ -15,7 +15,7 @@ import {
   SwaggerModule,
 } from '@nestjs/swagger';
 import type { ReferenceObject, SchemaObject } from '@nestjs/swagger';
-import type { Express, Request, Response } from 'express';
+import type { Request, Response } from 'express';
 import type { ErrorCode } from '../errors';
 import type { MatchKind } from '../read-store/read-store.port';
 import * as EXAMPLE from './examples';

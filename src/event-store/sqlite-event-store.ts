@@ -5,6 +5,7 @@ import { sqliteFailure } from '../storage/store-unavailable.error';
 import {
   AppendResult,
   EventBatch,
+  EventMetadata,
   EventStore,
   ExpectedRevision,
   NewEvent,
@@ -179,7 +180,7 @@ export class SqliteEventStore implements EventStore {
     if (events.length === 0) throw new Error('appendToStream needs at least one event');
     return new Promise((resolve, reject) => {
       this.pending.push({ streamId, events, expected, resolve, reject });
-      if (this.pending.length === 1) setImmediate(() => this.commitPending());
+      if (this.pending.length === 1) setImmediate(() => void this.commitPending());
     });
   }
 
@@ -334,8 +335,8 @@ function toStoredEvent([globalPosition, id, streamId, revision, type, data, meta
     revision,
     position: toPosition(globalPosition),
     type,
-    data: JSON.parse(data),
-    metadata: JSON.parse(metadata),
+    data: JSON.parse(data) as StoredEvent['data'],
+    metadata: JSON.parse(metadata) as EventMetadata,
     recordedAt: new Date(recordedAt),
   };
 }

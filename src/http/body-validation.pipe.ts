@@ -44,9 +44,9 @@ export class BodyValidationPipe implements PipeTransform {
   }
 }
 
-const acceptedCache = new Map<Function, Set<string>>();
+const acceptedCache = new Map<BodyClass, Set<string>>();
 
-function acceptedFields(cls: Function): Set<string> {
+function acceptedFields(cls: BodyClass): Set<string> {
   let fields = acceptedCache.get(cls);
   if (!fields) {
     const rules = getMetadataStorage().getTargetValidationMetadatas(cls, '', true, false);

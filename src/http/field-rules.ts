@@ -147,7 +147,7 @@ export const Text = (max: number) =>
   );
 
 /** Digit strings reach the rule, and the domain, in ASCII: clients may type Persian or Arabic-Indic digits. */
-const AsciiDigits = () => Transform(({ value }) => (typeof value === 'string' ? asciiDigits(value) : value));
+const AsciiDigits = () => Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? asciiDigits(value) : value));
 
 const DIGITS_NOTE = 'Persian (۰-۹) and Arabic-Indic (٠-٩) digits are taken too, and answered as ASCII';
 

@@ -34,7 +34,7 @@ function parseJson(req: Request, _res: Response, next: NextFunction): void {
   }
   if (text.trim() === '') return next(new ApiError('MALFORMED_JSON', 'The request body is empty; send a JSON object.'));
   try {
-    req.body = JSON.parse(text);
+    req.body = JSON.parse(text) as unknown;
   } catch (error) {
     return next(new ApiError('MALFORMED_JSON', `The request body is not valid JSON: ${(error as Error).message}`));
   }

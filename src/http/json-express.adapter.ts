@@ -30,7 +30,7 @@ export class JsonExpressAdapter extends ExpressAdapter {
     this.lateRoutes.push(add);
   }
 
-  override setNotFoundHandler(...args: Parameters<ExpressAdapter['setNotFoundHandler']>) {
+  override setNotFoundHandler(...args: Parameters<ExpressAdapter['setNotFoundHandler']>): unknown {
     for (const add of this.lateRoutes.splice(0)) add();
     return super.setNotFoundHandler(...args);
   }

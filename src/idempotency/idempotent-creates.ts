@@ -210,5 +210,5 @@ export class IdempotentCreates {
 
 function openAnswer(answer: StoredAnswer, dataKey: Buffer | undefined, streamId: string): CreatedResponse {
   if (!('sealed' in answer)) return answer;
-  return { revision: answer.revision, body: JSON.parse(open(dataKey!, answer.sealed, streamId)) };
+  return { revision: answer.revision, body: JSON.parse(open(dataKey!, answer.sealed, streamId)) as object };
 }

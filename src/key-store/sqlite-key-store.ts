@@ -79,7 +79,7 @@ export class SqliteKeyStore implements KeyStore {
     }
     return new Promise((resolve, reject) => {
       this.pending.push({ keyId, resolve, reject });
-      if (this.pending.length === 1) setImmediate(() => this.obtainPending());
+      if (this.pending.length === 1) setImmediate(() => void this.obtainPending());
     });
   }
 

@@ -99,7 +99,7 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
 export function logRequest(logger: Logger, req: Request & { requestId?: string; accountId?: string }, res: Response, ms: number): void {
   if (!logger.isLevelEnabled('info')) return;
   const url = redactUrl(req.originalUrl);
-  const error: LoggedError | undefined = res.locals?.error;
+  const error = res.locals?.error as LoggedError | undefined;
   logger.info(
     {
       requestId: req.requestId,

@@ -91,7 +91,7 @@ export class Metrics {
    * body refused) are labelled `none`.
    */
   observeRequest(req: Request, res: Response, seconds: number): void {
-    const route: string = req.route?.path ?? 'none';
+    const route = (req.route as { path?: string } | undefined)?.path ?? 'none';
     const { method } = req;
     const { statusCode } = res;
     this.httpDuration.of(`${method} ${route} ${statusCode}`, () => ({ method, route, status: String(statusCode) })).observe(seconds);

@@ -519,7 +519,10 @@ export class SqliteReadStore implements ReadStore {
       .transaction(() => {
         let count = 0;
         for (const row of this.selectGenerations.all(collection)) {
-          if (row.state === 'retired' && row.updated_at <= before) (this.dropGeneration(collection, row.generation), count++);
+          if (row.state === 'retired' && row.updated_at <= before) {
+            this.dropGeneration(collection, row.generation);
+            count++;
+          }
         }
         return count;
       })
@@ -763,7 +766,7 @@ function toStatus(row: GenerationRow): GenerationStatus {
   return {
     generation: row.generation,
     position: positionOf(row),
-    failure: row.failure ? JSON.parse(row.failure) : null,
+    failure: row.failure ? (JSON.parse(row.failure) as ProjectionFailure) : null,
     updatedAt: row.updated_at,
   };
 }
@@ -776,6 +779,6 @@ function toDocument(row: DocumentRow): ReadDocument {
     seq: row.seq,
     deleted: row.deleted === 1,
     created: row.created,
-    fields: JSON.parse(row.fields),
+    fields: JSON.parse(row.fields) as Record<string, string>,
   };
 }

@@ -78,7 +78,7 @@ export class RecordEraser {
     }
     if (unfinished) this.finishInBackground(id, context);
     if (!state.erased) await freeing?.(state);
-    if (unfinished) throw unfinished;
+    if (unfinished) throw unfinished as Error;
   }
 
   private finishInBackground(id: string, context: CommandContext): void {

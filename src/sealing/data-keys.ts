@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { createCipheriv, createDecipheriv, createHmac, createSecretKey, KeyObject, randomUUID } from 'node:crypto';
 import { RecordErasedError } from '../event-store/event-store.port';
-import { KEY_BYTES, type KeyStore } from '../key-store/key-store.port';
+import type { KeyStore } from '../key-store/key-store.port';
 import { randomBytesPooled } from '../key-store/random-bytes';
 
 /** Keys kept in memory at most; rebuilds fetch theirs a batch at a time anyway. */

@@ -187,8 +187,8 @@ export class SealedEventStore implements EventStore {
   }
 
   private async nextOpened(batches: AsyncIterator<EventBatch>): Promise<EventBatch | undefined> {
-    const { done, value } = await batches.next();
-    return done ? undefined : { events: await this.openAll(value.events, false, this.appendedHere), position: value.position };
+    const next = await batches.next();
+    return next.done ? undefined : { events: await this.openAll(next.value.events, false, this.appendedHere), position: next.value.position };
   }
 
   /** A record's stream or its snapshot stream: values sealed with the record's key. */
@@ -303,7 +303,7 @@ export class SealedEventStore implements EventStore {
  */
 function setValues(event: StoredEvent, opened: string | null): void {
   const { fields } = event.data as unknown as SealedData;
-  const values: unknown[] | null = opened === null ? null : JSON.parse(opened);
+  const values = opened === null ? null : (JSON.parse(opened) as unknown[]);
   const data: Record<string, unknown> = {};
   fields.forEach((field, i) => (data[field] = values ? values[i] : ''));
   event.data = data;

@@ -9,6 +9,7 @@ import {
   MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
+  WriteError,
 } from 'mongodb';
 import { ConfigError } from '../config/config';
 import { StoreUnavailableError } from './store-unavailable.error';
@@ -26,10 +27,14 @@ const DUPLICATE_KEY = 11000;
  */
 export function duplicateKeyFailures(error: unknown): number[] | null {
   if (!(error instanceof MongoBulkWriteError) || unconfirmed(error)) return null;
-  const writeErrors = Array.isArray(error.writeErrors) ? error.writeErrors : [error.writeErrors];
+  const writeErrors = writeErrorsOf(error);
   if (writeErrors.length === 0 || writeErrors.some((w) => w.code !== DUPLICATE_KEY)) return null;
   return writeErrors.map((w) => w.index);
 }
+
+/** The bulk write's write errors as a list (the driver gives one bare; Array.isArray does not narrow its readonly list). */
+const writeErrorsOf = ({ writeErrors }: MongoBulkWriteError): readonly WriteError[] =>
+  Array.isArray(writeErrors) ? (writeErrors as readonly WriteError[]) : [writeErrors as WriteError];
 
 /** Writes a majority did not confirm (in time): the cluster cannot say they are stored, now. */
 const unconfirmed = (error: MongoBulkWriteError) => error.result?.getWriteConcernError?.() !== undefined;
@@ -106,7 +111,7 @@ function isUnavailable(error: unknown): boolean {
     return true;
   }
   if (error instanceof MongoBulkWriteError) {
-    const writeErrors = Array.isArray(error.writeErrors) ? error.writeErrors : [error.writeErrors];
+    const writeErrors = writeErrorsOf(error);
     // A bulk write the server never answered (connection lost, timed out) comes wrapped in one
     // without the original's class: no code, no write error.
     if (error.code === undefined && writeErrors.length === 0) return true;

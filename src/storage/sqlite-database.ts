@@ -1,4 +1,4 @@
-import type BetterSqlite3 from 'better-sqlite3';
+import BetterSqlite3 from 'better-sqlite3';
 import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { StoreUnavailableError } from './store-unavailable.error';
 
 /** better-sqlite3 13: prebuilt inside its package (N-API), so an install compiles nothing. */
-export const Database: typeof BetterSqlite3 = require('better-sqlite3');
+export const Database: typeof BetterSqlite3 = BetterSqlite3;
 
 export type SqliteDatabase = BetterSqlite3.Database;
 
