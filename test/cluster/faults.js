@@ -206,7 +206,9 @@ async function http(base, method, path, body, headers = {}) {
     let json = null;
     try {
       json = JSON.parse(text);
-    } catch {}
+    } catch {
+      // Not JSON: json stays null, the text is returned.
+    }
     const header = (/** @type {string} */ name) => res.headers.get(name);
     return { status: res.status, etag: header('etag'), total: Number(header('x-total-count')), retryAfter: Number(header('retry-after')) || 0, json, text };
   } catch (error) {

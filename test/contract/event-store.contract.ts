@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { EventBatch, EventStore, NewEvent, START, StoredEvent, WrongExpectedRevisionError, comparePositions } from '../../src/event-store/event-store.port';
+import { EventStore, NewEvent, START, StoredEvent, WrongExpectedRevisionError, comparePositions } from '../../src/event-store/event-store.port';
 
 /**
  * What every EventStore adapter must do. Each adapter's spec calls this with a factory that gives

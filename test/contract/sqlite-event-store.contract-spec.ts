@@ -62,7 +62,7 @@ describe('SQLite event store: group commit', () => {
       // Commits no longer sync inside SQLite, on the event loop: the store does, in the thread pool.
       expect(sqlite.db.pragma('synchronous', { simple: true })).toBe(1);
       const seen: string[] = [];
-      const subscribed = (async () => {
+      void (async () => {
         for await (const batch of store.subscribeToAll(START, { signal: abort.signal })) seen.push(...batch.events.map((e) => e.streamId));
       })();
       let answered = false;

@@ -18,7 +18,7 @@ describe.each([PROFILES, CUSTOMERS])('history and as-of reads of $path', (spec) 
   const history = (id: string, query: Rec = {}, token: string = TOKENS.a) =>
     app().http.get(withToken(withQuery(`${spec.path}/${id}/history`, query as Record<string, string>), token));
   const asOf = (id: unknown, when: unknown, token: string = TOKENS.a) =>
-    app().http.get(withToken(`${spec.path}/${id}?as_of=${encodeURIComponent(String(when))}`, token));
+    app().http.get(withToken(`${spec.path}/${id as string}?as_of=${encodeURIComponent(String(when))}`, token));
   const entries = (res: Response) => res.body.data as Rec[];
 
   it('lists create, update and delete oldest first, with field changes; a no-op update adds nothing', async () => {
@@ -135,7 +135,7 @@ describe.each([PROFILES, CUSTOMERS])('history and as-of reads of $path', (spec) 
 
   it('refuses as_of given twice', async () => {
     const { id } = await A.create(spec.minimal());
-    expectError(await app().http.get(withToken(`${spec.path}/${id}?as_of=1&as_of=2`)), 400, 'VALIDATION_FAILED', ['as_of']);
+    expectError(await app().http.get(withToken(`${spec.path}/${id as string}?as_of=1&as_of=2`)), 400, 'VALIDATION_FAILED', ['as_of']);
   });
 });
 
@@ -145,10 +145,10 @@ describe('long histories', () => {
   it('answers the first 100 events by default, and the rest on the next page', async () => {
     const { id } = await A.create({ email: uniqueEmail() });
     for (let i = 1; i <= 101; i++) await expectStatus(A.put(id as string, { name: `n${i}` }), 200);
-    const first = await expectStatus(app().http.get(withToken(`customers/${id}/history`)), 200);
+    const first = await expectStatus(app().http.get(withToken(`customers/${id as string}/history`)), 200);
     expect(first.body.data).toHaveLength(100);
     expect(totalOf(first)).toBe(102);
-    const rest = await expectStatus(app().http.get(withToken(`customers/${id}/history?offset=100`)), 200);
+    const rest = await expectStatus(app().http.get(withToken(`customers/${id as string}/history?offset=100`)), 200);
     expect(rest.body.data.map((e: Rec) => e.revision)).toEqual([100, 101]);
     expect(rest.body.data[1].changes).toEqual({ name: { from: 'n100', to: 'n101' } });
   });

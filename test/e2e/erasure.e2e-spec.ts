@@ -62,8 +62,8 @@ describe('erasure', () => {
     const after = await t.http.get(withToken(`customers/${id}/history`)).expect(200);
     expect(after.headers['x-total-count']).toBe('4');
     const entries = after.body.data;
-    expect(entries.slice(0, 3).map(({ changes, ...rest }: { changes: unknown }) => rest)).toEqual(
-      before.map(({ changes, ...rest }: { changes: unknown }) => rest),
+    expect(entries.slice(0, 3).map(({ changes: _changes, ...rest }: { changes: unknown }) => rest)).toEqual(
+      before.map(({ changes: _changes, ...rest }: { changes: unknown }) => rest),
     );
     expect(entries.map((e: { changes: unknown }) => e.changes)).toEqual([
       { name: null, email: null, mobile: null, address: null, tel: null },

@@ -19,7 +19,7 @@ import {
   uniqueTel,
   UUID_V4,
 } from '../support/http-assertions';
-import { freshApp, startTestApp, TestApp, TOKENS } from '../support/test-app';
+import { freshApp, startTestApp, TestApp } from '../support/test-app';
 
 /** Every request field except slug (uniqueness rules of its own) with a sample value. */
 const SAMPLE: Rec = {

@@ -91,7 +91,7 @@ describeOnSqlite('projections rebuild beside a running service', () => {
         .output()
         .split('\n')
         .filter((line) => !/"statusCode":2\d\d/.test(line));
-      throw new Error(`${(error as Error).message}\n--- the service's log, but for its 2xx lines ---\n${notable.slice(-100).join('\n')}`);
+      throw new Error(`${(error as Error).message}\n--- the service's log, but for its 2xx lines ---\n${notable.slice(-100).join('\n')}`, { cause: error });
     } finally {
       service.process.kill('SIGTERM');
       await service.exited;

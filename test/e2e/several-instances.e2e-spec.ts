@@ -127,7 +127,10 @@ describeUnlessWorkers('several instances on one store configuration', 'it starts
           const seen = new Set<string>();
           await eventually(async () => {
             const instance = await instanceOf(service);
-            if (!seen.has(instance)) (seen.add(instance), folding.push(await foldingOf(service)));
+            if (!seen.has(instance)) {
+              seen.add(instance);
+              folding.push(await foldingOf(service));
+            }
             expect(seen.size).toBe(2);
           });
           for (const name of ['customers', 'profiles']) expect(folding.filter((f) => f[name])).toHaveLength(1);

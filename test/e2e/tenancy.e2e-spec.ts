@@ -188,7 +188,7 @@ describe('tenancy isolation', () => {
             req.on('error', reject);
           });
         const aList = withToken(withQuery('customers', { company: 'trading', limit: 10, offset: 20 }), TOKENS.a);
-        const bRead = withToken(`customers/${id}`, TOKENS.b);
+        const bRead = withToken(`customers/${id as string}`, TOKENS.b);
         try {
           await Promise.all([...Array.from({ length: 16 }, () => get(aList)), get(bRead)]);
           const answered: string[] = [];

@@ -193,7 +193,7 @@ function toRequest(spec: Spec, ids: string[]): RawRequest {
 function faultOf(req: RawRequest, res: RawResponse): string | undefined {
   const ok = res.status >= 200 && res.status < 300;
   if (!ok && !(res.status >= 400 && res.status < 500)) return `status ${res.status}`;
-  if (res.headers['content-type'] !== JSON_CT) return `content type ${res.headers['content-type']}`;
+  if (res.headers['content-type'] !== JSON_CT) return `content type ${String(res.headers['content-type'])}`;
   if (req.method === 'HEAD') return undefined; // the headers of a GET, no body
   let body: Record<string, unknown>;
   try {
