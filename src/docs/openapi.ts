@@ -334,120 +334,116 @@ const OPERATION_ERRORS: Record<Operation, number[]> = Object.fromEntries(
   }).map(([operation, statuses]) => [operation, [...new Set([...statuses, 401, 413, 417, 429, 500])].sort()]),
 ) as Record<Operation, number[]>;
 
+/** What each operation takes and answers, before the errors it can give. */
+const OPERATIONS: Record<Operation, (spec: ApiRecordSpec, parts: OperationParts) => MethodDecorator[]> = {
+  create: (spec, { name, full, example, resource, rules }) => [
+    ApiOperation({
+      summary: `Create a ${name}`,
+      description: `${rules.create} Digit fields take a JSON integer >= 0 or a string of digits (ASCII, Persian or Arabic-Indic; answered as ASCII). Unknown and output-only fields are refused (400).`,
+    }),
+    ApiHeader({
+      name: 'Idempotency-Key',
+      required: false,
+      description:
+        'makes the create safe to retry: within 24 hours the same key and body answer the first response again and write nothing; 1 to 255 printable ASCII characters, no spaces',
+      schema: { type: 'string', pattern: '^[\\x21-\\x7E]{1,255}$' },
+      // No example: "Try it out" would send it, and a second create would answer 409.
+    }),
+    BODY(spec, 'create'),
+    successResponse(201, `the new ${name}`, 201, wrapper(resource, full), { [resource]: example.full }, { headers: ETAG }),
+  ],
+  list: (spec, { name, short, example, resource }) => [
+    ApiOperation({
+      summary: `List ${name}s`,
+      description: 'Newest first (in creation order), stable across pages. Each filter says how it matches; X-Total-Count counts every match, ignoring paging.',
+    }),
+    ...PAGING(10),
+    ...CURSOR,
+    ...FILTERS(spec.filters),
+    successResponse(200, `a page of the account's ${name}s`, 200, { type: 'array', items: wrapper(resource, short) }, [{ [resource]: example.short }], {
+      headers: { ...TOTAL_COUNT, ...TOTAL_CAPPED, ...NEXT_CURSOR },
+    }),
+  ],
+  read: (_spec, { name, short, id, example, resource }) => [
+    ApiOperation({ summary: `Read a ${name}`, description: 'The record comes as the only item of an array.' }),
+    id,
+    ApiQuery({
+      name: 'as_of',
+      required: false,
+      schema: { type: 'integer', minimum: 0 },
+      description: 'epoch seconds: the record as it stood at the end of that second (404 if it did not exist then)',
+      example: 1795312300,
+    }),
+    successResponse(200, `the ${name}`, 200, { type: 'array', minItems: 1, maxItems: 1, items: wrapper(resource, short) }, [{ [resource]: example.short }], {
+      headers: ETAG,
+    }),
+  ],
+  history: (_spec, { name, id, example }) => [
+    ApiOperation({
+      summary: `A ${name}'s history`,
+      description: "The record's events, oldest first, also after a delete; entries have no wrapper. X-Total-Count counts the events.",
+    }),
+    id,
+    ...PAGING(100),
+    successResponse(200, `the ${name}'s events`, 200, { type: 'array', items: ref('HistoryEntry') }, example.history, { headers: TOTAL_COUNT }),
+  ],
+  update: (spec, { name, short, id, example, resource, rules }) => [
+    ApiOperation({
+      summary: `Update a ${name}`,
+      description: `Fields not sent keep their values; "" or null clears one. Answers HTTP 200 with status 201 in the body.${rules.update ? ` ${rules.update}` : ''}`,
+    }),
+    id,
+    IF_MATCH,
+    BODY(spec, 'update'),
+    successResponse(200, `the ${name} as changed (body status 201)`, 201, wrapper(resource, short), { [resource]: example.updated }, { headers: ETAG }),
+  ],
+  delete: (_spec, { name, id, example, resource }) => [
+    ApiOperation({ summary: `Delete a ${name}` }),
+    id,
+    IF_MATCH,
+    successResponse(
+      200,
+      `the ${name} is deleted`,
+      200,
+      wrapper(resource, ID_ONLY),
+      { [resource]: { id: example.id } },
+      { message: `${resource} deleted successfully.` },
+    ),
+  ],
+  erase: (_spec, { name, id, example, resource, rules }) => [
+    ApiOperation({
+      summary: `Erase a ${name}'s data for good`,
+      description: `The right to erasure: takes no body. Works on a live or a deleted ${name}; erasing it again answers the same. Afterwards the ${name} does not exist for any read, as-of read, list, update or delete (404)${rules.erase ? `, ${rules.erase}` : ''}; its history keeps every entry with null for each value, and ends with ${resource}Erased. No readable copy of the values stays in the service's stores.`,
+    }),
+    id,
+    successResponse(200, `the ${name} is erased`, 200, wrapper(resource, ID_ONLY), { [resource]: { id: example.id } }, { message: `${resource} erased.` }),
+  ],
+};
+
+/** What the operations of one resource share. */
+interface OperationParts {
+  resource: ApiRecordSpec['resource'];
+  name: string;
+  full: ReferenceObject;
+  short: ReferenceObject;
+  id: MethodDecorator;
+  example: ApiRecordSpec['examples'];
+  rules: ApiRecordSpec['rules'];
+}
+
 /** One operation on /v1/profiles or /v1/customers, with every answer it can give. */
 export function ApiRecordOperation(spec: ApiRecordSpec, operation: Operation) {
   const { resource, answers, examples: example, rules } = spec;
-  const name = resource.toLowerCase();
-  const full = ref(answers.full.name);
-  const short = ref((answers.short ?? answers.full).name);
-  const id = ID(example.id);
-  const errors = (operation: Operation) => OPERATION_ERRORS[operation].map(errorResponse);
-  switch (operation) {
-    case 'create':
-      return applyDecorators(
-        ApiOperation({
-          summary: `Create a ${name}`,
-          description: `${rules.create} Digit fields take a JSON integer >= 0 or a string of digits (ASCII, Persian or Arabic-Indic; answered as ASCII). Unknown and output-only fields are refused (400).`,
-        }),
-        ApiHeader({
-          name: 'Idempotency-Key',
-          required: false,
-          description:
-            'makes the create safe to retry: within 24 hours the same key and body answer the first response again and write nothing; 1 to 255 printable ASCII characters, no spaces',
-          schema: { type: 'string', pattern: '^[\\x21-\\x7E]{1,255}$' },
-          // No example: "Try it out" would send it, and a second create would answer 409.
-        }),
-        BODY(spec, 'create'),
-        successResponse(201, `the new ${name}`, 201, wrapper(resource, full), { [resource]: example.full }, { headers: ETAG }),
-        ...errors('create'),
-      );
-    case 'list':
-      return applyDecorators(
-        ApiOperation({
-          summary: `List ${name}s`,
-          description:
-            'Newest first (in creation order), stable across pages. Each filter says how it matches; X-Total-Count counts every match, ignoring paging.',
-        }),
-        ...PAGING(10),
-        ...CURSOR,
-        ...FILTERS(spec.filters),
-        successResponse(200, `a page of the account's ${name}s`, 200, { type: 'array', items: wrapper(resource, short) }, [{ [resource]: example.short }], {
-          headers: { ...TOTAL_COUNT, ...TOTAL_CAPPED, ...NEXT_CURSOR },
-        }),
-        ...errors('list'),
-      );
-    case 'read':
-      return applyDecorators(
-        ApiOperation({ summary: `Read a ${name}`, description: 'The record comes as the only item of an array.' }),
-        id,
-        ApiQuery({
-          name: 'as_of',
-          required: false,
-          schema: { type: 'integer', minimum: 0 },
-          description: 'epoch seconds: the record as it stood at the end of that second (404 if it did not exist then)',
-          example: 1795312300,
-        }),
-        successResponse(
-          200,
-          `the ${name}`,
-          200,
-          { type: 'array', minItems: 1, maxItems: 1, items: wrapper(resource, short) },
-          [{ [resource]: example.short }],
-          {
-            headers: ETAG,
-          },
-        ),
-        ...errors('read'),
-      );
-    case 'history':
-      return applyDecorators(
-        ApiOperation({
-          summary: `A ${name}'s history`,
-          description: "The record's events, oldest first, also after a delete; entries have no wrapper. X-Total-Count counts the events.",
-        }),
-        id,
-        ...PAGING(100),
-        successResponse(200, `the ${name}'s events`, 200, { type: 'array', items: ref('HistoryEntry') }, example.history, { headers: TOTAL_COUNT }),
-        ...errors('history'),
-      );
-    case 'update':
-      return applyDecorators(
-        ApiOperation({
-          summary: `Update a ${name}`,
-          description: `Fields not sent keep their values; "" or null clears one. Answers HTTP 200 with status 201 in the body.${rules.update ? ` ${rules.update}` : ''}`,
-        }),
-        id,
-        IF_MATCH,
-        BODY(spec, 'update'),
-        successResponse(200, `the ${name} as changed (body status 201)`, 201, wrapper(resource, short), { [resource]: example.updated }, { headers: ETAG }),
-        ...errors('update'),
-      );
-    case 'delete':
-      return applyDecorators(
-        ApiOperation({ summary: `Delete a ${name}` }),
-        id,
-        IF_MATCH,
-        successResponse(
-          200,
-          `the ${name} is deleted`,
-          200,
-          wrapper(resource, ID_ONLY),
-          { [resource]: { id: example.id } },
-          { message: `${resource} deleted successfully.` },
-        ),
-        ...errors('delete'),
-      );
-    case 'erase':
-      return applyDecorators(
-        ApiOperation({
-          summary: `Erase a ${name}'s data for good`,
-          description: `The right to erasure: takes no body. Works on a live or a deleted ${name}; erasing it again answers the same. Afterwards the ${name} does not exist for any read, as-of read, list, update or delete (404)${rules.erase ? `, ${rules.erase}` : ''}; its history keeps every entry with null for each value, and ends with ${resource}Erased. No readable copy of the values stays in the service's stores.`,
-        }),
-        id,
-        successResponse(200, `the ${name} is erased`, 200, wrapper(resource, ID_ONLY), { [resource]: { id: example.id } }, { message: `${resource} erased.` }),
-        ...errors('erase'),
-      );
-  }
+  const parts: OperationParts = {
+    resource,
+    name: resource.toLowerCase(),
+    full: ref(answers.full.name),
+    short: ref((answers.short ?? answers.full).name),
+    id: ID(example.id),
+    example,
+    rules,
+  };
+  return applyDecorators(...OPERATIONS[operation](spec, parts), ...OPERATION_ERRORS[operation].map(errorResponse));
 }
 
 /** Serves the document at /docs-json (in the service's JSON conventions) and its UI at /docs; `specs` give the resources' answers. */
