@@ -57,6 +57,10 @@ export interface NewEvent extends DomainEvent {
 /** A new event's metadata: its schemaVersion is for the store that writes it to set. */
 export type NewEventMetadata = Omit<EventMetadata, 'schemaVersion'> & Partial<Pick<EventMetadata, 'schemaVersion'>>;
 
+/** A new event's metadata as an adapter stores it: without a version, nothing sealed it, so it is plaintext. */
+export const storedMetadata = (metadata: NewEventMetadata): EventMetadata =>
+  metadata.schemaVersion === undefined ? { ...metadata, schemaVersion: PLAINTEXT_SCHEMA_VERSION } : (metadata as EventMetadata);
+
 export interface StoredEvent<E extends DomainEvent = DomainEvent> {
   id: string;
   streamId: string;

@@ -26,6 +26,7 @@ import {
   NewEvent,
   Position,
   START,
+  storedMetadata,
   StoredEvent,
   SubscribeOptions,
 } from './event-store.port';
@@ -141,7 +142,7 @@ export class EventStoreDbEventStore implements EventStore {
 
   async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     if (events.length === 0) throw new Error('appendToStream needs at least one event');
-    const data = events.map((e) => jsonEvent({ id: e.id, type: e.type, data: e.data, metadata: { ...e.metadata } }));
+    const data = events.map((e) => jsonEvent({ id: e.id, type: e.type, data: e.data, metadata: { ...storedMetadata(e.metadata) } }));
     const expectedRevision = toEsdbExpectedRevision(expected);
     for (let attempt = 1; ; attempt++) {
       const client = this.client;

@@ -12,6 +12,7 @@ import {
   Position,
   SEALED_SCHEMA_VERSION,
   START,
+  storedMetadata,
   StoredEvent,
   SubscribeOptions,
   WrongExpectedRevisionError,
@@ -153,7 +154,7 @@ export class SqliteEventStore implements EventStore {
       let position = 0;
       for (const event of events) {
         revision += 1;
-        const info = insert.run(event.id, streamId, revision, event.type, JSON.stringify(event.data), JSON.stringify(event.metadata), now);
+        const info = insert.run(event.id, streamId, revision, event.type, JSON.stringify(event.data), JSON.stringify(storedMetadata(event.metadata)), now);
         position = Number(info.lastInsertRowid);
       }
       return { revision, position: toPosition(position) };

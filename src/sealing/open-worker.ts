@@ -56,9 +56,16 @@ parentPort!.on('message', (request: OpenRequest) => {
 function readKeys(file: string, keyIds: string[]): { bytes: (Buffer | null)[]; absent: string[] } {
   if (keyStore?.file !== file) {
     keyStore?.db.close();
+    keyStore = undefined;
     const db = new Database(file, { readonly: true, fileMustExist: true });
-    db.pragma('busy_timeout = 5000');
-    keyStore = { file, db, select: db.prepare('SELECT key_id, key FROM data_keys WHERE key_id IN (SELECT value FROM json_each(?))') };
+    try {
+      // A small page cache: the pages it keeps hold keys, some of them destroyed since (freed, not zeroed).
+      db.pragma('cache_size = -256');
+      keyStore = { file, db, select: db.prepare('SELECT key_id, key FROM data_keys WHERE key_id IN (SELECT value FROM json_each(?))') };
+    } catch (error) {
+      db.close();
+      throw error;
+    }
   }
   const found = new Map<string, Buffer | null>();
   for (let from = 0; from < keyIds.length; from += KEYS_A_READ) {

@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { EventStore, NewEvent, START, StoredEvent, WrongExpectedRevisionError, comparePositions } from '../../src/event-store/event-store.port';
+import {
+  EventStore,
+  NewEvent,
+  PLAINTEXT_SCHEMA_VERSION,
+  START,
+  StoredEvent,
+  WrongExpectedRevisionError,
+  comparePositions,
+} from '../../src/event-store/event-store.port';
 
 /**
  * What every EventStore adapter must do. Each adapter's spec calls this with a factory that gives
@@ -51,6 +59,13 @@ export function eventStoreContract(adapter: string, open: () => Promise<{ store:
       expect(comparePositions(read.position, result.position)).toBe(0);
       expect(read.recordedAt).toBeInstanceOf(Date);
       expect(Math.abs(read.recordedAt.getTime() - Date.now())).toBeLessThan(60_000);
+    });
+
+    it('stores an event appended without a schema version as plaintext (version 1): nothing sealed it', async () => {
+      const { schemaVersion: _, ...metadata } = event().metadata;
+      await store.appendToStream(stream('unversioned'), [{ ...event(), metadata }], 'no_stream');
+      const [read] = await store.readStream(stream('unversioned'));
+      expect(read.metadata).toEqual({ ...metadata, schemaVersion: PLAINTEXT_SCHEMA_VERSION });
     });
 
     it('gives consecutive revisions and rising positions within one append', async () => {

@@ -35,7 +35,7 @@ describe('OpeningThread, as built', () => {
     await expect(run).rejects.toMatchObject({ code: 3, stdout: 'closed' });
   });
 
-  it('reads the keys from a SQLite key store itself: a key opens, a destroyed one and one the store has not give null, the latter named absent', async () => {
+  it('reads the keys from a SQLite key store itself: a key opens, a destroyed one and one the store has not give null, the latter named absent; later writes are seen', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'opening-thread-'));
     const script = `
       const { OpeningThread } = require(${JSON.stringify(join(DIST, 'opening-thread'))});
@@ -55,17 +55,23 @@ describe('OpeningThread, as built', () => {
         const keyOf = Int32Array.from([...ids.map((_, i) => i), ...ids.map((_, i) => i), ids.length]);
         const contexts = [...ids.map((_, i) => 'event-' + i), ...ids.map((_, i) => 'event-' + i), 'event-0'];
         const answer = await thread.openReadingKeys(file, [...sealed, ...sealed, sealed[0]], contexts, keyIds, keyOf);
+        // After the thread's first read: a key destroyed (the log truncated), then one made (in the log only).
+        await store.destroy('customer-2', 'acc');
+        const made = await store.obtain('customer-new', { isNew: true });
+        const later = await thread.openReadingKeys(file, [seal(made, '["new"]', 'event-new'), sealed[2]], ['event-new', 'event-2'], ['customer-new', 'customer-2'], Int32Array.from([0, 1]));
         await thread.close();
         await store.close();
-        process.stdout.write(JSON.stringify(answer));
+        process.stdout.write(JSON.stringify({ answer, later }));
       })();
     `;
     try {
       const { stdout } = await promisify(execFile)(process.execPath, ['-e', script], { maxBuffer: 1 << 24 });
-      const { opened, absent } = JSON.parse(stdout) as { opened: (string | null)[]; absent: string[] };
+      type Answer = { opened: (string | null)[]; absent: string[] };
+      const { answer, later } = JSON.parse(stdout) as { answer: Answer; later: Answer };
       const expected = Array.from({ length: 1500 }, (_, i) => (i === 1 ? null : JSON.stringify([`customer-${i}`])));
-      expect(opened).toEqual([...expected, ...expected, null]);
-      expect(absent).toEqual(['customer-none']);
+      expect(answer.opened).toEqual([...expected, ...expected, null]);
+      expect(answer.absent).toEqual(['customer-none']);
+      expect(later).toEqual({ opened: ['["new"]', null], absent: [] });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
