@@ -15,7 +15,7 @@ export interface Reconnection {
   discoveryMs: number;
 }
 
-/** The client's default gossip timeout, in seconds (client 6.2.1 Client/discovery.ts line 23, used as seconds at lines 151-155). */
+/** A gossipTimeout given in the connection string, in seconds (the client's default: 6.2.1 Client/discovery.ts line 23, used as seconds at lines 151-155). */
 const GOSSIP_TIMEOUT_PARAM = /[?&]gossipTimeout=([^&]*)/i;
 
 export function reconnection(connectionString: string, timeoutMs: number): Reconnection {
@@ -27,8 +27,8 @@ export function reconnection(connectionString: string, timeoutMs: number): Recon
   const discover = scheme.toLowerCase() === 'esdb+discover';
   if (!discover && hosts <= 1) return { connectionString, discoveryMs: 0 };
   // Discovery asks each seed in turn (one DNS name for esdb+discover), each for up to gossipTimeout
-  // seconds (discovery.ts lines 41-58). At the default 5 s, one black-holed seed used up the whole
-  // default STORE_TIMEOUT_MS, and the call's timer replaced the new client before it found the leader.
+  // seconds (discovery.ts lines 41-58). At the default 5 s, one unresponsive seed would use up the
+  // whole default STORE_TIMEOUT_MS, and the call's timer would replace the new client before it finds the leader.
   const seeds = discover ? 1 : hosts;
   const given = GOSSIP_TIMEOUT_PARAM.exec(connectionString)?.[1];
   let seconds: number;

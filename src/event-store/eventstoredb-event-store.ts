@@ -416,7 +416,7 @@ export class EventStoreDbEventStore implements EventStore {
         if (error instanceof CutShort && ++cutShort <= ATTEMPTS) attempt -= 1;
         // A read that used up its deadline failed as StoreUnavailableError: not transient, not tried again.
         else if (!isTransientEsdbError(error) || attempt === ATTEMPTS) throw error;
-        await sleep(retryDelayMs(Math.max(attempt, 1)));
+        await sleep(retryDelayMs(attempt));
       }
     }
   }

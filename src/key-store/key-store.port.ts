@@ -4,10 +4,10 @@
  * Adapters: SQLite (its own file beside the embedded store) and MongoDB.
  */
 
-/** An erasure whose key is destroyed but whose remaining steps may not have run (see RecordEraser). */
 /** A data key's length: AES-256. */
 export const KEY_BYTES = 32;
 
+/** An erasure whose key is destroyed but whose remaining steps may not have run (see RecordEraser). */
 export interface PendingErasure {
   keyId: string;
   /** The account that asked for it: the actor of the erasure event. */

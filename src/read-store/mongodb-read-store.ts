@@ -288,13 +288,13 @@ export class MongoDbReadStore implements ReadStore {
           // A write concern error comes after the primary applied the update (the driver does not
           // retry WriteConcernTimeout), and a lost answer leaves it open: what the primary holds now
           // says. Thrown as failed, a swap that was applied would have its live generation abandoned.
-          const now = await this.readModelOnPrimary(collection).catch(() => null);
+          const now = await this.readModel(collection, { onPrimary: true }).catch(() => null);
           if (now?.live !== generation) throw error;
           return { matchedCount: 1 };
         });
       if (swapped.matchedCount === 0) {
         // Why it matched nothing, from what it was matched against: a majority read may not show it yet.
-        const now = await this.readModelOnPrimary(collection);
+        const now = await this.readModel(collection, { onPrimary: true });
         if (now.live === model.live && now.building === generation) throw new RebuildBehindError(collection);
         throw new GenerationReplacedError(collection, generation);
       }
@@ -424,18 +424,13 @@ export class MongoDbReadStore implements ReadStore {
     throw new GenerationReplacedError(collection, generation);
   }
 
-  private async readModel(collection: string): Promise<MongoReadModel> {
-    const model = await this.guard(() => this.readModels.findOne({ _id: collection }));
-    if (!model) throw new Error(`Unknown collection ${collection}: call ensureCollection first`);
-    return model;
-  }
-
   /**
-   * The read model's document as the primary holds it now, majority-committed or not: what the
-   * conditional updates on it were matched against, for deciding what such an update did.
+   * The read model's document. `onPrimary`: as the primary holds it now, majority-committed or not:
+   * what the conditional updates on it were matched against, for deciding what such an update did.
    */
-  private async readModelOnPrimary(collection: string): Promise<MongoReadModel> {
-    const model = await this.guard(() => this.readModels.findOne({ _id: collection }, { readConcern: { level: 'local' } }));
+  private async readModel(collection: string, { onPrimary = false } = {}): Promise<MongoReadModel> {
+    const options = onPrimary ? { readConcern: { level: 'local' as const } } : {};
+    const model = await this.guard(() => this.readModels.findOne({ _id: collection }, options));
     if (!model) throw new Error(`Unknown collection ${collection}: call ensureCollection first`);
     return model;
   }

@@ -108,7 +108,7 @@ interface Build {
 const NAME = /^[a-z][a-z0-9_]*$/;
 
 /** Documents a rebuild finds through its rowid table (at most about 100 MB) before it builds the id index instead (see Build). */
-export const ROWIDS_IN_MEMORY = 2_000_000;
+const ROWIDS_IN_MEMORY = 2_000_000;
 
 /** Rows a build inserts with one statement (see Build.nextRowid); 11 parameters each for customers. */
 const INSERT_ROWS = 64;

@@ -1,6 +1,6 @@
-import { type EventStore, SEALED_SCHEMA_VERSION, type StoredEvent } from '../event-store/event-store.port';
+import type { EventStore, StoredEvent } from '../event-store/event-store.port';
 import { DataKeys, digest, seal } from './data-keys';
-import type { SealedKind } from './sealed-event-store';
+import { type SealedKind, versioned } from './sealed-event-store';
 
 const PAGE = 5000;
 
@@ -61,7 +61,7 @@ class PlaintextSealer {
     await Promise.all([...recordStreams].map((streamId) => this.keys.forWriting(streamId)));
     const replaced: StoredEvent[] = [];
     for (const event of page) {
-      replaced.push({ ...event, data: await this.sealedData(event), metadata: { ...event.metadata, schemaVersion: SEALED_SCHEMA_VERSION } });
+      replaced.push({ ...versioned(event), data: await this.sealedData(event) });
     }
     return replaced;
   }

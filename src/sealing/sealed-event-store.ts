@@ -29,7 +29,7 @@ const SNAPSHOTS = 'snapshot-';
 export const snapshotStreamOf = (streamId: string) => SNAPSHOTS + streamId;
 
 /** The record stream whose data key seals a stream's values: its own, or the one a snapshot stream follows. */
-export const keyStreamOf = (streamId: string) => (streamId.startsWith(SNAPSHOTS) ? streamId.slice(SNAPSHOTS.length) : streamId);
+const keyStreamOf = (streamId: string) => (streamId.startsWith(SNAPSHOTS) ? streamId.slice(SNAPSHOTS.length) : streamId);
 
 /**
  * A record event's data as stored from schema version 2 on: the names of the fields it carries,
@@ -42,7 +42,7 @@ interface SealedData {
 }
 
 /** The version says how to read the data, so it is this store's to set, whatever the caller said. */
-const versioned = (event: NewEvent): NewEvent => ({ ...event, metadata: { ...event.metadata, schemaVersion: SEALED_SCHEMA_VERSION } });
+export const versioned = <E extends { metadata: object }>(event: E): E => ({ ...event, metadata: { ...event.metadata, schemaVersion: SEALED_SCHEMA_VERSION } });
 
 /** Batches a subscription reads and opens ahead of the one its caller folds. */
 const READ_AHEAD = 2;
@@ -110,7 +110,7 @@ export class SealedEventStore implements EventStore {
       // Not a snapshot's: no subscription of the service's follows snapshot streams to take them.
       if (this.subscriptions > 0 && keyId === streamId) this.appendedHere.set(event.id, values);
       const data: SealedData = { fields, sealed: seal(key, values, event.id) };
-      return { ...event, data: data as unknown as Record<string, unknown>, metadata: { ...event.metadata, schemaVersion: SEALED_SCHEMA_VERSION } };
+      return { ...versioned(event), data: data as unknown as Record<string, unknown> };
     });
     try {
       return await this.inner.appendToStream(streamId, sealed, expected);

@@ -103,8 +103,7 @@ parentPort.once('message', () => { clearInterval(timer); db.close(); parentPort.
  * for COMMIT_CHECKPOINT_PAGES, there only should the thread fall behind. Checkpoints sync the WAL
  * before copying it into the database, as SQLite does at NORMAL. Not more often: once a checkpoint
  * has copied the whole log, the next commit starts it over and fsyncs its new header, on the event
- * loop (strace showed these fsyncs on the main thread, many a second on the key store's log alone,
- * when the thread checkpointed every 50 ms).
+ * loop: checkpointing more often puts many such fsyncs a second on the main thread.
  *
  * `forDurable` gives none for a connection that is not durable: there, everything counts as synced.
  */

@@ -113,6 +113,13 @@ function answerSubscription(call: ReadCall, log: ScriptedEvent[]): void {
   call.write(caughtUpMessage());
 }
 
+/** A stream read answered an event every 350 ms, as a server that has gone quiet mid-read; stopped if cancelled. */
+function answerSlowly(call: ReadCall, log: ScriptedEvent[]): void {
+  const timers = log.map((e, i) => setTimeout(() => call.write(eventMessage(e)), 350 * i));
+  timers.push(setTimeout(() => call.end(), 350 * log.length));
+  call.on('cancelled', () => timers.forEach(clearTimeout));
+}
+
 /** Answers every read from `log`, newest first for $all read backwards. */
 function answerFrom(log: ScriptedEvent[]) {
   return (call: ReadCall) => {
@@ -449,9 +456,7 @@ describe('EventStoreDB: a client replaced after a read went unanswered', () => {
     const server = await node({
       read: (call) => {
         if (describeRead(call).stream === undefined) return;
-        const timers = log.map((e, i) => setTimeout(() => call.write(eventMessage(e)), 350 * i));
-        timers.push(setTimeout(() => call.end(), 350 * log.length));
-        call.on('cancelled', () => timers.forEach(clearTimeout));
+        answerSlowly(call, log);
       },
     });
     const s = connect(server);
@@ -577,9 +582,7 @@ describe('EventStoreDB: clients replaced, and what is left on them (review 33b)'
         streamReads += 1;
         if (streamReads === 2 || streamReads === 3) return failNotReady(call);
         if (streamReads > 3) return answerStreamRead(call, log);
-        const timers = log.map((e, i) => setTimeout(() => call.write(eventMessage(e)), 350 * i));
-        timers.push(setTimeout(() => call.end(), 350 * log.length));
-        call.on('cancelled', () => timers.forEach(clearTimeout));
+        answerSlowly(call, log);
       },
     });
     const s = connect(server);

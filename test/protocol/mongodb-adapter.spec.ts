@@ -21,11 +21,13 @@ import { openTempSqlite } from '../support/temp-sqlite';
  * the answers, not a test against MongoDB (see test/contract).
  */
 let mongo: SilentMongo | undefined;
+let rs: ScriptedReplicaSet | undefined;
 let store: MongoDbReadStore | undefined;
 afterEach(async () => {
   await store?.close().catch(() => undefined);
   await mongo?.close();
-  store = mongo = undefined;
+  await rs?.close();
+  store = mongo = rs = undefined;
 });
 
 /** What ensureCollection asks, answered as a server holding `model` (a read_models document) in database `db` would; null for anything else. */
@@ -129,14 +131,6 @@ describe('MongoDB adapter: a commit whose generation is dropped while it writes'
 const cursor = (ns: string, documents: Document[]) => ({ cursor: { firstBatch: documents, id: 0n, ns }, ok: 1 });
 
 describe('MongoDB adapter on a replica set: reads that must see a write go to the primary, whatever the URI says (issue 33, item 4)', () => {
-  let rs: ScriptedReplicaSet | undefined;
-  afterEach(async () => {
-    await store?.close().catch(() => undefined);
-    store = undefined;
-    await rs?.close();
-    rs = undefined;
-  });
-
   it('sends the checkpoint poll and a GET to the primary, with majority read concern, though the URI asks for a secondary and local reads', async () => {
     const reads: { member: string; command: Document }[] = [];
     const model = { _id: 'customers', live: 1, building: null, next: 2 };
@@ -167,14 +161,6 @@ describe('MongoDB adapter on a replica set: reads that must see a write go to th
 });
 
 describe("MongoDB adapter on a replica set: an erasure's scrub is not retried by the driver (issue 33, item 7)", () => {
-  let rs: ScriptedReplicaSet | undefined;
-  afterEach(async () => {
-    await store?.close().catch(() => undefined);
-    store = undefined;
-    await rs?.close();
-    rs = undefined;
-  });
-
   it('fails the scrub once, as unavailable, when the primary steps down under it: the eraser, not the driver, tries again', async () => {
     const scrubs: Document[] = [];
     const updateOnes: Document[] = [];
@@ -570,14 +556,6 @@ describe('MongoDB key store: a key another writer made, not yet on a majority (i
 });
 
 describe('MongoDB adapter: substring filters read the substring index, where the generation has one (issue 36, item 1)', () => {
-  let rs: ScriptedReplicaSet | undefined;
-  afterEach(async () => {
-    await store?.close().catch(() => undefined);
-    store = undefined;
-    await rs?.close();
-    rs = undefined;
-  });
-
   /** The find and count commands a substring list sends, with the generation's record as given. */
   async function listCommands(generation: Document): Promise<{ find: Document; count: Document }> {
     const sent: Document[] = [];
