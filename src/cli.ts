@@ -88,7 +88,7 @@ const OPTIONS = {
 function commandOf(positionals: string[]): string | undefined {
   const [group, action] = positionals;
   const command = group && action ? `${group} ${action}` : group;
-  return command && command !== 'main' && Object.hasOwn(HELP, command) ? command : undefined;
+  return command && isCommand(command) ? command : undefined;
 }
 
 /**

@@ -31,10 +31,14 @@ export function inAccountTurn<T>(accountId: string, work: () => Promise<T>): Pro
 }
 
 function scheduleTurn(): void {
-  if (turnScheduled || ![...waiting.keys()].some((account) => !running.has(account))) return;
-  turnScheduled = true;
-  // setImmediate: after the poll of the sockets, so the requests that came in meanwhile are taken first.
-  setImmediate(takeTurn);
+  if (turnScheduled) return;
+  for (const account of waiting.keys()) {
+    if (running.has(account)) continue;
+    turnScheduled = true;
+    // setImmediate: after the poll of the sockets, so the requests that came in meanwhile are taken first.
+    setImmediate(takeTurn);
+    return;
+  }
 }
 
 function takeTurn(): void {
