@@ -3,6 +3,7 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { AuditModule } from './audit/audit.module';
 import type { AppConfig } from './config/config';
 import { CustomersModule } from './customers/customers.module';
+import { FeedModule } from './feed/feed.module';
 import { MetricsModule } from './health/metrics.module';
 import { ProfilesModule } from './profiles/profiles.module';
 import { HealthModule } from './health/health.module';
@@ -21,6 +22,7 @@ export class AppModule {
         CqrsModule.forRoot(),
         CustomersModule,
         ProfilesModule,
+        FeedModule.forRoot(RECORD_KINDS),
         AuditModule,
         MetricsModule,
         StoresModule.forRoot(config, RECORD_KINDS),

@@ -6,6 +6,7 @@ import type { Server, ServerResponse } from 'node:http';
 import { createServer } from 'node:net';
 import { createApp } from './app';
 import { AppConfig, ConfigError, loadConfig, resolveAccessTokens } from './config/config';
+import { draining } from './http/draining';
 import { relaySiblingNews } from './instance';
 import { createLogger, NestPinoLogger } from './logging/logging';
 import { prepareSqliteFiles } from './stores/stores.module';
@@ -30,6 +31,8 @@ function drainOnShutdown(server: Server): (graceMs: number) => Promise<void> {
   return (graceMs) =>
     new Promise((resolve) => {
       closing = true;
+      // Long-polls answer and event streams end now: their consumers come back to another instance.
+      draining.abort();
       for (const res of open) if (!res.headersSent) res.setHeader('Connection', 'close');
       setTimeout(resolve, graceMs).unref();
       server.close(() => resolve());

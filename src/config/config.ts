@@ -46,6 +46,8 @@ export interface AppConfig {
   projectionLeaseMs: number;
   /** Names this instance in /metrics and as a lease holder (see newInstanceId). */
   instanceId: string;
+  /** How often an idle event stream of the change feed sends a comment. */
+  feedHeartbeatMs: number;
 }
 
 export const APP_CONFIG = Symbol('AppConfig');
@@ -87,6 +89,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     workers: workers(env),
     projectionLeaseMs: integer(env, 'PROJECTION_LEASE_MS', 5000, 1000, 600_000),
     instanceId: newInstanceId(),
+    feedHeartbeatMs: integer(env, 'FEED_HEARTBEAT_MS', 10_000, 100, 15_000),
   };
 }
 

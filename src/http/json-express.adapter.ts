@@ -36,6 +36,8 @@ export class JsonExpressAdapter extends ExpressAdapter {
   }
 
   override reply(response: Response, body: unknown, statusCode?: number): void {
+    // A handler that wrote its answer as it went (the change feed's event stream) has answered.
+    if (response.headersSent) return;
     sendJson(response, statusCode ?? response.statusCode, body ?? null);
   }
 }

@@ -97,6 +97,30 @@ export function parseAsOf(query: RawQuery): number | undefined {
   return asOf;
 }
 
+/** The change feed's query (docs/api.md "Change feed"). */
+export interface FeedQuery {
+  /** As sent: the feed opens it (a cursor is sealed for its account). */
+  after?: string;
+  limit: number;
+  /** Seconds a page with nothing new waits for news. */
+  wait: number;
+}
+
+export const FEED_LIMIT = { default: 100, max: 1000 };
+export const FEED_MAX_WAIT_SECONDS = 30;
+
+/** `after`, `limit` 1 to 1000 (default 100), `wait` 0 to 30 seconds (default 0). */
+export function parseFeedQuery(query: RawQuery): FeedQuery {
+  const faults: FieldFault[] = [];
+  refuseStructured(query, ['after', 'limit', 'wait'], faults);
+  const limit = integerParameter(query, 'limit', faults, 1, FEED_LIMIT.max) ?? FEED_LIMIT.default;
+  const wait = integerParameter(query, 'wait', faults, 0, FEED_MAX_WAIT_SECONDS) ?? 0;
+  const after = single(query, 'after', faults);
+  if (after === '') faults.push({ field: 'after', message: 'after must be a cursor the feed gave (X-Next-Cursor, or an entry id)' });
+  if (faults.length) throw validationFailed(faults);
+  return { limit, wait, ...(after !== undefined ? { after } : {}) };
+}
+
 /** An integer parameter from min to max, or undefined when absent; a fault naming it otherwise. */
 function integerParameter(query: RawQuery, name: string, faults: FieldFault[], min: number, max = Number.MAX_SAFE_INTEGER) {
   const raw = single(query, name, faults);

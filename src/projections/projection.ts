@@ -9,11 +9,24 @@ export interface Projection {
   /** Also the checkpoint's name. */
   name: string;
   schema: CollectionSchema;
-  /** Events of streams whose id starts with `<streamPrefix>-` are folded in. */
-  streamPrefix: string;
-  /** The type of the event that erases a document's values (see foldBatch). */
-  erasure: string;
+  /** Events of streams whose id starts with one of these are folded in. */
+  streamPrefixes: string[];
+  /**
+   * 'record': one document per stream, which each of its events changes (`evolve` gets it as it
+   * stands). 'event': one new document per event (`evolve` gets null), as the change feed's index.
+   */
+  documents: 'record' | 'event';
+  /** The document an event goes to. */
+  documentIdOf(event: StoredEvent): string;
+  /** The type of the event that erases a document's values (see foldBatch); none where documents hold no value. */
+  erasure?: string;
   evolve(document: ReadDocument | null, event: StoredEvent): ReadDocument;
 }
+
+/** Whether the projection folds the events of `streamId`. */
+export const follows = (projection: Projection, streamId: string) => projection.streamPrefixes.some((p) => streamId.startsWith(p));
+
+/** What a projector's subscription asks the store for: one prefix, or every stream when it follows several. */
+export const subscriptionPrefix = (projection: Projection) => (projection.streamPrefixes.length === 1 ? projection.streamPrefixes[0] : undefined);
 
 export const PROJECTIONS = Symbol('Projections');

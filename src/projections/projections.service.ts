@@ -131,7 +131,7 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
    * learns of foreign positions at its next checkpoint.
    */
   async waitFor(streamId: string, position: Position): Promise<void> {
-    const following = this.projectors.filter((p) => streamId.startsWith(p.streamPrefix));
+    const following = this.projectors.filter((p) => p.follows(streamId));
     try {
       await Promise.all(following.map((p) => p.waitFor(position, this.config.readYourWritesTimeoutMs)));
     } catch (error) {

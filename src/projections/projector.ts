@@ -1,10 +1,10 @@
 import { Logger } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { comparePositions, EventBatch, EventStore, Position, START } from '../event-store/event-store.port';
+import { comparePositions, EventBatch, EventStore, Position, START, type StoredEvent } from '../event-store/event-store.port';
 import { GenerationReplacedError, ReadDocument, ReadStore } from '../read-store/read-store.port';
 import { isGoneFromThisMachine, siblings } from '../instance';
-import type { Projection } from './projection';
+import { follows, type Projection, subscriptionPrefix } from './projection';
 
 export type ProjectorState = 'starting' | 'running' | 'stopped' | 'failed';
 
@@ -59,18 +59,18 @@ export async function foldBatch(
   began: Position,
   known?: { get(id: string): ReadDocument | undefined },
 ): Promise<ReadDocument[]> {
-  const prefix = `${projection.streamPrefix}-`;
-  const relevant = batch.events.filter((e) => e.streamId.startsWith(prefix));
+  const relevant = batch.events.filter((e) => follows(projection, e.streamId));
   const collection = projection.schema.name;
-  const idOf = (streamId: string) => streamId.slice(prefix.length);
+  const idOf = (event: StoredEvent) => projection.documentIdOf(event);
   // A stream whose first event is in this batch is folded from scratch, so only the others are
-  // looked up (in a rebuild, nearly every document is new). Should the store hold it already, as
-  // far or further, commit's revision guard keeps the stored one.
+  // looked up (in a rebuild, nearly every document is new; an event's own document always is).
+  // Should the store hold it already, as far or further, commit's revision guard keeps the stored one.
+  const perEvent = projection.documents === 'event';
   const started = new Set<string>();
   const existing = new Set<string>();
   for (const event of relevant) {
-    const id = idOf(event.streamId);
-    if (event.revision === 0) started.add(id);
+    const id = idOf(event);
+    if (perEvent || event.revision === 0) started.add(id);
     else if (!started.has(id)) existing.add(id);
   }
   const documents = new Map<string, ReadDocument>();
@@ -83,7 +83,7 @@ export async function foldBatch(
   for (const [id, document] of await readStore.getMany(collection, unknown, generation)) documents.set(id, document);
   const changed = new Map<string, ReadDocument>();
   for (const event of relevant) {
-    const id = idOf(event.streamId);
+    const id = idOf(event);
     const current = documents.get(id) ?? null;
     if (current && event.revision <= current.revision) continue; // already applied
     let next: ReadDocument;
@@ -103,7 +103,7 @@ export async function foldBatch(
   // Folded in order, such a batch came before this one: the record is scrubbed again and the log
   // truncated. An erasure from before the fold began needs none of it: its key was gone before this
   // fold opened any batch, so a rebuild of an old store pays nothing for its erasures.
-  const erased = relevant.filter((e) => e.type === projection.erasure && comparePositions(e.position, began) > 0).map((e) => idOf(e.streamId));
+  const erased = relevant.filter((e) => e.type === projection.erasure && comparePositions(e.position, began) > 0).map(idOf);
   if (erased.length > 0) await readStore.erase(collection, [...new Set(erased)]);
   return written;
 }
@@ -160,6 +160,7 @@ export class Projector {
   private readonly written = new LRUCache<string, ReadDocument>({ max: WRITTEN_KEPT });
   /** The event store's head when the app started, until the read model has reached it (see catchUpTo). */
   private startHead?: Position;
+  private readonly advanceListeners = new Set<(written: ReadDocument[] | null) => void>();
 
   constructor(
     readonly projection: Projection,
@@ -218,6 +219,19 @@ export class Projector {
     this.rejectWaiters(new Error(`projection ${this.projection.name} stopped`));
   }
 
+  /**
+   * Calls `listener` each time the checkpoint moves on: with the documents the batch wrote when this
+   * instance folded it, with null when it learnt that another instance folded. Returns what stops it.
+   */
+  onAdvance(listener: (written: ReadDocument[] | null) => void): () => void {
+    this.advanceListeners.add(listener);
+    return () => void this.advanceListeners.delete(listener);
+  }
+
+  private advanced(written: ReadDocument[] | null): void {
+    for (const listener of this.advanceListeners) listener(written);
+  }
+
   /** Resolves once the read model has folded every event up to `position`. */
   waitFor(position: Position, timeoutMs: number): Promise<void> {
     if (comparePositions(this.position, position) >= 0) return Promise.resolve();
@@ -238,9 +252,9 @@ export class Projector {
     });
   }
 
-  /** The streams this projector folds: `<prefix>-<id>`. */
-  get streamPrefix(): string {
-    return `${this.projection.streamPrefix}-`;
+  /** Whether this projector folds the events of `streamId`. */
+  follows(streamId: string): boolean {
+    return follows(this.projection, streamId);
   }
 
   private get leaseName(): string {
@@ -303,7 +317,7 @@ export class Projector {
       }
       while (!signal.aborted) {
         try {
-          const streamPrefix = this.streamPrefix;
+          const streamPrefix = subscriptionPrefix(this.projection);
           for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefix, maxBatchSize: MAX_BATCH })) {
             await this.apply(batch, began);
             // The store calls are synchronous on SQLite: catching up must not keep requests waiting.
@@ -361,7 +375,10 @@ export class Projector {
           return;
         }
         this.generation = live.generation;
-        if (live.position && comparePositions(live.position, this.position) > 0) this.position = live.position;
+        if (live.position && comparePositions(live.position, this.position) > 0) {
+          this.position = live.position;
+          this.advanced(null);
+        }
         this.resolveWaiters();
       } catch (error) {
         this.logger.warn(`Could not read the checkpoint: ${(error as Error).message}`);
@@ -401,17 +418,20 @@ export class Projector {
   private async loadLiveGeneration(): Promise<void> {
     const { live } = await this.readStore.status(this.projection.schema.name);
     this.generation = live.generation;
+    const before = this.position;
     this.position = live.position ?? START;
+    if (comparePositions(this.position, before) > 0) this.advanced(null);
     // A rebuild or another holder may have folded past a write that waits: no later event may come to answer it.
     this.resolveWaiters();
   }
 
   private async apply(batch: EventBatch, began: Position): Promise<void> {
-    for (const document of await foldBatch(this.projection, this.readStore, this.generation, batch, began, this.written)) {
-      this.written.set(document.id, document);
-    }
+    const written = await foldBatch(this.projection, this.readStore, this.generation, batch, began, this.written);
+    // An event's own document is never read again.
+    if (this.projection.documents === 'record') for (const document of written) this.written.set(document.id, document);
     this.position = batch.position;
     this.resolveWaiters();
+    if (written.length > 0) this.advanced(written);
     if (batch.events.length > 0) siblings.tell('folded');
   }
 

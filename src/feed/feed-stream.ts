@@ -1,0 +1,105 @@
+import type { Response } from 'express';
+import type { Position } from '../event-store/event-store.port';
+import type { FeedWatch } from './feed-tail';
+import type { FeedPage } from './feed.queries';
+
+/** Entries read per page while streaming. */
+export const STREAM_PAGE = 100;
+/** Bytes a stream may hold unsent for its consumer: past it, the consumer is cut off. */
+export const STREAM_BUFFER_BYTES = 1 << 20;
+
+export interface FeedStreamOptions {
+  from: Position;
+  read: (after: Position) => Promise<FeedPage>;
+  watch: () => FeedWatch;
+  /** Aborts when the consumer leaves or the service shuts down. */
+  closed: AbortSignal;
+  heartbeatMs: number;
+  /** Told why a stream ended other than by the consumer leaving. */
+  onEnd: (reason: string) => void;
+}
+
+/**
+ * The feed as server-sent events (docs/api.md "Change feed"): each entry an event with its cursor
+ * as `id`, its type as `event`, the entry as `data`; a comment every heartbeatMs while idle, so
+ * proxies keep the connection and the consumer knows it is alive.
+ *
+ * Memory stays bounded per consumer: a page is read only once the one before has left the
+ * process's buffer (drained into the socket). A consumer that stops reading is cut off when the
+ * unsent bytes pass STREAM_BUFFER_BYTES, or when its buffer has not drained for two heartbeats; it
+ * resumes with Last-Event-ID, missing nothing.
+ */
+export async function streamFeed(res: Response, options: FeedStreamOptions): Promise<void> {
+  const { closed, heartbeatMs } = options;
+  res.status(200);
+  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-store');
+  // Proxies that buffer responses (nginx) would hold the events back.
+  res.setHeader('X-Accel-Buffering', 'no');
+  // An EventSource that lost the connection comes back after a second, with Last-Event-ID.
+  res.write('retry: 1000\n\n');
+  let from = options.from;
+  try {
+    while (!closed.aborted) {
+      const watch = options.watch();
+      try {
+        const page = await options.read(from);
+        let chunk = '';
+        for (const entry of page.entries) chunk += `id: ${entry.id}\nevent: ${entry.type}\ndata: ${JSON.stringify(entry)}\n\n`;
+        from = page.next;
+        if (chunk && !(await send(res, chunk, heartbeatMs * 2, closed))) return options.onEnd('the consumer stopped reading');
+        if (page.entries.length === STREAM_PAGE) continue;
+        const idle = await idleUntil(watch.changed, heartbeatMs, closed);
+        if (idle && !(await send(res, ': idle\n\n', heartbeatMs * 2, closed))) return options.onEnd('the consumer stopped reading');
+      } finally {
+        watch.stop();
+      }
+    }
+  } catch (error) {
+    // The store failed: the consumer resumes from its last entry once it reconnects.
+    options.onEnd(`the feed could not be read: ${(error as Error).message}`);
+  } finally {
+    res.end();
+  }
+}
+
+/** Writes, then waits for the buffer to drain when it is full; false when the consumer must be cut off. */
+async function send(res: Response, chunk: string, stallMs: number, closed: AbortSignal): Promise<boolean> {
+  if (res.write(chunk)) return true;
+  if (res.writableLength > STREAM_BUFFER_BYTES) return cutOff(res);
+  const drained = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => done(false), stallMs);
+    const onDrain = () => done(true);
+    const onClosed = () => done(true);
+    res.once('drain', onDrain);
+    closed.addEventListener('abort', onClosed, { once: true });
+    function done(value: boolean) {
+      clearTimeout(timer);
+      res.off('drain', onDrain);
+      closed.removeEventListener('abort', onClosed);
+      resolve(value);
+    }
+  });
+  return drained || cutOff(res);
+}
+
+function cutOff(res: Response): false {
+  res.destroy();
+  return false;
+}
+
+/** Resolves true when heartbeatMs passed with no news, false on news or once closed. */
+function idleUntil(changed: Promise<void>, heartbeatMs: number, closed: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (closed.aborted) return resolve(false);
+    const timer = setTimeout(() => done(true), heartbeatMs);
+    const onClosed = () => done(false);
+    closed.addEventListener('abort', onClosed, { once: true });
+    void changed.then(() => done(false));
+    function done(idle: boolean) {
+      clearTimeout(timer);
+      closed.removeEventListener('abort', onClosed);
+      resolve(idle);
+    }
+  });
+}

@@ -1,0 +1,103 @@
+import { comparePositions, Position, START } from '../event-store/event-store.port';
+import { siblings } from '../instance';
+import type { Projector } from '../projections/projector';
+import type { ReadDocument, ReadStore } from '../read-store/read-store.port';
+import { FEED } from './feed.projection';
+
+/** How often an instance that does not fold the feed's index looks for news while consumers wait. */
+export const FEED_POLL_MS = 200;
+
+interface Watcher {
+  accountId: string;
+  wake: () => void;
+}
+
+/** A consumer's wait for news of its account: `changed` resolves at the next. */
+export interface FeedWatch {
+  changed: Promise<void>;
+  stop(): void;
+}
+
+/**
+ * How far the feed can be read, and news of it for the consumers waiting at its end.
+ *
+ * The feed is read up to the index's checkpoint, never past it: a commit of the index is visible as
+ * a whole on SQLite, but on MongoDB its documents may show before the checkpoint and in any order,
+ * and an entry served before an earlier one shows would move the consumer's cursor past that one.
+ *
+ * News: the instance folding the index knows which accounts each batch touched and wakes only their
+ * consumers. Another instance learns of batches from the stored checkpoint, read every FEED_POLL_MS
+ * while anyone waits (and at once when a sibling worker says it folded), and wakes every consumer:
+ * each then reads its page, which costs an index seek.
+ */
+export class FeedTail {
+  private readonly watchers = new Set<Watcher>();
+  private polling = false;
+  private seen: Position = START;
+  private readonly unhear: () => void;
+  private readonly unlisten: () => void;
+
+  constructor(
+    private readonly projector: Projector,
+    private readonly readStore: ReadStore,
+    private readonly pollMs = FEED_POLL_MS,
+  ) {
+    this.unlisten = projector.onAdvance((written) => this.wake(written));
+    this.unhear = siblings.hear('folded', () => void this.poll().catch(() => undefined));
+  }
+
+  /** The checkpoint of the index: where a page may read up to. Read from the store unless this instance folds it. */
+  async bound(): Promise<Position> {
+    if (this.projector.folding) return this.projector.checkpoint;
+    const { live } = await this.readStore.status(FEED);
+    const stored = live.position ?? START;
+    return comparePositions(stored, this.projector.checkpoint) > 0 ? stored : this.projector.checkpoint;
+  }
+
+  /** Starts listening for news of the account: call it before reading the page, so no news between the two is lost. */
+  watch(accountId: string): FeedWatch {
+    let watcher!: Watcher;
+    const changed = new Promise<void>((resolve) => (watcher = { accountId, wake: resolve }));
+    this.watchers.add(watcher);
+    if (!this.polling) void this.pollWhileWatched();
+    return { changed, stop: () => void this.watchers.delete(watcher) };
+  }
+
+  close(): void {
+    this.unlisten();
+    this.unhear();
+    for (const watcher of this.watchers) watcher.wake();
+    this.watchers.clear();
+  }
+
+  private wake(written: ReadDocument[] | null): void {
+    const accounts = written && new Set(written.map((d) => d.accountId));
+    for (const watcher of this.watchers) {
+      if (accounts && !accounts.has(watcher.accountId)) continue;
+      this.watchers.delete(watcher);
+      watcher.wake();
+    }
+  }
+
+  private async pollWhileWatched(): Promise<void> {
+    this.polling = true;
+    try {
+      while (this.watchers.size > 0) {
+        await new Promise((resolve) => setTimeout(resolve, this.pollMs));
+        await this.poll().catch(() => undefined); // the store is unreachable: the next poll tries again
+      }
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  /** Wakes every consumer when the stored checkpoint moved since last seen (not needed where this instance folds). */
+  private async poll(): Promise<void> {
+    if (this.projector.folding || this.watchers.size === 0) return;
+    const { live } = await this.readStore.status(FEED);
+    if (live.position && comparePositions(live.position, this.seen) > 0) {
+      this.seen = live.position;
+      this.wake(null);
+    }
+  }
+}

@@ -1,0 +1,41 @@
+import { DynamicModule, Inject, Module, OnModuleDestroy } from '@nestjs/common';
+import { ProjectionsService } from '../projections/projections.service';
+import { READ_STORE, ReadStore } from '../read-store/read-store.port';
+import type { RecordKind } from '../records/record';
+import { FeedCursorSecret } from './feed-cursor-secret';
+import { FeedTail } from './feed-tail';
+import { FeedController } from './feed.controller';
+import { FEED } from './feed.projection';
+import { FEED_KINDS, FeedPageHandler } from './feed.queries';
+
+/** The change feed of `kinds` (GET /v1/events); its index is one of the read models (feedProjection). */
+@Module({})
+export class FeedModule implements OnModuleDestroy {
+  constructor(@Inject(FeedTail) private readonly tail: FeedTail) {}
+
+  static forRoot(kinds: RecordKind[]): DynamicModule {
+    return {
+      module: FeedModule,
+      controllers: [FeedController],
+      providers: [
+        { provide: FEED_KINDS, useValue: kinds },
+        {
+          provide: FeedTail,
+          useFactory: (projections: ProjectionsService, readStore: ReadStore) => {
+            const projector = projections.projectors.find((p) => p.projection.name === FEED);
+            if (!projector) throw new Error(`The change feed needs the ${FEED} read model among the projections`);
+            return new FeedTail(projector, readStore);
+          },
+          inject: [ProjectionsService, READ_STORE],
+        },
+        FeedCursorSecret,
+        FeedPageHandler,
+      ],
+    };
+  }
+
+  /** Consumers still waiting are answered (long-polls) or ended (streams). */
+  onModuleDestroy(): void {
+    this.tail.close();
+  }
+}

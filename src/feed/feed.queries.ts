@@ -1,0 +1,142 @@
+import { Inject } from '@nestjs/common';
+import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
+import { recordHistory, type HistoryEntry } from '../audit/record-history';
+import { comparePositions, EVENT_STORE, EventStore, Position } from '../event-store/event-store.port';
+import { READ_STORE, ReadStore } from '../read-store/read-store.port';
+import { RecordKind, recordIdOf, streamIdOf } from '../records/record';
+import { RecordSnapshots } from '../records/record-snapshots';
+import { FeedCursorSecret } from './feed-cursor-secret';
+import { FeedTail } from './feed-tail';
+import { entryRefOf, FEED, FeedEntryRef } from './feed.projection';
+
+/** The record kinds the feed tells of. */
+export const FEED_KINDS = Symbol('FeedKinds');
+
+/** One entry of the change feed: a CloudEvents 1.0 event in JSON (docs/api.md "Change feed"). */
+export interface FeedEntry {
+  specversion: '1.0';
+  /** The entry's cursor: `after` it, the feed goes on with the next entry. */
+  id: string;
+  source: string;
+  /** `customer.created`, `profile.erased`, ... */
+  type: string;
+  /** The record's id. */
+  subject: string;
+  time: string;
+  datacontenttype: 'application/json';
+  data: { revision: number; changes: HistoryEntry['changes'] };
+}
+
+export interface FeedPage {
+  entries: FeedEntry[];
+  /** Where the next page starts: the last entry's cursor, or the one asked for when there is none. */
+  next: Position;
+}
+
+export class FeedPageQuery extends Query<FeedPage> {
+  constructor(
+    readonly accountId: string,
+    readonly after: Position,
+    readonly limit: number,
+  ) {
+    super();
+  }
+}
+
+/** Streams read at once for a page (EventStoreDB: requests in flight on the connection). */
+const READS_AT_ONCE = 16;
+
+/**
+ * A page of the account's changes: the index's documents after the cursor (one seek, whatever the
+ * cursor's depth), up to the index's checkpoint, then each record's events read from the event
+ * store, opened with its key, and told as its history tells them (recordHistory): `changes` from
+ * the record's fold before the page's first event of it (RecordSnapshots: a bounded read), every
+ * value null once the record is erased.
+ */
+@QueryHandler(FeedPageQuery)
+export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
+  private readonly snapshots: RecordSnapshots;
+
+  constructor(
+    @Inject(READ_STORE) private readonly readStore: ReadStore,
+    @Inject(EVENT_STORE) private readonly eventStore: EventStore,
+    @Inject(FEED_KINDS) private readonly kinds: RecordKind[],
+    private readonly tail: FeedTail,
+    private readonly secret: FeedCursorSecret,
+  ) {
+    this.snapshots = new RecordSnapshots(eventStore);
+  }
+
+  async execute({ accountId, after, limit }: FeedPageQuery): Promise<FeedPage> {
+    const cursors = await this.secret.cursors();
+    const bound = await this.tail.bound();
+    const { documents } = await this.readStore.find(FEED, { accountId, filters: {}, order: 'oldest', offset: 0, limit, after: Number(after.prepare) });
+    const refs = documents.map(entryRefOf).filter((ref) => comparePositions(ref.position, after) > 0 && comparePositions(ref.position, bound) <= 0);
+    // A stream's entries in a page are a run of consecutive revisions: the index holds every event of every record stream.
+    const runs = new Map<string, FeedEntryRef[]>();
+    for (const ref of refs) {
+      const run = runs.get(ref.streamId);
+      if (run) run.push(ref);
+      else runs.set(ref.streamId, [ref]);
+    }
+    const told = new Map<string, FeedEntry>();
+    await inParallel([...runs.values()], READS_AT_ONCE, async (run) => {
+      const kind = this.kindOf(run[0].streamId);
+      for (const [i, entry] of (await this.historyOf(kind, run)).entries()) {
+        const ref = run[i];
+        told.set(`${ref.streamId}@${ref.revision}`, {
+          specversion: '1.0',
+          id: cursors.seal(accountId, ref.position),
+          source: `/v1/${kind.streamPrefix}s`,
+          type: `${kind.streamPrefix}.${verbOf(kind, entry.event)}`,
+          subject: recordIdOf(kind, ref.streamId),
+          time: entry.occurred,
+          datacontenttype: 'application/json',
+          data: { revision: entry.revision, changes: entry.changes },
+        });
+      }
+    });
+    // An entry whose event is gone (a stream deleted by hand in EventStoreDB) is left out; the cursor still moves past it.
+    const entries = refs.flatMap((ref) => told.get(`${ref.streamId}@${ref.revision}`) ?? []);
+    return { entries, next: refs.length > 0 ? refs[refs.length - 1].position : after };
+  }
+
+  /** The run's events as history entries, in its order. */
+  private async historyOf(kind: RecordKind, run: FeedEntryRef[]): Promise<HistoryEntry[]> {
+    const { streamId } = run[0];
+    const from = run[0].revision;
+    const events = await this.eventStore.readStream(streamId, from, run.length);
+    if (events.length === 0) return [];
+    // Read before the values are told, as history does: an erasure from before this read shows none.
+    const last = await this.eventStore.readLastEvent(streamId);
+    const erased = last?.type === kind.events.erased;
+    let before = null;
+    if (!erased && from > 0) {
+      const [created] = await this.eventStore.readStream(streamId, 0, 1);
+      before = await this.snapshots.foldUpTo(kind, created, from - 1);
+    }
+    return recordHistory(kind, events, before, erased);
+  }
+
+  private kindOf(streamId: string): RecordKind {
+    const kind = this.kinds.find((k) => streamId.startsWith(streamIdOf(k, '')));
+    if (!kind) throw new Error(`The feed's index names ${streamId}, which is no record's stream`);
+    return kind;
+  }
+}
+
+/** `created`, `updated`, `deleted` or `erased`: the entry's type after the kind. */
+function verbOf(kind: RecordKind, eventType: string): string {
+  const verb = (Object.keys(kind.events) as (keyof RecordKind['events'])[]).find((k) => kind.events[k] === eventType);
+  if (!verb) throw new Error(`Unknown event type ${eventType} of ${kind.label}`);
+  return verb;
+}
+
+/** Runs `task` on every item, `atOnce` at a time at most. */
+async function inParallel<T>(items: T[], atOnce: number, task: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await task(items[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(atOnce, items.length) }, worker));
+}
