@@ -20,7 +20,7 @@ import type { ErrorCode } from '../errors';
 import type { MatchKind } from '../read-store/read-store.port';
 import * as EXAMPLE from './examples';
 import { DIGIT_FIELDS } from '../http/field-rules';
-import { MAX_LIST_OFFSET } from '../http/list-query';
+import { FEED_LIMIT, FEED_MAX_WAIT_SECONDS, MAX_LIST_OFFSET } from '../http/list-query';
 import { sendJson } from '../http/json-response';
 
 /**
@@ -86,18 +86,19 @@ const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       revision: { type: 'integer', minimum: 0 },
       occurred: { type: 'string', format: 'date-time', description: 'when the event was stored (UTC, milliseconds)' },
       actor: { type: 'string', description: 'the account whose token made the change' },
-      changes: {
-        type: 'object',
-        description:
-          'each field the event changed, with values as reads show them ("" for no value); {} for a delete or an erasure. Once the record is erased, each field an event set maps to null: its values are gone for good',
-        additionalProperties: {
-          type: 'object',
-          nullable: true,
-          additionalProperties: false,
-          required: ['from', 'to'],
-          properties: { from: { type: 'string' }, to: { type: 'string' } },
-        },
-      },
+      changes: ref('Changes'),
+    },
+  },
+  Changes: {
+    type: 'object',
+    description:
+      'each field the event changed, with values as reads show them ("" for no value); {} for a delete or an erasure. Once the record is erased, each field an event set maps to null: its values are gone for good',
+    additionalProperties: {
+      type: 'object',
+      nullable: true,
+      additionalProperties: false,
+      required: ['from', 'to'],
+      properties: { from: { type: 'string' }, to: { type: 'string' } },
     },
   },
   Error: {
@@ -177,7 +178,7 @@ const ERRORS: Record<number, { codes: ErrorCode[]; description: string; retry?: 
   503: { codes: ['UNAVAILABLE'], description: 'saved, but the read models have not caught up yet, or a store is down', retry: true },
 };
 
-function errorResponse(status: number) {
+function errorResponse(status: number, example: unknown = EXAMPLE.ERRORS[status]) {
   const { codes, description, retry } = ERRORS[status];
   return ApiResponse({
     status,
@@ -194,7 +195,7 @@ function errorResponse(status: number) {
             },
           ],
         },
-        example: EXAMPLE.ERRORS[status],
+        example,
       },
     },
   });
@@ -206,7 +207,7 @@ function successResponse(
   bodyStatus: number,
   data: SchemaObject,
   example: unknown,
-  extra: { message?: string; headers?: object } = {},
+  extra: { message?: string; headers?: object; alternatives?: Record<string, { schema: SchemaObject; example: unknown }> } = {},
 ) {
   const properties: Record<string, SchemaObject> = {
     data,
@@ -223,6 +224,7 @@ function successResponse(
         schema: { type: 'object', additionalProperties: false, required: Object.keys(properties), properties },
         example: { data: example, success: true, status: bodyStatus, ...(extra.message ? { message: extra.message } : {}) },
       },
+      ...extra.alternatives,
     },
   });
 }
@@ -443,7 +445,145 @@ export function ApiRecordOperation(spec: ApiRecordSpec, operation: Operation) {
     example,
     rules,
   };
-  return applyDecorators(...OPERATIONS[operation](spec, parts), ...OPERATION_ERRORS[operation].map(errorResponse));
+  return applyDecorators(...OPERATIONS[operation](spec, parts), ...OPERATION_ERRORS[operation].map((status) => errorResponse(status)));
+}
+
+/** What the change feed's module tells the document: examples of its answers (feed/feed.api.ts). */
+export interface ApiFeedSpec {
+  examples: {
+    /** A page's entries, as `data` holds them. */
+    entries: object[];
+    /** The same entries as a stream sends them, with a heartbeat. */
+    stream: string;
+    /** A cursor, as X-Next-Cursor and `after` give it. */
+    cursor: string;
+    /** The 400 of a cursor not made for this account. */
+    badCursor: object;
+  };
+}
+
+const FEED_CURSOR: SchemaObject = { type: 'string', pattern: '^[A-Za-z0-9_-]{32}$', description: 'an opaque cursor of this account' };
+
+/**
+ * One change feed entry, a CloudEvents 1.0 event in JSON, for the resources of `specs`: the feed
+ * tells of every record kind the service keeps.
+ */
+function feedEntrySchema(specs: ApiRecordSpec[]): SchemaObject {
+  const nouns = specs.map((spec) => spec.resource.toLowerCase());
+  return {
+    type: 'object',
+    description:
+      'One change to a record of the account, as a CloudEvents 1.0 event in JSON (structured mode). Entries come oldest first, in the order the changes were stored; each appears once in an uninterrupted read. A `*.erased` entry means: delete every copy you keep of that record, values read earlier included; once a record is erased, its earlier entries keep their type, id, subject, time and revision, and every value in `changes` is null.',
+    additionalProperties: false,
+    required: ['specversion', 'id', 'source', 'type', 'subject', 'time', 'datacontenttype', 'data'],
+    properties: {
+      specversion: { type: 'string', enum: ['1.0'] },
+      id: {
+        ...FEED_CURSOR,
+        description:
+          "the entry's cursor: send it as `after` (or Last-Event-ID) to read on after this entry. Unique in the account's feed, the same every time the entry is read",
+      },
+      source: { type: 'string', enum: nouns.map((noun) => `/v1/${noun}s`), description: 'the collection of the record' },
+      type: {
+        type: 'string',
+        enum: nouns.flatMap((noun) => ['created', 'updated', 'deleted', 'erased'].map((verb) => `${noun}.${verb}`)),
+        description: 'what happened to the record',
+      },
+      subject: { type: 'string', format: 'uuid', description: "the record's id" },
+      time: { type: 'string', format: 'date-time', description: 'when the change was stored (UTC, milliseconds), as in its history' },
+      datacontenttype: { type: 'string', enum: ['application/json'] },
+      data: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['revision', 'changes'],
+        properties: {
+          revision: { type: 'integer', minimum: 0, description: "the record's revision after the change: 0 for its create, one more per change (its ETag)" },
+          changes: {
+            allOf: [ref('Changes')],
+            description:
+              'the fields the change set, each {from, to}, as in the record\'s history: a create lists every field it set (from ""), an update the fields it changed, a delete or an erasure none ({}). Once the record is erased, each field maps to null',
+          },
+        },
+      },
+    },
+  };
+}
+
+/** Tags and the two ways of sending the token, for GET /v1/events. */
+export const ApiFeed = () => applyDecorators(ApiTags('events'), ApiBearerAuth(), ApiSecurity('access_token'));
+
+/**
+ * GET /v1/events: its parameters, the page in JSON and the stream of server-sent events as the two
+ * media types of its 200 (the client's Accept chooses), and the errors of every /v1 route.
+ */
+export function ApiFeedOperation({ examples }: ApiFeedSpec) {
+  return applyDecorators(
+    ApiOperation({
+      summary: "The account's changes: a change feed",
+      description: [
+        "Every change to the account's profiles and customers, oldest first, in the order stored: each a CloudEvents 1.0 entry. Page on with the X-Next-Cursor of each answer as `after` (or the `id` of the last entry you handled); cursors are opaque, belong to the account, and stay valid for good. Read from your last cursor after any interruption and you miss nothing.",
+        '`wait` long-polls: with nothing after the cursor, the answer waits for news up to that many seconds, then answers an empty page with the cursor sent.',
+        `With \`Accept: text/event-stream\` the same entries come as server-sent events: \`id:\` the entry's cursor, \`event:\` its type, \`data:\` the entry; a comment (\`: idle\`) at least every 15 s while there is nothing new. Resume with Last-Event-ID (as EventSource sends it) or \`after\`. \`limit\` and \`wait\` do not apply to a stream.`,
+        'A `*.erased` entry means: delete every copy you keep of that record, including values read earlier.',
+      ].join('\n\n'),
+    }),
+    ApiQuery({
+      name: 'after',
+      required: false,
+      schema: FEED_CURSOR,
+      description:
+        "a cursor this account got from the feed: the X-Next-Cursor of an answer, or an entry's id; the entries after it. Absent: from the beginning",
+      // No example: "Try it out" would send it, and the example cursor is no account's.
+    }),
+    ApiQuery({
+      name: 'limit',
+      required: false,
+      schema: { type: 'integer', minimum: 1, maximum: FEED_LIMIT.max, default: FEED_LIMIT.default },
+      description: 'entries per page at most',
+      example: FEED_LIMIT.default,
+    }),
+    ApiQuery({
+      name: 'wait',
+      required: false,
+      schema: { type: 'integer', minimum: 0, maximum: FEED_MAX_WAIT_SECONDS, default: 0 },
+      description: 'seconds to wait for news when there is nothing after the cursor; 0 answers at once',
+      example: 0,
+    }),
+    ApiHeader({
+      name: 'Last-Event-ID',
+      required: false,
+      description:
+        'with Accept: text/event-stream: the id of the last event received, to resume after it (EventSource sends it when it reconnects); it takes precedence over `after`',
+      schema: FEED_CURSOR,
+    }),
+    successResponse(
+      200,
+      "a page of the account's changes, or (Accept: text/event-stream) a stream of them",
+      200,
+      { type: 'array', items: ref('FeedEntry') },
+      examples.entries,
+      {
+        headers: {
+          'X-Next-Cursor': {
+            description: "the cursor after this page's last entry (the `after` of the next page); the one sent when the page is empty. Not on a stream",
+            schema: FEED_CURSOR,
+            example: examples.cursor,
+          },
+        },
+        alternatives: {
+          'text/event-stream': {
+            schema: {
+              type: 'string',
+              description:
+                'server-sent events: each entry as `id: <cursor>`, `event: <type>`, `data: <the entry in JSON>`, and `: idle` comments while there is nothing new',
+            },
+            example: examples.stream,
+          },
+        },
+      },
+    ),
+    ...[400, 401, 413, 417, 429, 500, 503].map((status) => errorResponse(status, status === 400 ? examples.badCursor : undefined)),
+  );
 }
 
 /** Serves the document at /docs-json (in the service's JSON conventions) and its UI at /docs; `specs` give the resources' answers. */
@@ -460,6 +600,7 @@ export function setUpDocs(app: NestExpressApplication, specs: ApiRecordSpec[]): 
     .addApiKey({ type: 'apiKey', in: 'query', name: 'access_token', description: 'the access token as a query parameter' }, 'access_token')
     .addTag('profiles', 'Business profiles: the seller identity printed on invoices')
     .addTag('customers', 'Customers: the buyer records')
+    .addTag('events', "The change feed: every change to the account's profiles and customers, for the platform's other services to follow")
     .addTag('operations', 'Health and metrics, outside /v1 and without a token')
     .build();
   const document = SwaggerModule.createDocument(app, config);
@@ -467,7 +608,12 @@ export function setUpDocs(app: NestExpressApplication, specs: ApiRecordSpec[]): 
   // Request bodies refuse any field they do not list.
   for (const schema of Object.values(schemas)) (schema as SchemaObject).additionalProperties = false;
   const answers = specs.flatMap(({ answers: { full, short } }) => [full, ...(short ? [short] : [])]);
-  document.components.schemas = { ...schemas, ...Object.fromEntries(answers.map((answer) => [answer.name, recordSchema(answer)])), ...RESPONSE_SCHEMAS };
+  document.components.schemas = {
+    ...schemas,
+    ...Object.fromEntries(answers.map((answer) => [answer.name, recordSchema(answer)])),
+    ...RESPONSE_SCHEMAS,
+    FeedEntry: feedEntrySchema(specs),
+  };
   SwaggerModule.setup('docs', app, document, { raw: false });
   app
     .getHttpAdapter()

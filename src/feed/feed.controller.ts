@@ -2,6 +2,7 @@ import { Controller, Get, Inject, Logger, Query, Req, Res } from '@nestjs/common
 import { QueryBus } from '@nestjs/cqrs';
 import type { Request, Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '../config/config';
+import { ApiFeed, ApiFeedOperation } from '../docs/openapi';
 import { validationFailed } from '../errors';
 import { START, type Position } from '../event-store/event-store.port';
 import { inAccountTurn } from '../http/account-turns';
@@ -13,9 +14,11 @@ import type { CommandContext } from '../records/command-context';
 import { FeedCursorSecret } from './feed-cursor-secret';
 import { streamFeed, STREAM_PAGE } from './feed-stream';
 import { FeedTail } from './feed-tail';
+import { FEED_API } from './feed.api';
 import { FeedPage, FeedPageQuery } from './feed.queries';
 
 /** GET /v1/events: the account's changes, as pages (long-polled with `wait`) or as server-sent events. */
+@ApiFeed()
 @Controller('v1/events')
 export class FeedController {
   private readonly logger = new Logger('Feed');
@@ -28,6 +31,7 @@ export class FeedController {
   ) {}
 
   @Get()
+  @ApiFeedOperation(FEED_API)
   async read(@Ctx() ctx: CommandContext, @Query() query: Record<string, unknown>, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
     const { after, limit, wait } = parseFeedQuery(query);
     const streaming = /\btext\/event-stream\b/i.test(req.headers.accept ?? '');

@@ -45,6 +45,7 @@ const OPERATIONS: [Method, string][] = [
   ['put', '/v1/customers/{id}'],
   ['delete', '/v1/customers/{id}'],
   ['get', '/v1/customers/{id}/history'],
+  ['get', '/v1/events'],
 ];
 
 describe('the OpenAPI document', () => {
@@ -69,7 +70,8 @@ describe('the OpenAPI document', () => {
       status: res.status,
       documented: true,
     });
-    expect(Object.keys(documented.content)).toEqual([JSON_CT]);
+    // JSON, the one media type of every answer but the feed's 200, which may also be a stream (checked on its own below).
+    expect(Object.keys(documented.content)[0]).toBe(JSON_CT);
     expect(res.headers['content-type']).toBe(JSON_CT);
     const validate = validator(documented.content[JSON_CT].schema);
     expect({ body: res.body, errors: validate(res.body) ? null : validate.errors }).toEqual({ body: res.body, errors: null });
@@ -160,6 +162,50 @@ describe('the OpenAPI document', () => {
     conforms(await http.put(withToken(`customers/${id}`)).send({ name: 'Gone' }), 'put', '/v1/customers/{id}'); // 404
   });
 
+  it('describes the real answers of the change feed, its entries and its errors', async () => {
+    const { http } = app;
+    const id = (await http.post(withToken('customers')).send({ name: 'Feed', email: 'feed@example.com' }).expect(201)).body.data.Customer.id;
+    await http
+      .put(withToken(`customers/${id}`))
+      .send({ name: 'Feed Two' })
+      .expect(200);
+    await http.post(withToken(`customers/${id}/erase`)).expect(200);
+    const page = await http.get(withToken('events?limit=1000'));
+    conforms(page, 'get', '/v1/events');
+    const told = (page.body.data as { subject: string; type: string }[]).filter((e) => e.subject === id).map((e) => e.type);
+    expect(told).toEqual(['customer.created', 'customer.updated', 'customer.erased']);
+    const cursor = page.headers['x-next-cursor'];
+    conforms(await http.get(withToken(`events?after=${cursor}&wait=0`)), 'get', '/v1/events'); // an empty page
+    conforms(await http.get(withToken(`events?after=${cursor}`, TOKENS.b)), 'get', '/v1/events'); // 400: another account's cursor
+    conforms(await http.get(withToken('events?limit=1001&wait=31')), 'get', '/v1/events'); // 400
+    conforms(await http.get('/v1/events'), 'get', '/v1/events'); // 401
+
+    // The stream: the documented second media type of the 200, with the documented headers and parameters.
+    const operation = doc.paths['/v1/events'].get;
+    expect(Object.keys(operation.responses['200'].content)).toEqual([JSON_CT, 'text/event-stream']);
+    expect(operation.parameters!.map((p) => p.name)).toEqual(['after', 'limit', 'wait', 'Last-Event-ID']);
+    const abort = new AbortController();
+    const stream = await fetch(`${app.baseUrl}/v1/events`, {
+      headers: { Authorization: `Bearer ${TOKENS.a}`, Accept: 'text/event-stream', 'Last-Event-ID': page.body.data[0].id },
+      signal: abort.signal,
+    });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const reader = stream.body!.getReader();
+    let text = '';
+    while (!text.includes(`event: customer.erased`)) text += new TextDecoder().decode((await reader.read()).value);
+    abort.abort();
+    const events = text.split('\n\n').filter((block) => block.startsWith('id: '));
+    const validate = validator({ $ref: '#/components/schemas/FeedEntry' });
+    for (const block of events) {
+      const [idLine, eventLine, dataLine] = block.split('\n');
+      const entry = JSON.parse(dataLine.slice('data: '.length));
+      expect({ entry, errors: validate(entry) ? null : validate.errors }).toEqual({ entry, errors: null });
+      expect([idLine, eventLine]).toEqual([`id: ${entry.id}`, `event: ${entry.type}`]);
+    }
+    expect(events.length).toBe(page.body.data.length - 1);
+  });
+
   it('refuses in the request schemas what the service refuses', async () => {
     const refused: [Method, string, string, object][] = [
       ['post', '/v1/customers', 'customers', { email: 'a@example.com', tel: -1 }],
@@ -241,7 +287,7 @@ describe('the OpenAPI document', () => {
   it('describes the token as an opaque bearer token, and tags every operation with a declared lower-case tag', () => {
     expect(doc.components.securitySchemes.bearer).toEqual({ type: 'http', scheme: 'bearer', description: expect.any(String) });
     const declared = doc.tags.map((t) => t.name);
-    expect(declared).toEqual(['profiles', 'customers', 'operations']);
+    expect(declared).toEqual(['profiles', 'customers', 'events', 'operations']);
     const used = new Set(Object.values(doc.paths).flatMap((ops) => Object.values(ops).flatMap((o) => o.tags ?? [])));
     expect([...used].sort()).toEqual([...declared].sort());
   });

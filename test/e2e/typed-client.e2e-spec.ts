@@ -87,6 +87,31 @@ describe('a typed client generated from /docs-json', () => {
       invalid: { status: 400, code: 'VALIDATION_FAILED', fields: ['email', 'mobile'] },
       deleted: { message: 'Customer deleted successfully.', id },
       gone: { status: 404, code: 'NOT_FOUND' },
+      feed: {
+        told: [
+          {
+            type: 'customer.created',
+            revision: 0,
+            changes: {
+              name: { from: '', to: 'Ada Lovelace' },
+              email: { from: '', to: 'ada@example.com' },
+              mobile: { from: '', to: '09121234567' },
+              company: { from: '', to: 'Analytical Engines' },
+              tel: { from: '', to: '2166554433' },
+            },
+          },
+          {
+            type: 'customer.updated',
+            revision: 1,
+            changes: { company: { from: 'Analytical Engines', to: 'Babbage & Co' }, tel: { from: '2166554433', to: '' } },
+          },
+          { type: 'customer.deleted', revision: 2, changes: {} },
+        ],
+        // Four entries (two creates, an update, a delete) in pages of two: two full pages, then an empty one.
+        pages: 3,
+        cursorsDistinct: 2,
+        badCursor: ['after'],
+      },
     });
   });
 });

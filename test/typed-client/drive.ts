@@ -51,6 +51,22 @@ async function drive(baseUrl: string, token: string) {
   if (!deleted.data) throw new Error(`delete: ${deleted.response.status}`);
   const gone = await client.GET('/v1/customers/{id}', { params: { path: { id } } });
 
+  // The change feed: Ada's changes, read in pages of two, each page after the cursor of the one before.
+  // Its 200 is JSON or, asked for with Accept: text/event-stream, a stream: this client takes the JSON.
+  const feed = createClient<paths, `application/${string}`>({ baseUrl, headers: { Authorization: `Bearer ${token}` } });
+  const told: { type: string; revision: number; changes: Record<string, { from: string; to: string } | null> }[] = [];
+  const cursors: string[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = await feed.GET('/v1/events', { params: { query: { limit: 2, wait: 0, ...(after ? { after } : {}) } } });
+    if (!page.data) throw new Error(`events: ${page.response.status}`);
+    for (const entry of page.data.data) if (entry.subject === id) told.push({ type: entry.type, revision: entry.data.revision, changes: entry.data.changes });
+    after = page.response.headers.get('X-Next-Cursor') ?? '';
+    cursors.push(after);
+    if (page.data.data.length < 2) break;
+  }
+  const badCursor = await feed.GET('/v1/events', { params: { query: { after: 'not-a-cursor' } } });
+
   return {
     created,
     listed,
@@ -65,6 +81,7 @@ async function drive(baseUrl: string, token: string) {
     invalid: { status: invalid.response.status, code: invalid.error?.error.code, fields: invalid.error?.error.details?.map((d) => d.field) },
     deleted: { message: deleted.data.message, id: deleted.data.data.Customer.id },
     gone: { status: gone.response.status, code: gone.error?.error.code },
+    feed: { told, pages: cursors.length, cursorsDistinct: new Set(cursors).size, badCursor: badCursor.error?.error.details?.map((d) => d.field) },
   };
 }
 
