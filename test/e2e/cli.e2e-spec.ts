@@ -55,8 +55,8 @@ describe('CLI usage', () => {
     [[], /^No command given\./, '<command>'],
     [['projections', 'drop'], /^Unknown command "projections drop"\./, '<command>'],
     [['projections', '--help'], /^"projections" needs an action: projections status or projections rebuild\./, '<command>'],
-    [['projections', 'rebuild'], /^projections rebuild needs one read model name \(profiles, customers\) or all\./, 'projections rebuild'],
-    [['projections', 'rebuild', 'invoices'], /^No read model named "invoices": use profiles, customers or all\./, 'projections rebuild'],
+    [['projections', 'rebuild'], /^projections rebuild needs one read model name \(profiles, customers, feed\) or all\./, 'projections rebuild'],
+    [['projections', 'rebuild', 'invoices'], /^No read model named "invoices": use profiles, customers, feed or all\./, 'projections rebuild'],
     [['projections', 'rebuild', 'all', '--grace-seconds', 'soon'], /--grace-seconds must be a whole number/, 'projections rebuild'],
     // Past Node's timer range the grace period was skipped, and the drop reported all the same.
     [
@@ -138,7 +138,8 @@ describeOnSqlite('projections status and rebuild', () => {
       `Event store head: ${head}\n\n` +
         'PROJECTION  GENERATION  CHECKPOINT  LAG    REBUILD  FAILED ON\n' +
         `profiles    1           0           ${lag}  -        -\n` +
-        `customers   1           0           ${lag}  -        -\n`,
+        `customers   1           0           ${lag}  -        -\n` +
+        `feed        1           0           ${lag}  -        -\n`,
     );
     expect(await statusJson(dir)).toEqual({
       head,
@@ -159,12 +160,12 @@ describeOnSqlite('projections status and rebuild', () => {
     const events = seeded.events.toLocaleString('en-US');
     const lines = stderr.split('\n');
     expect(lines[0]).toBe(`Store: the SQLite file ${sqliteFile(dir)}`);
-    expect(lines[1]).toBe(`profiles, customers: 0%  0/${events} events  0 events/s  ? left`);
+    expect(lines[1]).toBe(`profiles, customers, feed: 0%  0/${events} events  0 events/s  ? left`);
     expect(lines.slice(-5)).toEqual([
-      `profiles, customers: 100%  ${events}/${events} events  building the indexes and swapping in`,
-      expect.stringMatching(new RegExp(`^profiles, customers: done  ${events} events in [\\d.]+s, [\\d,]+ events/s$`)),
-      "The rebuilt read models are live (generation profiles 2, customers 2). The old storage is dropped in 0s, once reads that started on it are done; Ctrl-C leaves it for the next rebuild or the service's next start to drop.",
-      'Dropped the old storage of profiles, customers.',
+      `profiles, customers, feed: 100%  ${events}/${events} events  building the indexes and swapping in`,
+      expect.stringMatching(new RegExp(`^profiles, customers, feed: done  ${events} events in [\\d.]+s, [\\d,]+ events/s$`)),
+      "The rebuilt read models are live (generation profiles 2, customers 2, feed 2). The old storage is dropped in 0s, once reads that started on it are done; Ctrl-C leaves it for the next rebuild or the service's next start to drop.",
+      'Dropped the old storage of profiles, customers, feed.',
       '',
     ]);
     const { rebuilt } = JSON.parse(stdout);
@@ -173,6 +174,7 @@ describeOnSqlite('projections status and rebuild', () => {
     );
     const status = await statusJson(dir);
     expect(status.projections.map((p: { generation: number; lag: number }) => [p.generation, p.lag])).toEqual([
+      [2, 0],
       [2, 0],
       [2, 0],
     ]);
@@ -230,7 +232,7 @@ describeOnSqlite('an interrupted rebuild', () => {
       const interrupted = await rebuildUnderWay(reads);
       interrupted.run.process.kill('SIGINT');
       expect(await interrupted.run.exited).toBe(130);
-      expect(interrupted.run.stderr()).toContain('Rebuild interrupted: the live read model of profiles, customers is unchanged');
+      expect(interrupted.run.stderr()).toContain('Rebuild interrupted: the live read model of profiles, customers, feed is unchanged');
       let status = await statusJson(dir);
       expect(status.projections[1]).toMatchObject({ generation: 1, checkpoint: '0', rebuild: null });
       expect(customerTables(dir)).toEqual(['customers__g1']);

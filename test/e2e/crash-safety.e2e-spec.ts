@@ -5,6 +5,7 @@ import { seedEvents } from '../../bench/seed-events';
 import { comparePositions, START } from '../../src/event-store/event-store.port';
 import { READ_MODELS } from '../../src/read-models';
 import type { ReadDocument, ReadStore } from '../../src/read-store/read-store.port';
+import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { openReadStore } from '../../src/stores/stores.module';
 import { startChildService } from '../support/child-service';
 import { runCli } from '../support/cli';
@@ -13,13 +14,25 @@ import { describeOnSqlite } from '../support/stores';
 
 const pause = () => new Promise((r) => setTimeout(r, 20));
 
+/** The events of records' streams: each has a document in the feed's index (slug reservations have none). */
+function recordEvents(file: string): number {
+  const db = openSqliteDatabase(file, { durable: false });
+  try {
+    return (db.prepare("SELECT count(*) AS n FROM events WHERE stream_id LIKE 'customer-%' OR stream_id LIKE 'profile-%'").get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
 describeOnSqlite('crash safety', () => {
   const dataDir = makeDataDir();
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('a service killed with kill -9 mid-catch-up resumes to read models identical to a fresh rebuild', async () => {
     const seeded = await seedEvents(join(dataDir, 'service.sqlite'), 60_000);
-    const ids: Record<string, string[]> = { profiles: seeded.profileIds, customers: seeded.customerIds };
+    // The feed's index has a document per event, by its position: the store's sequence numbers from 1.
+    const positions = Array.from({ length: seeded.events }, (_, i) => String(i + 1));
+    const ids: Record<string, string[]> = { profiles: seeded.profileIds, customers: seeded.customerIds, feed: positions };
     const reads: ReadStore = await openReadStore({ sqliteFile: join(dataDir, 'service.sqlite') });
     for (const p of READ_MODELS) await reads.ensureCollection(p.schema);
     const checkpoint = async () => (await reads.status('customers')).live.position ?? START;
@@ -53,6 +66,7 @@ describeOnSqlite('crash safety', () => {
       const resumed = await dump();
       expect(resumed.profiles.size).toBe(seeded.profileIds.length);
       expect(resumed.customers.size).toBe(seeded.customerIds.length);
+      expect(resumed.feed.size).toBe(recordEvents(join(dataDir, 'service.sqlite')));
 
       const resumedGeneration = (await reads.status('customers')).live.generation;
       const rebuild = await runCli(['projections', 'rebuild', 'all', '--grace-seconds', '0'], dataDir);

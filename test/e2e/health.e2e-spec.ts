@@ -32,6 +32,7 @@ describeOnSqlite('health', () =>
           projections: [
             { name: 'profiles', state: 'running', folding: true, checkpoint: '1', lag: 0, failure: null },
             { name: 'customers', state: 'running', folding: true, checkpoint: '1', lag: 0, failure: null },
+            { name: 'feed', state: 'running', folding: true, checkpoint: '1', lag: 0, failure: null },
           ],
           problems: [],
         });

@@ -133,7 +133,7 @@ describeUnlessWorkers('several instances on one store configuration', 'it starts
             }
             expect(seen.size).toBe(2);
           });
-          for (const name of ['customers', 'profiles']) expect(folding.filter((f) => f[name])).toHaveLength(1);
+          for (const name of ['customers', 'profiles', 'feed']) expect(folding.filter((f) => f[name])).toHaveLength(1);
         } finally {
           await stop(service);
         }
@@ -254,7 +254,7 @@ describeUnlessWorkers('several instances on one store configuration', 'it starts
           expect(customerOf(await send(reader, 'GET', `/v1/customers/${id}`))).toMatchObject({ name: `Ada ${n}b` });
         }
         const [fa, fb] = [await foldingOf(a), await foldingOf(b)];
-        for (const name of ['customers', 'profiles']) expect([fa[name], fb[name]].filter(Boolean)).toHaveLength(1);
+        for (const name of ['customers', 'profiles', 'feed']) expect([fa[name], fb[name]].filter(Boolean)).toHaveLength(1);
       } finally {
         await stop(a, b);
       }
@@ -299,7 +299,7 @@ describeUnlessWorkers('several instances on one store configuration', 'it starts
         await eventually(async () => expect(acknowledged.filter((w) => w.on === survivor).length).toBeGreaterThan(before + 40));
         stopping = true;
         await Promise.all(writers);
-        expect(await foldingOf(survivor)).toEqual({ customers: true, profiles: true });
+        expect(await foldingOf(survivor)).toEqual({ customers: true, profiles: true, feed: true });
         expect(survivor.output()).toMatch(/Took the lease over from \S+, which no longer runs/);
 
         // Every acknowledged write reads back from the survivor, as written.
@@ -346,7 +346,7 @@ describeUnlessWorkers('several instances on one store configuration', 'it starts
         expect(await exited).toBe(0);
         // A new generation of each read model is live (on a live server, past any an interrupted rebuild left).
         const after = await generations(dir);
-        expect(after.map((g, k) => g > before[k])).toEqual([true, true]);
+        expect(after.map((g, k) => g > before[k])).toEqual([true, true, true]);
 
         // After the promotion: writes through each instance read back on every other one.
         for (let k = 0; k < 6; k++) await write(n++);
@@ -355,7 +355,7 @@ describeUnlessWorkers('several instances on one store configuration', 'it starts
           expect(Number(list.headers['x-total-count'])).toBe(written.length);
         }
         const folders = await Promise.all(services.map(foldingOf));
-        for (const name of ['customers', 'profiles']) expect(folders.filter((f) => f[name])).toHaveLength(1);
+        for (const name of ['customers', 'profiles', 'feed']) expect(folders.filter((f) => f[name])).toHaveLength(1);
         await expectRebuildEqualOnSqlite(dir);
       } finally {
         await stop(...services);

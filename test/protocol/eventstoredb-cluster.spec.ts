@@ -15,6 +15,7 @@ import {
   checkpointMessage,
   confirmationMessage,
   describeRead,
+  passesFilter,
   eventMessage,
   failNotLeader,
   failNotReady,
@@ -106,7 +107,7 @@ function answerSubscription(call: ReadCall, log: ScriptedEvent[]): void {
   const lastIndexed = ordered.length > 0 ? ordered[ordered.length - 1].commit : 0n;
   call.write(confirmationMessage());
   if (ordered.length > 0 && (read.from === undefined || read.from < lastIndexed)) {
-    const sent = ordered.filter((e) => (read.from === undefined || e.commit > read.from) && read.prefixes.some((p) => e.streamId.startsWith(p)));
+    const sent = ordered.filter((e) => (read.from === undefined || e.commit > read.from) && passesFilter(read, e.streamId));
     for (const e of sent) call.write(eventMessage(e));
     call.write(checkpointMessage(sent.length > 0 ? sent[sent.length - 1].commit : (read.from ?? 0n)));
   }

@@ -80,6 +80,7 @@ describe('the service on the EventStoreDB protocol (scripted endpoint)', () => {
     expect(ready.body.projections.map((p: { name: string; lag: unknown }) => [p.name, p.lag])).toEqual([
       ['profiles', null],
       ['customers', null],
+      ['feed', null],
     ]);
   });
 
@@ -169,6 +170,7 @@ describe('the CLI on the EventStoreDB protocol (scripted endpoint)', () => {
       projections: [
         { name: 'profiles', lag: null },
         { name: 'customers', lag: null },
+        { name: 'feed', lag: null },
       ],
     });
     const table = await runCli(['projections', 'status'], dataDir, env());
@@ -181,6 +183,7 @@ describe('the CLI on the EventStoreDB protocol (scripted endpoint)', () => {
     expect(JSON.parse(run.stdout).rebuilt).toEqual([
       expect.objectContaining({ projection: 'profiles', generation: 2, events: 1 }),
       expect.objectContaining({ projection: 'customers', generation: 2, events: 1 }),
+      expect.objectContaining({ projection: 'feed', generation: 2, events: 1 }),
     ]);
     expect(run.stderr).not.toMatch(/%|left/);
     expect(run.stderr).toMatch(/done +1 events in/);

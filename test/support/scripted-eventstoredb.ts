@@ -330,6 +330,16 @@ export function describeRead(call: ReadCall): ReadRequest {
 }
 
 /**
+ * Whether a subscription's filter lets a stream's events through, as the server decides it: by
+ * prefix, else by regex (KurrentDB v24.10.6 src/EventStore.Core/Services/Storage/ReaderIndex/EventFilter.cs
+ * lines 137-199, StreamIdPrefixStrategy and StreamIdRegexStrategy), else every stream.
+ */
+export function passesFilter(read: ReadRequest, streamId: string): boolean {
+  if (read.prefixes.length > 0) return read.prefixes.some((p) => streamId.startsWith(p));
+  return read.regex === undefined || new RegExp(read.regex).test(streamId);
+}
+
+/**
  * Answers a read of $all backwards with the events of `log` (newest first) before its position,
  * at most its count, and ends the call. The event at the position itself is left out, as the
  * server reads backwards from the record before it (KurrentDB v24.10.6
