@@ -15,7 +15,7 @@ const LAYERS = [
   ['audit/', 'idempotency/'],
   ['http/'], // envelope, errors filter, token, limits, validation
   ['docs/'], // the OpenAPI decorators and document
-  ['customers/', 'profiles/'], // the features
+  ['customers/', 'profiles/', 'feed/'], // the features, and the change feed of their records
   ['health/'], // the operators' endpoints: /health, /metrics
   ['stores/'], // the wiring: chooses and wraps the stores, handed the record kinds
   ['cli/', 'app.module.ts', 'app.ts', 'main.ts', 'cli.ts', 'read-models.ts', 'runtime.ts'], // the top

@@ -31,6 +31,13 @@ export interface FeedStreamOptions {
  */
 export async function streamFeed(res: Response, options: FeedStreamOptions): Promise<void> {
   const { closed, heartbeatMs } = options;
+  // Listening before each read, so that nothing committed in between goes unnoticed.
+  let watch = options.watch();
+  // The first page is read before answering: a cursor or a store that fails answers as any request does.
+  let page = await options.read(options.from).catch((error: unknown) => {
+    watch.stop();
+    throw error;
+  });
   res.status(200);
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
   res.setHeader('Cache-Control', 'no-store');
@@ -38,27 +45,25 @@ export async function streamFeed(res: Response, options: FeedStreamOptions): Pro
   res.setHeader('X-Accel-Buffering', 'no');
   // An EventSource that lost the connection comes back after a second, with Last-Event-ID.
   res.write('retry: 1000\n\n');
-  let from = options.from;
   try {
-    while (!closed.aborted) {
-      const watch = options.watch();
-      try {
-        const page = await options.read(from);
-        let chunk = '';
-        for (const entry of page.entries) chunk += `id: ${entry.id}\nevent: ${entry.type}\ndata: ${JSON.stringify(entry)}\n\n`;
-        from = page.next;
-        if (chunk && !(await send(res, chunk, heartbeatMs * 2, closed))) return options.onEnd('the consumer stopped reading');
-        if (page.entries.length === STREAM_PAGE) continue;
+    for (;;) {
+      let chunk = '';
+      for (const entry of page.entries) chunk += `id: ${entry.id}\nevent: ${entry.type}\ndata: ${JSON.stringify(entry)}\n\n`;
+      if (chunk && !(await send(res, chunk, heartbeatMs * 2, closed))) return options.onEnd('the consumer stopped reading');
+      if (page.entries.length < STREAM_PAGE) {
         const idle = await idleUntil(watch.changed, heartbeatMs, closed);
         if (idle && !(await send(res, ': idle\n\n', heartbeatMs * 2, closed))) return options.onEnd('the consumer stopped reading');
-      } finally {
-        watch.stop();
       }
+      watch.stop();
+      if (closed.aborted) return;
+      watch = options.watch();
+      page = await options.read(page.next);
     }
   } catch (error) {
     // The store failed: the consumer resumes from its last entry once it reconnects.
     options.onEnd(`the feed could not be read: ${(error as Error).message}`);
   } finally {
+    watch.stop();
     res.end();
   }
 }

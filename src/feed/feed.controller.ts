@@ -54,7 +54,13 @@ export class FeedController {
       });
       return;
     }
-    const page = await this.longPoll(from, wait * 1000, closed, (position) => read(ctx.accountId, position, limit), () => this.tail.watch(ctx.accountId));
+    const page = await this.longPoll(
+      from,
+      wait * 1000,
+      closed,
+      (position) => read(ctx.accountId, position, limit),
+      () => this.tail.watch(ctx.accountId),
+    );
     const cursors = await this.secret.cursors();
     res.setHeader('X-Next-Cursor', cursors.seal(ctx.accountId, page.next));
     return envelope(page.entries, 200);

@@ -1,4 +1,4 @@
-import type { Position, StoredEvent } from '../event-store/event-store.port';
+import type { Position } from '../event-store/event-store.port';
 import type { Projection } from '../projections/projection';
 import type { ReadDocument } from '../read-store/read-store.port';
 import { RecordKind, streamIdOf } from '../records/record';

@@ -2,6 +2,7 @@ import { Inject } from '@nestjs/common';
 import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
 import { recordHistory, type HistoryEntry } from '../audit/record-history';
 import { comparePositions, EVENT_STORE, EventStore, Position } from '../event-store/event-store.port';
+import { ProjectionsService } from '../projections/projections.service';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import { RecordKind, recordIdOf, streamIdOf } from '../records/record';
 import { RecordSnapshots } from '../records/record-snapshots';
@@ -63,11 +64,14 @@ export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
     @Inject(FEED_KINDS) private readonly kinds: RecordKind[],
     private readonly tail: FeedTail,
     private readonly secret: FeedCursorSecret,
+    private readonly projections: ProjectionsService,
   ) {
     this.snapshots = new RecordSnapshots(eventStore);
   }
 
   async execute({ accountId, after, limit }: FeedPageQuery): Promise<FeedPage> {
+    // Until the index has reached the events stored before the start, a page would skip changes that exist.
+    this.projections.assertCaughtUp(FEED);
     const cursors = await this.secret.cursors();
     const bound = await this.tail.bound();
     const { documents } = await this.readStore.find(FEED, { accountId, filters: {}, order: 'oldest', offset: 0, limit, after: Number(after.prepare) });
