@@ -25,7 +25,7 @@ const V1_PATH = /^\/v1(?:\/|$)/i;
 const corsOptions = (origins: string[]) => ({
   origin: origins[0] === '*' ? '*' : origins,
   methods: ['GET', 'POST', 'PUT', 'DELETE'],
-  allowedHeaders: ['Authorization', 'Content-Type', 'If-Match', 'Idempotency-Key', 'X-Request-Id'],
+  allowedHeaders: ['Authorization', 'Content-Type', 'If-Match', 'Idempotency-Key', 'X-Request-Id', 'Last-Event-ID'],
   exposedHeaders: ['ETag', 'X-Total-Count', 'X-Total-Count-Capped', 'X-Next-Cursor', 'X-Request-Id', 'Retry-After'],
   maxAge: 600,
 });
