@@ -6,7 +6,7 @@ import { ApiFeed, ApiFeedOperation } from '../docs/openapi';
 import { validationFailed } from '../errors';
 import { START, type Position } from '../event-store/event-store.port';
 import { inAccountTurn } from '../http/account-turns';
-import { draining } from '../http/draining';
+import { whileOpen } from '../http/draining';
 import { envelope } from '../http/envelope';
 import { parseFeedQuery } from '../http/list-query';
 import { Ctx } from '../http/request-context';
@@ -39,7 +39,7 @@ export class FeedController {
     // An EventSource that reconnects sends the URL it began with, and the last entry it had as Last-Event-ID.
     const [name, cursor] = typeof lastEventId === 'string' && lastEventId !== '' ? ['Last-Event-ID', lastEventId] : ['after', after];
     const from = await this.open(ctx.accountId, name, cursor);
-    const closed = closedSignal(res);
+    const closed = whileOpen(res);
     const read = (accountId: string, position: Position, count: number) =>
       inAccountTurn(accountId, () => this.queries.execute(new FeedPageQuery(accountId, position, count)));
     if (streaming) {
@@ -105,11 +105,4 @@ export class FeedController {
       }
     }
   }
-}
-
-/** Aborts when the consumer goes away or the service begins to shut down. */
-function closedSignal(res: Response): AbortSignal {
-  const gone = new AbortController();
-  res.once('close', () => gone.abort());
-  return AbortSignal.any([gone.signal, draining.signal]);
 }
