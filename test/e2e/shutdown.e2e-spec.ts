@@ -126,4 +126,21 @@ describeOnSqlite('graceful shutdown', () => {
       expect(await second.exited).toBe(0);
     }
   });
+
+  it('on SIGTERM answers a waiting long-poll of the change feed and ends its event streams at once, not at the end of the grace', async () => {
+    const child = await startChildService(dataDir);
+    const polled = fetch(`${child.url}${withToken('events?wait=30')}`).then(async (res) => ({ status: res.status, body: (await res.json()) as unknown }));
+    const stream = await fetch(`${child.url}${withToken('events')}`, { headers: { Accept: 'text/event-stream' } });
+    expect(stream.status).toBe(200);
+    const streamed = stream.text();
+    // Both wait for news by now; the signal comes before any.
+    await new Promise((r) => setTimeout(r, 300));
+    const signalledAt = Date.now();
+    child.process.kill('SIGTERM');
+    expect(await polled).toEqual({ status: 200, body: { data: [], success: true, status: 200 } });
+    expect(await streamed).toBe('retry: 1000\n\n');
+    expect(await child.exited).toBe(0);
+    // The grace is 10 s: neither held the service that long.
+    expect(Date.now() - signalledAt).toBeLessThan(8000);
+  });
 });
