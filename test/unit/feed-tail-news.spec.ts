@@ -1,0 +1,57 @@
+import { Position, START } from '../../src/event-store/event-store.port';
+import { FeedTail } from '../../src/feed/feed-tail';
+import type { Projector } from '../../src/projections/projector';
+import type { ReadDocument, ReadStore } from '../../src/read-store/read-store.port';
+
+/** A projector as FeedTail sees it: whether it folds, its checkpoint, and its news. */
+function fakeProjector(folding: boolean) {
+  const listeners: ((written: ReadDocument[] | null) => void)[] = [];
+  const projector = {
+    folding,
+    checkpoint: START,
+    onAdvance: (listener: (written: ReadDocument[] | null) => void) => (listeners.push(listener), () => undefined),
+  };
+  return { projector: projector as unknown as Projector, fold: (written: ReadDocument[] | null) => listeners.forEach((l) => l(written)) };
+}
+
+const doc = (accountId: string): ReadDocument => ({ id: '1', accountId, revision: 0, seq: 1, deleted: false, created: 0, fields: {} });
+const settled = async (p: Promise<void>) => Promise.race([p.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 30))]);
+
+describe('FeedTail: news for the consumers at the feed’s end', () => {
+  it('on the instance that folds, wakes the consumers of the accounts a batch touched, and only those', async () => {
+    const { projector, fold } = fakeProjector(true);
+    const tail = new FeedTail(projector, {} as ReadStore);
+    const a = tail.watch('a');
+    const b = tail.watch('b');
+    fold([doc('a')]);
+    expect(await settled(a.changed)).toBe(true);
+    expect(await settled(b.changed)).toBe(false);
+    fold(null); // another instance folded: whose, unknown
+    expect(await settled(b.changed)).toBe(true);
+    tail.close();
+  });
+
+  it('elsewhere, reads the stored checkpoint while anyone waits, and wakes every consumer when it moved; reads nothing when no one waits', async () => {
+    const { projector } = fakeProjector(false);
+    let position: Position = { commit: 5n, prepare: 5n };
+    let reads = 0;
+    const readStore = {
+      status: async () => (reads++, { live: { generation: 1, position, failure: null, updatedAt: 0 }, building: null }),
+    } as unknown as ReadStore;
+    const tail = new FeedTail(projector, readStore, 10);
+    expect(await tail.bound()).toEqual(position);
+    const first = tail.watch('a');
+    expect(await settled(first.changed)).toBe(true); // the first poll sees a checkpoint it had not seen
+    const second = tail.watch('a');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await settled(second.changed)).toBe(false); // nothing moved
+    position = { commit: 6n, prepare: 6n };
+    expect(await new Promise<boolean>((r) => void second.changed.then(() => r(true)))).toBe(true);
+    second.stop();
+    await new Promise((r) => setTimeout(r, 30));
+    const idle = reads;
+    await new Promise((r) => setTimeout(r, 60));
+    expect(reads).toBe(idle);
+    tail.close();
+  });
+});
