@@ -109,6 +109,8 @@ async function smallDataRun(options: Options): Promise<Map<string, RowResult>> {
         { name: `${resource}: update`, target: 0.4, spec: (i) => ({ method: 'PUT', paths: items(i), body: {}, rename: true }) },
       );
     }
+    // The change feed's first page (issue 35): beside the lists of the same size.
+    rows.push({ name: 'events: feed page, limit 10', scales: true, spec: () => ({ method: 'GET', paths: ['/v1/events?limit=10'] }) });
     const results = await runRows(
       services,
       yardsticks,

@@ -9,6 +9,8 @@ const BENCHES: Record<string, () => Promise<{ main(args: string[]): Promise<void
   rebuild: () => import('./rebuild'),
   profile: () => import('./profile'),
   scale: () => import('./scale'),
+  feed: () => import('./feed'),
+  'feed-scale': () => import('./feed-scale'),
 };
 
 async function run(): Promise<void> {

@@ -27,7 +27,7 @@ function serviceNodeFlags(): string[] {
  */
 export async function startService(
   dataDir: string,
-  { workers, accessTokens }: { workers: number; accessTokens: string },
+  { workers, accessTokens, env = {} }: { workers: number; accessTokens: string; /** More settings, over the ones above. */ env?: Record<string, string> },
 ): Promise<Service & { dataDir: string }> {
   const log = join(dataDir, 'service.log');
   const fd = openSync(log, 'a');
@@ -47,6 +47,7 @@ export async function startService(
         RATE_LIMIT_REQUESTS: '1000000',
         RATE_LIMIT_WINDOW_SECONDS: '60',
         WORKERS: String(workers),
+        ...env,
       },
       stdio: ['ignore', fd, fd],
     },
