@@ -2,7 +2,7 @@ import './runtime';
 import 'reflect-metadata';
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { eventsTail } from './cli/events';
+import { eventsTail, feedTail } from './cli/events';
 import { failureLine, MissingStoreError } from './cli/output';
 import { projectionsRebuild, projectionsStatus } from './cli/projections';
 import { AppConfig, loadConfig } from './config/config';
@@ -27,6 +27,7 @@ Commands:
                                     any poison event
   projections rebuild <name|all>    Replay every event into fresh storage and swap it in
   events tail [--stream <id>]       Print events as they are appended, one JSON line each
+  events tail --url <address>       Follow the change feed of a running service, one entry a line
 
 Run a command with --help for its options. Configuration comes from the environment, as for the
 service (DATA_DIR, ...).
@@ -57,12 +58,24 @@ Options:
   --help                This help
 `,
   'events tail': `Usage: npm run cli -- events tail [--stream <id>]
+       npm run cli -- events tail --url <address> [--token <token>] [--after <cursor>]
 
-Prints every event appended from now on, one JSON line each, until Ctrl-C.
+Without --url: prints every event appended to the store from now on, one JSON line each, as
+stored (values sealed), until Ctrl-C.
+
+With --url: follows the change feed of the running service at that address (GET /v1/events),
+with an access token of the account to follow: prints each entry (a CloudEvents JSON object:
+its id is its cursor) on a line of its own, from the beginning of the account's feed or after
+--after, then new ones as they are stored, until Ctrl-C. It says on stderr the cursor to
+resume from. A service down or busy is asked again; a token or cursor it refuses ends it (exit 1).
 
 Options:
-  --stream <id>   Only the events of this stream, e.g. customer-<uuid>
-  --help          This help
+  --stream <id>      Only the events of this stream, e.g. customer-<uuid> (without --url)
+  --url <address>    The service's address, e.g. http://localhost:3000
+  --token <token>    The access token; default: the ACCESS_TOKEN environment variable (which
+                     keeps it out of the process list)
+  --after <cursor>   Resume after this cursor: an entry's id, or the one the last run gave
+  --help             This help
 `,
 };
 
@@ -81,6 +94,9 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
   json: { type: 'boolean' },
   stream: { type: 'string' },
+  url: { type: 'string' },
+  token: { type: 'string' },
+  after: { type: 'string' },
   'grace-seconds': { type: 'string' },
 } as const;
 
@@ -112,7 +128,7 @@ function parse(argv: string[]) {
 const COMMAND_OPTIONS = {
   'projections status': ['json'],
   'projections rebuild': ['json', 'grace-seconds'],
-  'events tail': ['stream'],
+  'events tail': ['stream', 'url', 'token', 'after'],
 };
 
 type Command = keyof typeof COMMAND_OPTIONS;
@@ -127,6 +143,8 @@ interface Invocation {
   /** The read models a rebuild replays. */
   readModels: typeof READ_MODELS;
   graceMs: number;
+  /** events tail --url: the service whose change feed is followed, instead of the stores. */
+  feed?: { url: string; token: string; after?: string };
 }
 
 /** What the command line asks for: a command to run, or a help to print. */
@@ -159,7 +177,43 @@ function checked(command: Command, values: Invocation['values'], args: string[])
   if (!/^\d+$/.test(grace) || Number(grace) > MAX_GRACE_SECONDS) {
     throw new UsageError(`--grace-seconds must be a whole number of seconds from 0 to ${MAX_GRACE_SECONDS}; got "${grace}".`, { cause: command });
   }
-  return { command, values, readModels, graceMs: Number(grace) * 1000 };
+  return { command, values, readModels, graceMs: Number(grace) * 1000, feed: feedOf(command, values) };
+}
+
+/** events tail --url's service and token, checked; undefined for the store's tail. */
+function feedOf(command: Command, values: Invocation['values']): Invocation['feed'] {
+  if (values.url === undefined) {
+    const misplaced = (['token', 'after'] as const).find((o) => values[o] !== undefined);
+    if (misplaced) throw new UsageError(`--${misplaced} goes with --url.`, { cause: command });
+    return undefined;
+  }
+  if (values.stream !== undefined)
+    throw new UsageError('--stream tails the store: not with --url (the feed tells every record of the account).', { cause: command });
+  let url: URL | undefined;
+  try {
+    url = new URL(values.url);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !['http:', 'https:'].includes(url.protocol)) {
+    throw new UsageError(`--url must be the service's http:// or https:// address; got "${values.url}".`, { cause: command });
+  }
+  const token = values.token ?? process.env.ACCESS_TOKEN;
+  if (!token) throw new UsageError('--url needs an access token: --token <token>, or the ACCESS_TOKEN environment variable.', { cause: command });
+  return { url: values.url, token, ...(values.after !== undefined ? { after: values.after } : {}) };
+}
+
+/** events tail --url: no store is opened; Ctrl-C ends it, exit 0. */
+async function followFeed(feed: NonNullable<Invocation['feed']>): Promise<number> {
+  const interrupt = new AbortController();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupt.abort());
+  await feedTail({
+    ...feed,
+    signal: interrupt.signal,
+    write: (line) => process.stdout.write(line),
+    notice: (line) => process.stderr.write(`${line}\n`),
+  });
+  return 0;
 }
 
 /** The stores the configuration names, said on stderr; an existing SQLite file only. */
@@ -196,6 +250,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(invocation.help);
     return 0;
   }
+  if (invocation.feed) return followFeed(invocation.feed);
   const stores = await openConfiguredStores();
   const interrupt = new AbortController();
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupt.abort());

@@ -2,6 +2,7 @@ import { ConfigError } from '../config/config';
 import { PoisonEventError } from '../projections/projector';
 import { GenerationReplacedError } from '../read-store/read-store.port';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
+import { FeedRefusedError } from './events';
 
 /** A plain text table: a header row, then one row per entry, columns padded to their widest cell. */
 export function formatTable(header: string[], rows: string[][]): string {
@@ -39,7 +40,7 @@ function cannotOpen(error: unknown): error is Error {
 /** The one line a failure the operator can act on is told in, or undefined for a bug (its stack is printed). */
 export function failureLine(error: unknown): string | undefined {
   if (error instanceof ConfigError) return `Configuration error: ${error.message}`;
-  if (error instanceof MissingStoreError || error instanceof StoreUnavailableError) return error.message;
+  if (error instanceof MissingStoreError || error instanceof StoreUnavailableError || error instanceof FeedRefusedError) return error.message;
   if (error instanceof PoisonEventError) return `Rebuild stopped, the live read model is unchanged: ${error.message}`;
   // Two rebuilds of one read model: the later one drops the generation the earlier one fills.
   if (error instanceof GenerationReplacedError) return `Stopped: another rebuild started after this one took its place (${error.message}); that one goes on.`;
