@@ -1,3 +1,4 @@
+import './tracing/register';
 import './runtime';
 import 'reflect-metadata';
 import { existsSync } from 'node:fs';
@@ -112,12 +113,14 @@ function commandOf(positionals: string[]): string | undefined {
  * swallows, and do not say which command they are about.
  */
 function parse(argv: string[]) {
+  // A cursor may begin with "-", which parseArgs would take for an option of its own.
+  const args = argv.flatMap((arg, i) => (arg === '--after' && i + 1 < argv.length ? [] : argv[i - 1] === '--after' && i > 0 ? [`--after=${arg}`] : [arg]));
   try {
-    return parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
+    return parseArgs({ args, allowPositionals: true, options: OPTIONS });
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (!code?.startsWith('ERR_PARSE_ARGS')) throw error;
-    const command = commandOf(parseArgs({ args: argv, allowPositionals: true, strict: false, options: OPTIONS }).positionals);
+    const command = commandOf(parseArgs({ args, allowPositionals: true, strict: false, options: OPTIONS }).positionals);
     const option = /'(-[^' ]+)/.exec((error as Error).message)?.[1] ?? 'an option';
     const message = code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? `${option} needs a value.` : `${command ?? 'The CLI'} has no option ${option}.`;
     throw new UsageError(message, { cause: command });

@@ -102,6 +102,8 @@ describe('events tail --url', () => {
     [['--url', 'http://localhost:3000'], /^--url needs an access token: --token <token>, or the ACCESS_TOKEN environment variable\./],
     [['--url', 'localhost:3000', '--token', 't'], /^--url must be the service's http:\/\/ or https:\/\/ address; got "localhost:3000"\./],
     [['--after', 'AotxzCRme-rkfmxi--XJ0Y24RI1ifuxW'], /^--after goes with --url\./],
+    // A cursor may begin with "-": still the value of --after, not an option.
+    [['--after', '-nxqfVEwkfsauHUq5TAmfV8Dn-1rrBea'], /^--after goes with --url\./],
     [['--url', 'http://localhost:3000', '--token', 't', '--stream', 'customer-x'], /^--stream tails the store: not with --url/],
   ])('events tail %j is a usage error: exit 2, with its usage', async (args, message) => {
     const { code, stdout, stderr } = await runCli(['events', 'tail', ...args], dir);
