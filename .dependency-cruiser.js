@@ -5,6 +5,7 @@ const LAYERS = [
   ['errors.ts', 'instance.ts'], // leaves anyone may use
   ['config/'],
   ['logging/', 'metrics/'],
+  ['tracing/'], // OpenTelemetry: the SDK's start, the service's own spans, the redaction
   ['storage/'], // the drivers' handles (SQLite, MongoDB client), the store errors, write failures
   ['event-store/'], // each store: its port and its adapters
   ['read-store/'],

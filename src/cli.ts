@@ -1,5 +1,5 @@
-import './tracing/register';
 import './runtime';
+import './tracing/register';
 import 'reflect-metadata';
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';

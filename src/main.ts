@@ -1,4 +1,5 @@
 import './runtime';
+import './tracing/register';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import cluster from 'node:cluster';
@@ -7,6 +8,7 @@ import { createServer } from 'node:net';
 import { createApp } from './app';
 import { AppConfig, ConfigError, loadConfig, resolveAccessTokens } from './config/config';
 import { draining } from './http/draining';
+import { tracing } from './tracing/register';
 import { relaySiblingNews } from './instance';
 import { createLogger, NestPinoLogger } from './logging/logging';
 import { prepareSqliteFiles } from './stores/stores.module';
@@ -100,6 +102,8 @@ async function main(): Promise<void> {
     logger.log(`Shutting down on ${reason}: finishing the requests in flight (at most ${SHUTDOWN_GRACE_MS} ms)`);
     stopAccepting(SHUTDOWN_GRACE_MS)
       .then(() => app.close())
+      // The last spans, the shutdown's own among them, are exported before the process exits.
+      .then(() => tracing?.shutdown())
       .then(
         () => {
           logger.log('Stopped');
@@ -122,6 +126,7 @@ async function main(): Promise<void> {
   // Without HOST the server is bound to every interface, not only to the localhost the URL names.
   const bound = settings.host ? '' : ', bound to every interface (HOST=127.0.0.1 keeps it to this machine)';
   logger[settings.logLevel === 'warn' ? 'warn' : 'log'](`Listening on ${url}${bound} (data in ${settings.dataDir})`);
+  if (tracing) logger.log(`Exporting traces to ${tracing.endpoint} (OpenTelemetry, OTLP)`);
   if (cluster.isWorker) process.send!({ listening: url } satisfies Listening);
   // With WORKERS, the primary says which token is used, once.
   if (cluster.isPrimary) announceToken(logger, created, settings.dataDir, url);

@@ -28,6 +28,8 @@ export interface EventMetadata {
   causationId: string;
   /** How to read the event's data; the store that writes it sets it (see SEALED_SCHEMA_VERSION). */
   schemaVersion: number;
+  /** The W3C trace context of the request that appended it, when traces are exported: the projectors' and the feed's spans link to it. */
+  traceparent?: string;
 }
 
 /** An event's data as written before encryption: its field values in plaintext. */

@@ -6,6 +6,7 @@ import { ProjectionsService } from '../projections/projections.service';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import { RecordKind, recordIdOf, streamIdOf } from '../records/record';
 import { RecordSnapshots } from '../records/record-snapshots';
+import { linkCurrentSpanTo } from '../tracing/tracing';
 import { FeedCursorSecret } from './feed-cursor-secret';
 import { FeedTail } from './feed-tail';
 import { entryRefOf, FEED, FeedEntryRef } from './feed.projection';
@@ -111,6 +112,8 @@ export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
     const from = run[0].revision;
     const events = await this.eventStore.readStream(streamId, from, run.length);
     if (events.length === 0) return [];
+    // The page's span links to the requests that appended what it serves.
+    linkCurrentSpanTo(events.map((e) => e.metadata.traceparent));
     // Read before the values are told, as history does: an erasure from before this read shows none.
     const last = await this.eventStore.readLastEvent(streamId);
     const erased = last?.type === kind.events.erased;

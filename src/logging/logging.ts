@@ -2,6 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import type { IncomingHttpHeaders } from 'node:http';
 import { unescape } from 'node:querystring';
+import { trace } from '@opentelemetry/api';
 import pino, { DestinationStream, Logger } from 'pino';
 import type { LogLevel } from '../config/config';
 
@@ -75,6 +76,17 @@ function isoTime(): string {
   return lastTime;
 }
 
+/**
+ * The ids of the span a line is written in, as OpenTelemetry's log correlation names them, so an
+ * operator can go from a log line to its trace. Without tracing there is no span: nothing is added.
+ */
+function traceIds(): object {
+  const span = trace.getActiveSpan();
+  if (!span) return {};
+  const { traceId, spanId } = span.spanContext();
+  return { trace_id: traceId, span_id: spanId };
+}
+
 /** How long a log line may wait in the buffer before it is written. */
 const LOG_FLUSH_MS = 200;
 
@@ -84,7 +96,7 @@ const LOG_FLUSH_MS = 200;
  * cost a system call each. pino writes what is left when the process exits.
  */
 export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {
-  const options = { level, base: { pid: process.pid }, timestamp: isoTime };
+  const options = { level, base: { pid: process.pid }, timestamp: isoTime, mixin: traceIds };
   if (destination) return pino(options, destination);
   const stdout = pino.destination({ dest: 1, minLength: 8192, sync: false });
   setInterval(() => stdout.flush(), LOG_FLUSH_MS).unref();

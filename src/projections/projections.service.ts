@@ -6,6 +6,7 @@ import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import { Projection, PROJECTIONS } from './projection';
 import { Projector } from './projector';
 import { REBUILD_GRACE_MS, rebuildProjections } from './rebuild';
+import { inSpan } from '../tracing/tracing';
 
 /** Reads that found the replaced generation just before the promotion finish within this. */
 const CATCH_UP_GRACE_MS = 1000;
@@ -133,7 +134,9 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
   async waitFor(streamId: string, position: Position): Promise<void> {
     const following = this.projectors.filter((p) => p.follows(streamId));
     try {
-      await Promise.all(following.map((p) => p.waitFor(position, this.config.readYourWritesTimeoutMs)));
+      await inSpan('wait for read models', { 'read_models.count': following.length, 'event_store.position': `${position.commit}/${position.prepare}` }, () =>
+        Promise.all(following.map((p) => p.waitFor(position, this.config.readYourWritesTimeoutMs))),
+      );
     } catch (error) {
       this.logger.warn(`Read models behind a write: ${(error as Error).message}`);
       throw new ApiError('UNAVAILABLE', 'The change was saved, but the read models have not caught up with it yet. Read it again shortly.', undefined, 1);

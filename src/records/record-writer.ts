@@ -14,6 +14,7 @@ import {
 } from '../event-store/event-store.port';
 import type { CommandContext } from './command-context';
 import { siblings } from '../instance';
+import { currentTraceparent } from '../tracing/tracing';
 import type { ProjectionsService } from '../projections/projections.service';
 import { evolveRecord, ownedRecord, RecordKind, RecordState, recordIdOf, streamIdOf } from './record';
 import { RecordSnapshots } from './record-snapshots';
@@ -22,7 +23,8 @@ const MAX_ATTEMPTS = 10;
 
 /** Metadata of every event a command appends. The access token is never part of it. */
 export function eventMetadata(context: CommandContext, causationId: string): NewEventMetadata {
-  return { accountId: context.accountId, correlationId: context.requestId, causationId };
+  const traceparent = currentTraceparent();
+  return { accountId: context.accountId, correlationId: context.requestId, causationId, ...(traceparent ? { traceparent } : {}) };
 }
 
 /**

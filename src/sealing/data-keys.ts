@@ -3,6 +3,7 @@ import { createCipheriv, createDecipheriv, createHmac, createSecretKey, KeyObjec
 import { RecordErasedError } from '../event-store/event-store.port';
 import type { KeyStore } from '../key-store/key-store.port';
 import { randomBytesPooled } from '../key-store/random-bytes';
+import { outsideTraces } from '../tracing/tracing';
 
 /** Keys kept in memory at most; rebuilds fetch theirs a batch at a time anyway. */
 const KEYS_KEPT = 10_000;
@@ -100,7 +101,8 @@ export class DataKeys {
   async newRecordId(keyIdPrefix: string): Promise<string> {
     let spare = this.spare.get(keyIdPrefix);
     if (!spare) this.spare.set(keyIdPrefix, (spare = []));
-    if (spare.length < SPARE_KEYS / 2 && !this.refilling.has(keyIdPrefix)) void this.makeAhead(keyIdPrefix, spare);
+    // Not part of the request that sets it off: its trace shows no key it does not use.
+    if (spare.length < SPARE_KEYS / 2 && !this.refilling.has(keyIdPrefix)) void outsideTraces(() => this.makeAhead(keyIdPrefix, spare));
     const ready = spare.pop();
     if (ready !== undefined) return ready;
     const id = randomUUID();

@@ -21,6 +21,10 @@ import type {
 import type { KeyStore } from '../key-store/key-store.port';
 import type { WriteFailures } from '../storage/write-failures';
 import type { Metrics } from '../metrics/metrics';
+import { inSpan } from '../tracing/tracing';
+
+/** A store's position as a span shows it. */
+const position = (p: Position) => `${p.commit}/${p.prepare}`;
 
 /** An event store that times each call and counts the events appended, around any adapter; its appends' failures go to readiness. */
 export class InstrumentedEventStore implements EventStore {
@@ -31,19 +35,28 @@ export class InstrumentedEventStore implements EventStore {
   ) {}
 
   async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    const result = await this.writes.watch('event store', () =>
-      this.metrics.time(this.metrics.eventStoreDuration, 'appendToStream', () => this.store.appendToStream(streamId, events, expected)),
-    );
+    const attributes = { 'event_store.stream': streamId, 'event_store.expected_revision': String(expected), 'event_store.events': events.length };
+    const result = await inSpan('event store append', attributes, async (span) => {
+      const appended = await this.writes.watch('event store', () =>
+        this.metrics.time(this.metrics.eventStoreDuration, 'appendToStream', () => this.store.appendToStream(streamId, events, expected)),
+      );
+      span?.setAttributes({ 'event_store.revision': appended.revision, 'event_store.position': position(appended.position) });
+      return appended;
+    });
     for (const event of events) this.metrics.eventsAppended.inc({ type: event.type });
     return result;
   }
 
   readStream(streamId: string, fromRevision?: number, maxCount?: number): Promise<StoredEvent[]> {
-    return this.metrics.time(this.metrics.eventStoreDuration, 'readStream', () => this.store.readStream(streamId, fromRevision, maxCount));
+    return inSpan('event store read', { 'event_store.stream': streamId, 'event_store.from_revision': fromRevision ?? 0 }, () =>
+      this.metrics.time(this.metrics.eventStoreDuration, 'readStream', () => this.store.readStream(streamId, fromRevision, maxCount)),
+    );
   }
 
   readLastEvent(streamId: string): Promise<StoredEvent | null> {
-    return this.metrics.time(this.metrics.eventStoreDuration, 'readLastEvent', () => this.store.readLastEvent(streamId));
+    return inSpan('event store read last', { 'event_store.stream': streamId }, () =>
+      this.metrics.time(this.metrics.eventStoreDuration, 'readLastEvent', () => this.store.readLastEvent(streamId)),
+    );
   }
 
   headPosition(): Promise<Position> {
@@ -81,7 +94,9 @@ export class InstrumentedReadStore implements ReadStore {
   }
 
   get(collection: string, accountId: string, id: string): Promise<ReadDocument | null> {
-    return this.metrics.time(this.metrics.readStoreDuration, 'get', () => this.store.get(collection, accountId, id));
+    return inSpan('read store get', { 'read_store.collection': collection }, () =>
+      this.metrics.time(this.metrics.readStoreDuration, 'get', () => this.store.get(collection, accountId, id)),
+    );
   }
 
   oldest(collection: string, accountId: string): Promise<ReadDocument | null> {
@@ -89,12 +104,17 @@ export class InstrumentedReadStore implements ReadStore {
   }
 
   find(collection: string, query: FindQuery): Promise<FindResult> {
-    return this.metrics.time(this.metrics.readStoreDuration, 'find', () => this.store.find(collection, query));
+    // The filters' names only: their values are personal data.
+    const attributes = { 'read_store.collection': collection, 'read_store.filters': Object.keys(query.filters).join(','), 'read_store.limit': query.limit };
+    return inSpan('read store find', attributes, () => this.metrics.time(this.metrics.readStoreDuration, 'find', () => this.store.find(collection, query)));
   }
 
   commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
-    return this.writes.watch('read store', () =>
-      this.metrics.time(this.metrics.readStoreDuration, 'commit', () => this.store.commit(collection, documents, checkpoint)),
+    const attributes = { 'read_store.collection': collection, 'read_store.documents': documents.length, 'read_store.position': position(checkpoint.position) };
+    return inSpan('read store commit', attributes, () =>
+      this.writes.watch('read store', () =>
+        this.metrics.time(this.metrics.readStoreDuration, 'commit', () => this.store.commit(collection, documents, checkpoint)),
+      ),
     );
   }
 
@@ -139,14 +159,15 @@ export class InstrumentedReadStore implements ReadStore {
   }
 }
 
-/** The key store with its writes (a key made, destroyed, an erasure finished) watched by `writes`. */
+/** The key store with its writes (a key made, destroyed, an erasure finished) watched by `writes`, and traced. */
 export function watchingWrites(store: KeyStore, writes: WriteFailures): KeyStore {
   return {
     name: store.name,
     file: store.file,
-    obtain: (keyId, options) => writes.watch('key store', () => store.obtain(keyId, options)),
-    getMany: (keyIds) => store.getMany(keyIds),
-    destroy: (keyId, erasedBy) => writes.watch('key store', () => store.destroy(keyId, erasedBy)),
+    obtain: (keyId, options) => inSpan('key store obtain', { 'key_store.key': keyId }, () => writes.watch('key store', () => store.obtain(keyId, options))),
+    getMany: (keyIds) => inSpan('key store read', { 'key_store.keys': keyIds.length }, () => store.getMany(keyIds)),
+    destroy: (keyId, erasedBy) =>
+      inSpan('key store destroy', { 'key_store.key': keyId }, () => writes.watch('key store', () => store.destroy(keyId, erasedBy))),
     pendingErasures: (prefix) => store.pendingErasures(prefix),
     finishErasure: (keyId) => writes.watch('key store', () => store.finishErasure(keyId)),
     close: () => store.close(),
