@@ -65,13 +65,13 @@ class Deliveries {
   }
 
   /** `count` creates, one at a time, `gapMs` apart, in accounts taken in turn; the service's CPU over them. */
-  async write(service: Service, count: number, gapMs: number, accounts: number): Promise<{ cpuMs: number; seconds: number }> {
-    const agents = Array.from({ length: accounts }, () => new Agent({ keepAlive: true, maxSockets: 1 }));
+  async write(service: Service, count: number, gapMs: number, accounts: number, first = 0): Promise<{ cpuMs: number; seconds: number }> {
+    const agents = Array.from({ length: first + accounts }, () => new Agent({ keepAlive: true, maxSockets: 1 }));
     const ticks = cpuTicks(service.child.pid!);
     const started = now();
     try {
       for (let n = 0; n < count; n++) {
-        const account = n % accounts;
+        const account = first + (n % accounts);
         const sent = now();
         const answer = await call(
           service.url,
@@ -138,7 +138,7 @@ export async function main(args: string[]): Promise<void> {
     await (await openEventStore({ sqliteFile: join(dataDir, 'service.sqlite') }, RECORD_KINDS)).close();
     await rebuildAll(join(dataDir, 'service.sqlite'));
     // Room for the streams, the writer, the long-polls and the stalled consumer: MAX_CONNECTIONS is 1000 unless set.
-    const maxConnections = String(options.consumers + 100);
+    const maxConnections = String(2 * options.consumers + 100);
     const service = await startService(dataDir, { workers: 1, accessTokens: tokens, env: { MAX_CONNECTIONS: maxConnections } });
     services.push(service);
     const pid = service.child.pid!;
@@ -158,33 +158,50 @@ export async function main(args: string[]): Promise<void> {
     onePoll.stop();
     latencyRows(row, alone, 'one instance, one stream and one long-poll', () => 1, aloneWrite);
 
-    // Idle streams: memory before and after.
+    // Idle streams: memory before, after N, and after N more (the second N then closed again), each
+    // past a heartbeat, so that every stream has gone once round its idle loop.
     await sleep(2000);
-    const before = await memory(service);
-    const opening = now();
+    const before = await settledMemory(service);
     const perAccount = (account: number) => Math.floor(options.consumers / options.accounts) + (account < options.consumers % options.accounts ? 1 : 0);
     const busy = new Deliveries('busy');
     const stalledPhase = new Deliveries('stalled');
-    for (let i = 0; i < options.consumers; i += 50) {
-      const batch: Stream[] = [];
-      for (let j = i; j < Math.min(i + 50, options.consumers); j++) {
-        const account = j % options.accounts;
-        const listeners = [busy.listener('stream'), stalledPhase.listener('stream')];
-        batch.push(openStream(service.url, tokenOf(account), heads[account], (data, at) => listeners.forEach((l) => l(data, at))));
+    const open = async (into: Stream[], count: number, onData: (data: string, at: number) => void) => {
+      for (let i = 0; i < count; i += 50) {
+        const batch: Stream[] = [];
+        for (let j = i; j < Math.min(i + 50, count); j++)
+          batch.push(openStream(service.url, tokenOf(j % options.accounts), heads[j % options.accounts], onData));
+        await Promise.all(batch.map((s) => s.opened));
+        into.push(...batch);
       }
-      await Promise.all(batch.map((s) => s.opened));
-      streams.push(...batch);
-    }
+    };
+    let opening = now();
+    const listeners = [busy.listener('stream'), stalledPhase.listener('stream')];
+    await open(streams, options.consumers, (data, at) => listeners.forEach((l) => l(data, at)));
     const openSeconds = (now() - opening) / 1000;
-    // Past a heartbeat, so that every stream has gone once round its idle loop.
     await sleep(HEARTBEAT_MS + 2000);
-    const after = await memory(service);
+    const after = await settledMemory(service);
     const beats = streams.map((s) => s.heartbeats);
-    const cost = (of: keyof Memory) => (((after[of] - before[of]) * 1024) / options.consumers).toFixed(1);
+    const more: Stream[] = [];
+    opening = now();
+    await open(more, options.consumers, () => undefined);
+    const moreSeconds = (now() - opening) / 1000;
+    await sleep(HEARTBEAT_MS + 2000);
+    const twice = await settledMemory(service);
+    const moreBeats = more.map((s) => s.heartbeats);
+    const ended = [...streams, ...more].filter((s) => s.ended).length;
+    more.forEach((s) => s.close());
+    const cost = (from: Memory, to: Memory, of: keyof Memory) => (((to[of] - from[of]) * 1024) / options.consumers).toFixed(1);
+    const mb = (m: Awaited<ReturnType<typeof settledMemory>>) =>
+      `RSS ${m.rss.toFixed(1)} MB, anonymous ${m.anonymous.toFixed(1)} MB, V8 heap used ${m.heap.toFixed(1)} MB, external ${m.external.toFixed(1)} MB`;
     row(
       `${options.consumers} idle streams over ${options.accounts} accounts: memory per connection`,
-      `${cost('rss')} KB RSS, ${cost('anonymous')} KB anonymous`,
-      `RSS ${before.rss.toFixed(1)} → ${after.rss.toFixed(1)} MB, anonymous ${before.anonymous.toFixed(1)} → ${after.anonymous.toFixed(1)} MB, V8 heap used ${before.heap.toFixed(1)} → ${after.heap.toFixed(1)} MB, external ${before.external.toFixed(1)} → ${after.external.toFixed(1)} MB; opened in ${openSeconds.toFixed(1)} s; ${Math.min(...beats)}–${Math.max(...beats)} heartbeats each after ${(HEARTBEAT_MS + 2000) / 1000} s; ${streams.filter((s) => s.ended).length} ended`,
+      `${cost(before, after, 'rss')} KB RSS, ${cost(before, after, 'anonymous')} KB anonymous`,
+      `before: ${mb(before)}; after: ${mb(after)}; opened in ${openSeconds.toFixed(1)} s; ${Math.min(...beats)}–${Math.max(...beats)} heartbeats each after ${(HEARTBEAT_MS + 2000) / 1000} s`,
+    );
+    row(
+      `${options.consumers} more (${2 * options.consumers} idle streams): memory per connection`,
+      `${cost(after, twice, 'rss')} KB RSS, ${cost(after, twice, 'anonymous')} KB anonymous`,
+      `after: ${mb(twice)}; opened in ${moreSeconds.toFixed(1)} s; ${Math.min(...moreBeats)}–${Math.max(...moreBeats)} heartbeats each; ${ended} of ${2 * options.consumers} ended by the service; the second ${options.consumers} closed after this`,
     );
     // Idle costs: the service's CPU over a heartbeat with every stream open and nothing written.
     const idleTicks = cpuTicks(pid);
@@ -202,6 +219,20 @@ export async function main(args: string[]): Promise<void> {
     polls.forEach((p) => p.stop());
     const during = await memory(service);
     latencyRows(row, busy, `one instance, ${options.consumers} streams and ${options.accounts} long-polls connected`, perAccount, busyWrite, () => 1);
+    // The cost of a commit's fan-out to an account's streams: each woken stream reads its page.
+    for (const account of [0, 1]) {
+      const fan = new Deliveries(`fan${account}`);
+      const fanListener = fan.listener('stream');
+      listeners.push(fanListener);
+      const written = await fan.write(service, 30, 100, 1, account);
+      listeners.splice(listeners.indexOf(fanListener), 1);
+      const l = fan.latencies('stream', perAccount);
+      row(
+        `commits to account ${account} alone (${account === 0 ? `${options.backlog.toLocaleString('en')} entries` : 'tens of entries'}), ${perAccount(account)} streams on it: service CPU per commit`,
+        `${(written.cpuMs / l.writes.length).toFixed(1)} ms`,
+        `stream p50 ${fmt(pct(l.fromSend, 0.5))} ms, p99 ${fmt(pct(l.fromSend, 0.99))} ms; ${l.fromSend.length} of ${l.expected} arrivals; ${l.writes.length} creates, their 201 p50 ${fmt(pct(l.writes, 0.5))} ms`,
+      );
+    }
     row(`memory after those commits`, `${during.rss.toFixed(1)} MB RSS`, `anonymous ${during.anonymous.toFixed(1)} MB, heap ${during.heap.toFixed(1)} MB`);
 
     // A consumer of account 0 stops reading, from the start of its backlog; the others go on receiving.
@@ -295,6 +326,21 @@ export async function main(args: string[]): Promise<void> {
     rmSync(otherDir, { recursive: true, force: true });
   }
   console.log(`\nLoad average at the end: ${load1()}`);
+}
+
+/** The median of five samples a second apart: a sample falls between the collections of V8's garbage. */
+async function settledMemory(service: Service): Promise<Memory & { heap: number; external: number }> {
+  const samples: Awaited<ReturnType<typeof memory>>[] = [];
+  for (let i = 0; i < 5; i++) {
+    if (i > 0) await sleep(1000);
+    samples.push(await memory(service));
+  }
+  const median = (of: keyof (typeof samples)[number]) =>
+    pct(
+      samples.map((s) => s[of]),
+      0.5,
+    );
+  return { rss: median('rss'), peak: median('peak'), anonymous: median('anonymous'), heap: median('heap'), external: median('external') };
 }
 
 async function memory(service: Service): Promise<Memory & { heap: number; external: number }> {
