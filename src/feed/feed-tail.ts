@@ -34,6 +34,8 @@ export class FeedTail {
   private readonly watchers = new Set<Watcher>();
   private polling = false;
   private seen: Position = START;
+  /** When `seen` was read from the store. */
+  private seenAt = 0;
   private readonly unhear: () => void;
   private readonly unlisten: () => void;
 
@@ -46,12 +48,23 @@ export class FeedTail {
     this.unhear = siblings.hear('folded', () => void this.poll().catch(() => undefined));
   }
 
-  /** The checkpoint of the index: where a page may read up to. Read from the store unless this instance folds it. */
+  /**
+   * The checkpoint of the index: where a page may read up to. Read from the store unless this
+   * instance folds it, or read it less than FEED_POLL_MS ago: the consumers a poll wakes share its read.
+   */
   async bound(): Promise<Position> {
     if (this.projector.folding) return this.projector.checkpoint;
+    if (Date.now() - this.seenAt >= this.pollMs) await this.readStored();
+    return comparePositions(this.seen, this.projector.checkpoint) > 0 ? this.seen : this.projector.checkpoint;
+  }
+
+  /** Reads the stored checkpoint; true when it moved since last read. */
+  private async readStored(): Promise<boolean> {
     const { live } = await this.readStore.status(FEED);
-    const stored = live.position ?? START;
-    return comparePositions(stored, this.projector.checkpoint) > 0 ? stored : this.projector.checkpoint;
+    this.seenAt = Date.now();
+    if (!live.position || comparePositions(live.position, this.seen) <= 0) return false;
+    this.seen = live.position;
+    return true;
   }
 
   /** Starts listening for news of the account: call it before reading the page, so no news between the two is lost. */
@@ -94,10 +107,6 @@ export class FeedTail {
   /** Wakes every consumer when the stored checkpoint moved since last seen (not needed where this instance folds). */
   private async poll(): Promise<void> {
     if (this.projector.folding || this.watchers.size === 0) return;
-    const { live } = await this.readStore.status(FEED);
-    if (live.position && comparePositions(live.position, this.seen) > 0) {
-      this.seen = live.position;
-      this.wake(null);
-    }
+    if (await this.readStored()) this.wake(null);
   }
 }

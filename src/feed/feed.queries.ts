@@ -45,8 +45,12 @@ export class FeedPageQuery extends Query<FeedPage> {
   }
 }
 
-/** Streams read at once for a page (EventStoreDB: requests in flight on the connection). */
-const READS_AT_ONCE = 16;
+/**
+ * Streams read at once, for all pages together: on EventStoreDB each is a request in flight on the
+ * one connection, whose server takes 100 at once by default and the client queues the rest, with
+ * their deadlines running (a read queued past STORE_TIMEOUT_MS is taken for a stuck server).
+ */
+const READS_AT_ONCE = 32;
 
 /**
  * A page of the account's changes: the index's documents after the cursor (one seek, whatever the
@@ -58,6 +62,7 @@ const READS_AT_ONCE = 16;
 @QueryHandler(FeedPageQuery)
 export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
   private readonly snapshots: RecordSnapshots;
+  private readonly reads = new Limiter(READS_AT_ONCE);
 
   constructor(
     @Inject(READ_STORE) private readonly readStore: ReadStore,
@@ -85,10 +90,13 @@ export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
       else runs.set(ref.streamId, [ref]);
     }
     const told = new Map<string, FeedEntry>();
-    await inParallel([...runs.values()], READS_AT_ONCE, async (run) => {
+    await this.reads.forEach([...runs.values()], async (run) => {
       const kind = this.kindOf(run[0].streamId);
-      for (const [i, entry] of (await this.historyOf(kind, run)).entries()) {
-        const ref = run[i];
+      const byRevision = new Map(run.map((ref) => [ref.revision, ref]));
+      for (const entry of await this.historyOf(kind, run)) {
+        // By revision: a stream EventStoreDB truncated ($tb, $maxCount) gives fewer events than asked, from later on.
+        const ref = byRevision.get(entry.revision);
+        if (!ref) continue;
         told.set(`${ref.streamId}@${ref.revision}`, {
           specversion: '1.0',
           id: cursors.seal(accountId, ref.position),
@@ -101,7 +109,8 @@ export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
         });
       }
     });
-    // An entry whose event is gone (a stream deleted by hand in EventStoreDB) is left out; the cursor still moves past it.
+    // An entry whose event is gone (deleted by hand in EventStoreDB, with its stream or by truncation:
+    // reads go to the leader, so not one that lags) is left out; the cursor still moves past it.
     const entries = refs.flatMap((ref) => told.get(`${ref.streamId}@${ref.revision}`) ?? []);
     return { entries, next: refs.length > 0 ? refs[refs.length - 1].position : after };
   }
@@ -139,11 +148,37 @@ function verbOf(kind: RecordKind, eventType: string): string {
   return verb;
 }
 
-/** Runs `task` on every item, `atOnce` at a time at most. */
-async function inParallel<T>(items: T[], atOnce: number, task: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await task(items[next++]);
-  };
-  await Promise.all(Array.from({ length: Math.min(atOnce, items.length) }, worker));
+/** Runs tasks at most `atOnce` at a time, across every caller. */
+class Limiter {
+  private running = 0;
+  private readonly queue: (() => void)[] = [];
+
+  constructor(private readonly atOnce: number) {}
+
+  /** Runs `task` on every item; once one fails, starts no more of them and rejects. */
+  async forEach<T>(items: T[], task: (item: T) => Promise<void>): Promise<void> {
+    let failed = false;
+    await Promise.all(
+      items.map((item) =>
+        this.run(async () => {
+          if (failed) return;
+          await task(item).catch((error: unknown) => {
+            failed = true;
+            throw error;
+          });
+        }),
+      ),
+    );
+  }
+
+  private async run(task: () => Promise<void>): Promise<void> {
+    if (this.running >= this.atOnce) await new Promise<void>((resolve) => this.queue.push(resolve));
+    this.running++;
+    try {
+      await task();
+    } finally {
+      this.running--;
+      this.queue.shift()?.();
+    }
+  }
 }

@@ -132,7 +132,10 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
    * learns of foreign positions at its next checkpoint.
    */
   async waitFor(streamId: string, position: Position): Promise<void> {
-    const following = this.projectors.filter((p) => p.follows(streamId));
+    // Not those still catching up with the events stored before the start: their reads answer 503
+    // until then (assertCaughtUp), and waiting would answer every write 503 for the whole catch-up
+    // (a first start over a large store, or a read model new in this version, as the feed's index was).
+    const following = this.projectors.filter((p) => p.follows(streamId) && p.caughtUp);
     try {
       await inSpan('wait for read models', { 'read_models.count': following.length, 'event_store.position': `${position.commit}/${position.prepare}` }, () =>
         Promise.all(following.map((p) => p.waitFor(position, this.config.readYourWritesTimeoutMs))),
