@@ -1,4 +1,5 @@
 import { contact } from '../support/http-assertions';
+import { describeUnlessWorkers } from '../support/stores';
 import { startTestApp, TestApp, TOKENS, withToken } from '../support/test-app';
 
 type Entry = {
@@ -194,6 +195,34 @@ describe('the change feed', () => {
         expect(s.events().map((e) => e.id)).toEqual(expected.map((e) => e.id));
         await s.close();
       }
+    });
+  });
+
+  describeUnlessWorkers('under a rate limit', 'each worker counts its own share of the limit', () => {
+    let limited: TestApp;
+    beforeAll(async () => (limited = await startTestApp({ env: { RATE_LIMIT_REQUESTS: '3', FEED_HEARTBEAT_MS: '100' } })));
+    afterAll(() => limited.close());
+
+    it('counts a stream, however long it lasts, and a long-poll, as one request each', async () => {
+      const abort = new AbortController();
+      const stream = await fetch(`${limited.baseUrl}/v1/events`, {
+        headers: { Authorization: `Bearer ${TOKENS.a}`, Accept: 'text/event-stream' },
+        signal: abort.signal,
+      });
+      expect(stream.status).toBe(200);
+      let text = '';
+      const reading = (async () => {
+        for await (const chunk of stream.body!) text += Buffer.from(chunk as Uint8Array).toString();
+      })().catch(() => undefined);
+      await limited.http.get(withToken('events?wait=1')).expect(200);
+      // The stream has sent several heartbeats by now: none of them counted.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await limited.http.get(withToken('events')).expect(200);
+      const refused = await limited.http.get(withToken('events')).expect(429);
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      abort.abort();
+      await reading;
+      expect(text).toMatch(/: idle\n\n: idle/);
     });
   });
 });
