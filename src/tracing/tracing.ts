@@ -44,9 +44,11 @@ export interface Tracing {
  */
 export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | undefined {
   if (!tracingConfigured(env)) return undefined;
-  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf').trim();
+  // The traces' own setting over the general one, as the exporters read them; the error names the one given.
+  const variable = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocol = env[variable]?.trim() || 'http/protobuf';
   const exporterModule = EXPORTERS[protocol];
-  if (!exporterModule) throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL must be one of ${Object.keys(EXPORTERS).join(', ')}; got "${protocol}"`);
+  if (!exporterModule) throw new ConfigError(`${variable} must be one of ${Object.keys(EXPORTERS).join(', ')}; got "${protocol}"`);
   // Loaded only here: with tracing off, none of the SDK is in the process.
   /* eslint-disable @typescript-eslint/no-require-imports */
   const { NodeSDK } = require('@opentelemetry/sdk-node') as typeof import('@opentelemetry/sdk-node');
