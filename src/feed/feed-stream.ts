@@ -5,8 +5,6 @@ import type { FeedPage } from './feed.queries';
 
 /** Entries read per page while streaming. */
 export const STREAM_PAGE = 100;
-/** Bytes a stream may hold unsent for its consumer: past it, the consumer is cut off. */
-export const STREAM_BUFFER_BYTES = 1 << 20;
 
 export interface FeedStreamOptions {
   from: Position;
@@ -24,10 +22,10 @@ export interface FeedStreamOptions {
  * as `id`, its type as `event`, the entry as `data`; a comment every heartbeatMs while idle, so
  * proxies keep the connection and the consumer knows it is alive.
  *
- * Memory stays bounded per consumer: a page is read only once the one before has left the
- * process's buffer (drained into the socket). A consumer that stops reading is cut off when the
- * unsent bytes pass STREAM_BUFFER_BYTES, or when its buffer has not drained for two heartbeats; it
- * resumes with Last-Event-ID, missing nothing.
+ * Memory stays bounded per consumer: what waits unsent for it is one page at most, since a page is
+ * read only once the one before has left the process's buffer (drained into the socket). A consumer
+ * that stops reading is cut off when its buffer has not drained for two heartbeats; it resumes with
+ * Last-Event-ID, missing nothing.
  */
 export async function streamFeed(res: Response, options: FeedStreamOptions): Promise<void> {
   const { closed, heartbeatMs } = options;
@@ -68,10 +66,9 @@ export async function streamFeed(res: Response, options: FeedStreamOptions): Pro
   }
 }
 
-/** Writes, then waits for the buffer to drain when it is full; false when the consumer must be cut off. */
+/** Writes, then waits for the buffer to drain when it is full; false when it did not drain in time: the consumer is cut off. */
 async function send(res: Response, chunk: string, stallMs: number, closed: AbortSignal): Promise<boolean> {
   if (res.write(chunk)) return true;
-  if (res.writableLength > STREAM_BUFFER_BYTES) return cutOff(res);
   const drained = await new Promise<boolean>((resolve) => {
     const timer = setTimeout(() => done(false), stallMs);
     const onDrain = () => done(true);

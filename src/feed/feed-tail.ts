@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { comparePositions, Position, START } from '../event-store/event-store.port';
 import { siblings } from '../instance';
 import type { Projector } from '../projections/projector';
@@ -38,6 +39,9 @@ export class FeedTail {
   private seenAt = 0;
   private readonly unhear: () => void;
   private readonly unlisten: () => void;
+  private readonly closing = new AbortController();
+  /** Aborted once the app closes: long-polls answer and streams end. */
+  readonly closed = this.closing.signal;
 
   constructor(
     private readonly projector: Projector,
@@ -46,6 +50,8 @@ export class FeedTail {
   ) {
     this.unlisten = projector.onAdvance((written) => this.wake(written));
     this.unhear = siblings.hear('folded', () => void this.poll().catch(() => undefined));
+    // Thousands of consumers listen at once: not a leak.
+    setMaxListeners(0, this.closed);
   }
 
   /**
@@ -77,6 +83,7 @@ export class FeedTail {
   }
 
   close(): void {
+    this.closing.abort();
     this.unlisten();
     this.unhear();
     for (const watcher of this.watchers) watcher.wake();

@@ -39,7 +39,7 @@ export class FeedController {
     // An EventSource that reconnects sends the URL it began with, and the last entry it had as Last-Event-ID.
     const [name, cursor] = typeof lastEventId === 'string' && lastEventId !== '' ? ['Last-Event-ID', lastEventId] : ['after', after];
     const from = await this.open(ctx.accountId, name, cursor);
-    const closed = whileOpen(res);
+    const closed = whileOpen(res, this.tail.closed);
     const read = (accountId: string, position: Position, count: number) =>
       inAccountTurn(accountId, () => this.queries.execute(new FeedPageQuery(accountId, position, count)));
     if (streaming) {

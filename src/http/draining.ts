@@ -8,15 +8,19 @@ export const draining = new AbortController();
 // Each open long-poll or stream listens while it is open: thousands at once are expected, not a leak.
 setMaxListeners(0, draining.signal);
 
-/** Aborts when the response's connection closes (the client left, or it was answered) or the service begins to shut down. */
-export function whileOpen(res: { once(event: 'close', listener: () => void): unknown }): AbortSignal {
+/**
+ * Aborts when the response's connection closes (the client left, or it was answered), the service
+ * begins to shut down, or `closing` aborts (the app closes).
+ */
+export function whileOpen(res: { once(event: 'close', listener: () => void): unknown }, closing: AbortSignal): AbortSignal {
   const open = new AbortController();
   const abort = () => open.abort();
-  draining.signal.addEventListener('abort', abort, { once: true });
+  const ends = [draining.signal, closing];
+  for (const signal of ends) signal.addEventListener('abort', abort, { once: true });
   res.once('close', () => {
-    draining.signal.removeEventListener('abort', abort);
+    for (const signal of ends) signal.removeEventListener('abort', abort);
     abort();
   });
-  if (draining.signal.aborted) abort();
+  if (ends.some((signal) => signal.aborted)) abort();
   return open.signal;
 }

@@ -1,7 +1,7 @@
 /**
  * The change feed's event stream with large entries (src/feed/feed-stream.ts): a consumer that reads
  * as fast as it can must get every entry, even when a page of the stream (STREAM_PAGE, 100 entries)
- * is larger than the bound on unsent bytes (STREAM_BUFFER_BYTES, 1 MiB). Profiles whose text fields
+ * holds megabytes. Profiles whose text fields
  * are near their longest (all valid input) make entries of 12 to 25 KB.
  */
 import { openFeedStream, readFeed } from '../support/feed-client';

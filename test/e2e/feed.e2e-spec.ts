@@ -225,4 +225,19 @@ describe('the change feed', () => {
       expect(text).toMatch(/: idle\n\n: idle/);
     });
   });
+
+  describeUnlessWorkers('when the app closes', 'closes the app in this process', () => {
+    it('ends its event streams and answers its long-polls, rather than wait for their consumers', async () => {
+      const app = await startTestApp();
+      const stream = await fetch(`${app.baseUrl}/v1/events`, { headers: { Authorization: `Bearer ${TOKENS.a}`, Accept: 'text/event-stream' } });
+      const streamed = stream.text();
+      const polled = app.http.get(withToken('events?wait=30')).then((res) => res);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const closing = Date.now();
+      await app.close();
+      expect(Date.now() - closing).toBeLessThan(5000);
+      expect(await streamed).toBe('retry: 1000\n\n');
+      expect((await polled).body).toEqual({ data: [], success: true, status: 200 });
+    });
+  });
 });
