@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHmac, timingSafeEqual } from 'node:crypto';
+import { Cipher, createCipheriv, createDecipheriv, createHmac, createSecretKey, Decipher, KeyObject, timingSafeEqual } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Position } from '../event-store/event-store.port';
 
@@ -18,7 +18,8 @@ const CURSOR_LENGTH = Math.ceil(((16 + TAG_BYTES) * 4) / 3);
  * someone else's place. Valid for good: the secret lives in the key store beside the data keys.
  */
 export class FeedCursors {
-  private readonly keys = new LRUCache<string, { seal: Buffer; tag: Buffer }>({ max: 10_000 });
+  /** Per account: its ciphers (ECB keeps no state between blocks, so one serves every cursor) and tag key. */
+  private readonly keys = new LRUCache<string, AccountKeys>({ max: 10_000 });
 
   constructor(private readonly secret: Buffer) {}
 
@@ -27,8 +28,7 @@ export class FeedCursors {
     block.writeBigInt64BE(position.commit, 0);
     block.writeBigInt64BE(position.prepare, 8);
     const keys = this.keysOf(accountId);
-    const cipher = createCipheriv('aes-256-ecb', keys.seal, null).setAutoPadding(false);
-    const sealed = Buffer.concat([cipher.update(block), cipher.final()]);
+    const sealed = keys.seal.update(block);
     return Buffer.concat([sealed, tagOf(keys.tag, sealed)]).toString('base64url');
   }
 
@@ -39,20 +39,30 @@ export class FeedCursors {
     const sealed = bytes.subarray(0, 16);
     const keys = this.keysOf(accountId);
     if (!timingSafeEqual(tagOf(keys.tag, sealed), bytes.subarray(16))) return undefined;
-    const decipher = createDecipheriv('aes-256-ecb', keys.seal, null).setAutoPadding(false);
-    const block = Buffer.concat([decipher.update(sealed), decipher.final()]);
+    const block = keys.open.update(sealed);
     return { commit: block.readBigInt64BE(0), prepare: block.readBigInt64BE(8) };
   }
 
-  private keysOf(accountId: string): { seal: Buffer; tag: Buffer } {
+  private keysOf(accountId: string): AccountKeys {
     let keys = this.keys.get(accountId);
     if (!keys) {
       const derive = (use: string) => createHmac('sha256', this.secret).update(`${use}\0${accountId}`).digest();
-      keys = { seal: derive('feed-cursor-seal'), tag: derive('feed-cursor-tag') };
+      const seal = derive('feed-cursor-seal');
+      keys = {
+        seal: createCipheriv('aes-256-ecb', seal, null).setAutoPadding(false),
+        open: createDecipheriv('aes-256-ecb', seal, null).setAutoPadding(false),
+        tag: createSecretKey(derive('feed-cursor-tag')),
+      };
       this.keys.set(accountId, keys);
     }
     return keys;
   }
 }
 
-const tagOf = (key: Buffer, sealed: Buffer) => createHmac('sha256', key).update(sealed).digest().subarray(0, TAG_BYTES);
+interface AccountKeys {
+  seal: Cipher;
+  open: Decipher;
+  tag: KeyObject;
+}
+
+const tagOf = (key: KeyObject, sealed: Buffer) => createHmac('sha256', key).update(sealed).digest().subarray(0, TAG_BYTES);

@@ -48,9 +48,10 @@ export async function streamFeed(res: Response, options: FeedStreamOptions): Pro
       let chunk = '';
       for (const entry of page.entries) chunk += `id: ${entry.id}\nevent: ${entry.type}\ndata: ${JSON.stringify(entry)}\n\n`;
       if (chunk && !(await send(res, chunk, heartbeatMs * 2, closed))) return options.onEnd('the consumer stopped reading');
+      // At the end of the feed: read again only on news, with a heartbeat each heartbeatMs meanwhile.
       if (page.entries.length < STREAM_PAGE) {
-        const idle = await idleUntil(watch.changed, heartbeatMs, closed);
-        if (idle && !(await send(res, ': idle\n\n', heartbeatMs * 2, closed))) return options.onEnd('the consumer stopped reading');
+        const alive = await untilNews(watch.changed, heartbeatMs, closed, () => send(res, ': idle\n\n', heartbeatMs * 2, closed));
+        if (!alive) return options.onEnd('the consumer stopped reading');
       }
       watch.stop();
       if (closed.aborted) return;
@@ -90,18 +91,31 @@ function cutOff(res: Response): false {
   return false;
 }
 
-/** Resolves true when heartbeatMs passed with no news, false on news or once closed. */
-function idleUntil(changed: Promise<void>, heartbeatMs: number, closed: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (closed.aborted) return resolve(false);
-    const timer = setTimeout(() => done(true), heartbeatMs);
-    const onClosed = () => done(false);
-    closed.addEventListener('abort', onClosed, { once: true });
-    void changed.then(() => done(false));
-    function done(idle: boolean) {
-      clearTimeout(timer);
-      closed.removeEventListener('abort', onClosed);
-      resolve(idle);
-    }
+/**
+ * Waits for news (or the stream's end), calling `heartbeat` each heartbeatMs meanwhile; false when a
+ * heartbeat could not be sent. Listens to `changed` once, however long the wait.
+ */
+async function untilNews(changed: Promise<void>, heartbeatMs: number, closed: AbortSignal, heartbeat: () => Promise<boolean>): Promise<boolean> {
+  let news = false;
+  let stop: (() => void) | undefined;
+  void changed.then(() => {
+    news = true;
+    stop?.();
   });
+  while (!news && !closed.aborted) {
+    const idle = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => done(true), heartbeatMs);
+      const onClosed = () => done(false);
+      closed.addEventListener('abort', onClosed, { once: true });
+      stop = () => done(false);
+      function done(timedOut: boolean) {
+        clearTimeout(timer);
+        closed.removeEventListener('abort', onClosed);
+        stop = undefined;
+        resolve(timedOut);
+      }
+    });
+    if (idle && !(await heartbeat())) return false;
+  }
+  return true;
 }

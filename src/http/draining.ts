@@ -8,13 +8,16 @@ export const draining = new AbortController();
 // Each open long-poll or stream listens while it is open: thousands at once are expected, not a leak.
 setMaxListeners(0, draining.signal);
 
+const CLOSED = 'closed';
+
 /**
  * Aborts when the response's connection closes (the client left, or it was answered), the service
  * begins to shut down, or `closing` aborts (the app closes).
  */
 export function whileOpen(res: { once(event: 'close', listener: () => void): unknown }, closing: AbortSignal): AbortSignal {
   const open = new AbortController();
-  const abort = () => open.abort();
+  // A reason of its own: without one, abort() makes a DOMException, stack and all, on every request's close.
+  const abort = () => open.abort(CLOSED);
   const ends = [draining.signal, closing];
   for (const signal of ends) signal.addEventListener('abort', abort, { once: true });
   res.once('close', () => {
