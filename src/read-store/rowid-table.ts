@@ -5,36 +5,44 @@ const FIRST_SLOTS = 1 << 12;
  * Rowids by document id, for a read model being built (see SqliteReadStore's Build), held in typed
  * arrays outside the JavaScript heap: a UUID id is packed exactly into four 32-bit words (24 bytes a
  * slot, the table kept at most half full), a fraction of what a Map<string, number> costs once
- * garbage collection's headroom is counted, and the collector has nothing to scan. Ids that are not lowercase UUIDs (none the service makes) go to a
- * Map beside it. `size` counts both.
+ * garbage collection's headroom is counted, and the collector has nothing to scan. Ids in canonical decimal (the change feed's: its
+ * events' positions) go to a table of numbers beside it (16 bytes a slot); any other id to a Map.
+ * `size` counts all three.
  */
 export class RowidTable {
   private words = new Int32Array(FIRST_SLOTS * 4);
   /** 0: an empty slot (SQLite's rowids of a fresh table start at 1). */
   private rowids = new Float64Array(FIRST_SLOTS);
   private packed = 0;
+  private readonly numbers = new NumberTable();
   private readonly others = new Map<string, number>();
   /** The key being looked up, packed: reused, so a lookup allocates nothing. */
   private readonly key = new Int32Array(4);
 
   get size(): number {
-    return this.packed + this.others.size;
+    return this.packed + this.numbers.size + this.others.size;
   }
 
   /** Bytes the table holds (its arrays; the Map of other ids aside). */
   get bytes(): number {
-    return this.words.byteLength + this.rowids.byteLength;
+    return this.words.byteLength + this.rowids.byteLength + this.numbers.bytes;
   }
 
   get(id: string): number | undefined {
-    if (!this.pack(id)) return this.others.get(id);
+    if (!this.pack(id)) {
+      const n = decimal(id);
+      return n < 0 ? this.others.get(id) : this.numbers.get(n);
+    }
     const slot = this.find(this.words, this.rowids);
     return this.rowids[slot] === 0 ? undefined : this.rowids[slot];
   }
 
   set(id: string, rowid: number): void {
-    if (!this.pack(id)) return void this.others.set(id, rowid);
     if (rowid <= 0) throw new Error(`Not a rowid: ${rowid}`);
+    if (!this.pack(id)) {
+      const n = decimal(id);
+      return void (n < 0 ? this.others.set(id, rowid) : this.numbers.set(n, rowid));
+    }
     const slot = this.find(this.words, this.rowids);
     if (this.rowids[slot] === 0) {
       this.words.set(this.key, slot * 4);
@@ -90,6 +98,72 @@ export class RowidTable {
       rowids[slot] = oldRowids[s];
     }
     this.words = words;
+    this.rowids = rowids;
+  }
+}
+
+/**
+ * The number an id in canonical decimal stands for (no sign, no leading zero, at most 15 digits:
+ * one id per number), or -1 for any other id.
+ */
+function decimal(id: string): number {
+  const length = id.length;
+  if (length === 0 || length > 15 || (length > 1 && id.charCodeAt(0) === 48)) return -1;
+  let n = 0;
+  for (let i = 0; i < length; i++) {
+    const digit = id.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return -1;
+    n = n * 10 + digit;
+  }
+  return n;
+}
+
+/** Rowids by a whole number from 0 up (see decimal), in typed arrays like RowidTable's UUIDs; kept at most half full. */
+class NumberTable {
+  private keys = new Float64Array(FIRST_SLOTS);
+  /** 0: an empty slot. */
+  private rowids = new Float64Array(FIRST_SLOTS);
+  size = 0;
+
+  get bytes(): number {
+    return this.keys.byteLength + this.rowids.byteLength;
+  }
+
+  get(n: number): number | undefined {
+    const slot = this.find(n, this.keys, this.rowids);
+    return this.rowids[slot] === 0 ? undefined : this.rowids[slot];
+  }
+
+  set(n: number, rowid: number): void {
+    const slot = this.find(n, this.keys, this.rowids);
+    if (this.rowids[slot] === 0) {
+      this.keys[slot] = n;
+      this.size++;
+    }
+    this.rowids[slot] = rowid;
+    if (this.size * 2 > this.rowids.length) this.grow();
+  }
+
+  private find(n: number, keys: Float64Array, rowids: Float64Array): number {
+    const mask = rowids.length - 1;
+    // Numbers in a row (positions) spread by a multiplicative hash of their low and high words.
+    let slot = (Math.imul((n % 0x100000000) ^ Math.floor(n / 0x100000000), 0x9e3779b1) >>> 0) & mask;
+    for (;;) {
+      if (rowids[slot] === 0 || keys[slot] === n) return slot;
+      slot = (slot + 1) & mask;
+    }
+  }
+
+  private grow(): void {
+    const keys = new Float64Array(this.keys.length * 2);
+    const rowids = new Float64Array(this.rowids.length * 2);
+    for (let s = 0; s < this.rowids.length; s++) {
+      if (this.rowids[s] === 0) continue;
+      const slot = this.find(this.keys[s], keys, rowids);
+      keys[slot] = this.keys[s];
+      rowids[slot] = this.rowids[s];
+    }
+    this.keys = keys;
     this.rowids = rowids;
   }
 }

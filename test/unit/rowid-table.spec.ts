@@ -16,6 +16,21 @@ describe("RowidTable (a rebuild's rowids by document id)", () => {
     expect(table.get(randomUUID())).toBeUndefined();
   });
 
+  it("tells decimal ids (the change feed's) apart from the other forms of their number, and finds them through growth", () => {
+    const table = new RowidTable();
+    for (let n = 0; n < 30_000; n++) table.set(String(n), n + 1);
+    table.set(String(2 ** 40 + 3), 7);
+    const others = ['007', '-1', '1.5', '1e3', '1234567890123456', ' 1'];
+    others.forEach((id, i) => table.set(id, 100_000 + i));
+    expect(table.size).toBe(30_001 + others.length);
+    for (let n = 0; n < 30_000; n++) expect(table.get(String(n))).toBe(n + 1);
+    expect(table.get(String(2 ** 40 + 3))).toBe(7);
+    others.forEach((id, i) => expect(table.get(id)).toBe(100_000 + i));
+    expect(table.get('30000')).toBeUndefined();
+    expect(table.get('')).toBeUndefined();
+    expect(table.bytes).toBeLessThanOrEqual(30_001 * 96);
+  });
+
   it('overwrites an id set again without counting it twice', () => {
     const table = new RowidTable();
     const id = randomUUID();
