@@ -105,8 +105,11 @@ export function inSpan<T>(
     try {
       return await work(span);
     } catch (error) {
-      span.recordException(error as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).name });
+      // Its type and code only: a driver's message may quote values (MongoDB's duplicate key
+      // error quotes the key), and a stack begins with the message.
+      const { name, code } = error as Error & { code?: unknown };
+      span.recordException({ name, message: typeof code === 'string' ? code : name });
+      span.setStatus({ code: SpanStatusCode.ERROR, message: name });
       throw error;
     } finally {
       span.end();

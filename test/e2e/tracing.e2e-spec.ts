@@ -218,9 +218,11 @@ describeUnlessWorkers('traces over OTLP', 'it starts services of its own, with W
           ['history', send(service, 'GET', `/v1/customers/${id}/history`)],
           // Refused requests: their errors are recorded on spans, never with the values.
           ['bad email in a body', send(service, 'POST', '/v1/customers', { name, email: `${secrets.otherEmail}@@` })],
+          ['stale If-Match', send(service, 'PUT', `/v1/customers/${id}`, { name }, { 'if-match': '"0"' })],
           ['bad token', rawRequest(service.url, { method: 'GET', path: '/v1/customers', headers: { authorization: `Bearer ${TOKEN}x` } }, noKeepAlive)],
         ];
         for (const [what, response] of requests) expect([what, (await response).status < 500]).toEqual([what, true]);
+        expect((await requests.find(([what]) => what === 'stale If-Match')![1]).status).toBe(412);
         // Every span of those requests is exported: the last one's server span is there.
         await receiver.waitFor(
           (all) =>
@@ -229,6 +231,8 @@ describeUnlessWorkers('traces over OTLP', 'it starts services of its own, with W
         );
         await new Promise((r) => setTimeout(r, 500));
 
+        // The refused update's command span failed, its error recorded by type and code.
+        expect(receiver.spans().some((s) => s.name === 'command UpdateCustomerCommand' && s.status === 2)).toBe(true);
         const values = [TOKEN, ...Object.values(secrets), q(email), email.split('@')[0], secrets.otherEmail.split('@')[0], 'Quillfeather'];
         expect(receiver.occurrences(values)).toEqual([]);
         // What was redacted is still there as a name: the query parameters, without their values.
