@@ -11,6 +11,7 @@ const BENCHES: Record<string, () => Promise<{ main(args: string[]): Promise<void
   scale: () => import('./scale'),
   feed: () => import('./feed'),
   'feed-scale': () => import('./feed-scale'),
+  tracing: () => import('./tracing'),
 };
 
 async function run(): Promise<void> {
