@@ -90,6 +90,8 @@ interface Collection {
  */
 interface Build {
   rowids: RowidTable | null;
+  /** Set once the rowid table was let go after a failed commit: the next commit builds the id index first. */
+  needsIdIndex?: boolean;
   /**
    * The rowid the next new row gets: given by this store, not by SQLite, so new rows go in
    * INSERT_ROWS at a time, one statement each, rather than one (and one call into SQLite) per row.
@@ -342,9 +344,17 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
+    const build = this.builds.get(tableName(collection, checkpoint.generation));
+    const rowids = build?.rowids;
     try {
       await this.commitBatch(collection, documents, checkpoint);
     } catch (error) {
+      // A build's batch rolled back: its rowid table names rows never written, whose rowids the next
+      // batch would give others. It is let go; the rest of the build finds rows by the id index.
+      if (build && rowids && build.rowids === rowids) {
+        build.rowids = null;
+        build.needsIdIndex = true;
+      }
       throw sqliteFailure(error);
     }
   }
@@ -355,14 +365,20 @@ export class SqliteReadStore implements ReadStore {
     const filterFields = Object.keys(schema.filters);
     const name = tableName(collection, generation);
     const build = this.builds.get(name);
-    const inserted = new Map<string, number>();
-    let nextRowid = build?.nextRowid ?? 0;
+    // Rows of this batch get rowids from here on, and go in the rowid table as they are inserted
+    // (should the transaction fail, commit lets the table go).
+    const first = build?.nextRowid ?? 0;
+    let nextRowid = first;
     this.db
       .transaction(() => {
         const state = this.assertWritable(collection, generation);
         const table = this.table(collection, generation);
         if (state === 'building' && !build) {
           throw new Error(`Generation ${generation} of ${collection} is being built by another process`);
+        }
+        if (build?.needsIdIndex) {
+          this.db.exec(idIndex(name));
+          build.needsIdIndex = false;
         }
         const kinds = filterFields.map((f) => schema.filters[f]);
         // A document's values, in the table's column order; `at` it in `into`, from `from`. Returns where it ended.
@@ -395,15 +411,15 @@ export class SqliteReadStore implements ReadStore {
             if (d.revision === 0 || !table.rewrite(values)) table.upsert().run(...values);
             continue;
           }
-          const rowid = build.rowids.get(d.id) ?? inserted.get(d.id);
+          const rowid = build.rowids.get(d.id);
           if (rowid === undefined) {
-            inserted.set(d.id, nextRowid);
+            build.rowids.set(d.id, nextRowid);
             waiting[filled] = nextRowid++;
             filled = valuesOf(d, waiting, filled + 1);
             if (filled === waiting.length) insertWaiting();
           } else {
             // Its row may be among those waiting (a document given twice).
-            if (inserted.has(d.id)) insertWaiting();
+            if (rowid >= first) insertWaiting();
             const values: unknown[] = new Array(perRow - 1);
             valuesOf(d, values, 0);
             build.update.run(...values.slice(1), rowid, d.revision);
@@ -417,9 +433,7 @@ export class SqliteReadStore implements ReadStore {
       })
       .immediate();
     if (!build?.rowids) return;
-    // Only once committed: a rolled-back insert has no row.
     build.nextRowid = nextRowid;
-    for (const [id, rowid] of inserted) build.rowids.set(id, rowid);
     if (build.rowids.size > this.rowidsInMemory) {
       this.db.exec(idIndex(name));
       build.rowids = null;

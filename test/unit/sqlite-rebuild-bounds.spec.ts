@@ -69,16 +69,21 @@ describe('SqliteReadStore rebuild bounds', () => {
       failing[80] = { ...failing[80], fields: { name: 1n as unknown as string } };
       await expect(store.commit('people', failing, { generation, position: { commit: 2n, prepare: 2n } })).rejects.toThrow();
       const later = Array.from({ length: 70 }, (_, i) => doc(2000 + i));
-      await store.commit('people', later, { generation, position: { commit: 3n, prepare: 3n } });
+      // With them, an update of a row written before the failure, and a later revision of a document
+      // of the failed batch, which has no row: each lands on its own row, none on another's.
+      const updated = { ...docs[5], revision: 1, fields: { ...docs[5].fields, name: 'Updated after' } };
+      const retried = { ...failing[3], revision: 1 };
+      await store.commit('people', [...later, updated, retried], { generation, position: { commit: 3n, prepare: 3n } });
       const ids = [...docs, ...failing, ...later].map((d) => d.id);
       const found = await store.getMany('people', ids, generation);
-      expect(found.size).toBe(docs.length + later.length);
-      for (const d of [...docs, ...later]) expect(found.get(d.id)).toEqual(d === docs[70] ? twice : d);
+      expect(found.size).toBe(docs.length + later.length + 1);
+      for (const d of [...docs, ...later]) expect(found.get(d.id)).toEqual(d === docs[70] ? twice : d === docs[5] ? updated : d);
+      expect(found.get(retried.id)).toEqual(retried);
       await store.promote('people', generation);
       const count = sqlite.db.prepare(`SELECT count(*) FROM people__g${generation}`).pluck().get();
-      expect(count).toBe(docs.length + later.length);
+      expect(count).toBe(docs.length + later.length + 1);
       const listed = await store.find('people', { accountId: 'acc', filters: { company: 'company 3' }, order: 'oldest', limit: 100, offset: 0 });
-      expect(listed.documents.map((d) => d.id)).toEqual([...docs, ...later].filter((d) => d.fields.company === 'Company 3').map((d) => d.id));
+      expect(listed.documents.map((d) => d.id)).toEqual([...docs, retried, ...later].filter((d) => d.fields.company === 'Company 3').map((d) => d.id));
     } finally {
       await store.close().catch(() => undefined);
       sqlite.dispose();
