@@ -25,8 +25,13 @@ const ACCOUNT = 'account-0';
 const SEEDED = 200;
 const WARM_UP_SECONDS = 2;
 
-type Setting = 'off' | 'on' | 'off again';
-const SETTINGS: Setting[] = ['off', 'on', 'off again'];
+type Setting = 'off' | 'on' | 'on, 1 in 10 sampled' | 'off again';
+const SETTINGS: Setting[] = ['off', 'on', 'on, 1 in 10 sampled', 'off again'];
+/** The settings of each traced service, beside the endpoint. */
+const TRACED: Partial<Record<Setting, Record<string, string>>> = {
+  on: {},
+  'on, 1 in 10 sampled': { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' },
+};
 
 interface Row {
   name: string;
@@ -52,9 +57,10 @@ export async function main(args: string[]): Promise<void> {
   const services = new Map<Setting, Service & { dataDir: string; ids: string[] }>();
   try {
     for (const setting of SETTINGS) {
-      const env: Record<string, string> = setting === 'on' ? { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } : {};
+      const traced = TRACED[setting];
+      const env: Record<string, string> = traced ? { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, ...traced } : {};
       const service = await startService(mkdtempSync(join(tmpdir(), 'pcs-bench-tracing-')), { workers: 1, accessTokens: `${TOKEN}:${ACCOUNT}`, env });
-      if (setting === 'on' && !service.output().includes('Exporting traces')) throw new Error(`the traced service does not export:\n${service.output()}`);
+      if (Boolean(traced) !== service.output().includes('Exporting traces')) throw new Error(`the traced service does not export:\n${service.output()}`);
       services.set(setting, { ...service, ids: await createMany(service) });
     }
     const run = async (setting: Setting, row: Row, seconds: number) => {
@@ -74,14 +80,15 @@ export async function main(args: string[]): Promise<void> {
     for (let round = 0; round < rounds; round++) {
       for (const row of ROWS) {
         // off first each round (the others are set against it), then on and off again in turn.
-        const order: Setting[] = round % 2 === 0 ? ['off', 'on', 'off again'] : ['off', 'off again', 'on'];
+        const rest = SETTINGS.slice(1);
+        const order: Setting[] = ['off', ...rest.slice(round % rest.length), ...rest.slice(0, round % rest.length)];
         for (const setting of order) results.set(key(row, setting), [...(results.get(key(row, setting)) ?? []), await run(setting, row, durationSeconds)]);
       }
     }
 
     const requests = receiver.received.requests - exportedBefore.requests;
     const bytes = receiver.received.bytes - exportedBefore.bytes;
-    console.log(`\nThe traced service sent ${requests} OTLP requests, ${(bytes / 1e6).toFixed(1)} MB, over the measured rows.\n`);
+    console.log(`\nThe traced services sent ${requests} OTLP requests, ${(bytes / 1e6).toFixed(1)} MB, over the measured rows.\n`);
     // Ratios as the median of the rounds', each round's beside it: one round that others' load hit stands out.
     const perRound = (ratios: number[]) => `${median(ratios).toFixed(2)} (${ratios.map((r) => r.toFixed(2)).join(', ')})`;
     console.log('| Route | tracing | req/s | p50 ms | p99 ms | CPU µs per request | req/s × off, median (rounds) | CPU per request × off, median (rounds) |');
@@ -122,13 +129,17 @@ async function offPathCost(): Promise<void> {
     for (let i = 0; i < 1_000_000; i++) await f();
     return ((performance.now() - started) * 1e6) / 1_000_000;
   };
-  // Twice each, the second measured: the first warms the code up.
-  await time(work);
-  await time(() => inSpan('bench', { 'bench.attribute': 1 }, work));
-  const bare = await time(work);
-  const wrapped = await time(() => inSpan('bench', { 'bench.attribute': 1 }, work));
+  // Taking turns, seven times each, the fastest kept: the first turns warm the code up, and the
+  // machine's other work only ever adds time.
+  const wrapped = () => inSpan('bench', { 'bench.attribute': 1 }, work);
+  let bare = Infinity;
+  let inside = Infinity;
+  for (let i = 0; i < 7; i++) {
+    bare = Math.min(bare, await time(work));
+    inside = Math.min(inside, await time(wrapped));
+  }
   console.log(
-    `\nTracing off, \`inSpan\` around an awaited call: ${wrapped.toFixed(0)} ns against ${bare.toFixed(0)} ns bare, ${(wrapped - bare).toFixed(0)} ns more per call (a create makes about 8 such calls).`,
+    `\nTracing off, \`inSpan\` around an awaited call: ${inside.toFixed(0)} ns against ${bare.toFixed(0)} ns bare, ${(inside - bare).toFixed(0)} ns more per call (fastest of seven million each; a create makes about 8 such calls).`,
   );
 }
 
