@@ -35,8 +35,6 @@ export class FeedTail {
   private readonly watchers = new Set<Watcher>();
   private polling = false;
   private seen: Position = START;
-  /** When `seen` was read from the store. */
-  private seenAt = 0;
   private readonly unhear: () => void;
   private readonly unlisten: () => void;
   private readonly closing = new AbortController();
@@ -56,18 +54,17 @@ export class FeedTail {
 
   /**
    * The checkpoint of the index: where a page may read up to. Read from the store unless this
-   * instance folds it, or read it less than FEED_POLL_MS ago: the consumers a poll wakes share its read.
+   * instance folds it: a write another instance answered must show in the next page read here.
    */
   async bound(): Promise<Position> {
     if (this.projector.folding) return this.projector.checkpoint;
-    if (Date.now() - this.seenAt >= this.pollMs) await this.readStored();
+    await this.readStored();
     return comparePositions(this.seen, this.projector.checkpoint) > 0 ? this.seen : this.projector.checkpoint;
   }
 
   /** Reads the stored checkpoint; true when it moved since last read. */
   private async readStored(): Promise<boolean> {
     const { live } = await this.readStore.status(FEED);
-    this.seenAt = Date.now();
     if (!live.position || comparePositions(live.position, this.seen) <= 0) return false;
     this.seen = live.position;
     return true;

@@ -25,7 +25,7 @@ describe('CORS', () => {
       expect(res.status).toBe(204);
       expect(res.headers['access-control-allow-origin']).toBe(ALLOWED);
       expect(res.headers['access-control-allow-methods']).toBe('GET,POST,PUT,DELETE');
-      expect(res.headers['access-control-allow-headers']).toBe('Authorization,Content-Type,If-Match,Idempotency-Key,X-Request-Id');
+      expect(res.headers['access-control-allow-headers']).toBe('Authorization,Content-Type,If-Match,Idempotency-Key,X-Request-Id,Last-Event-ID');
       expect(res.headers['access-control-max-age']).toBe('600');
     });
 

@@ -31,7 +31,7 @@ describe('FeedTail: news for the consumers at the feed’s end', () => {
     tail.close();
   });
 
-  it('elsewhere, reads the stored checkpoint while anyone waits (one read shared by the pages in between), and wakes every consumer when it moved; reads nothing when no one waits', async () => {
+  it('elsewhere, reads the stored checkpoint while anyone waits, and wakes every consumer when it moved; reads nothing when no one waits', async () => {
     const { projector } = fakeProjector(false);
     let position: Position = { commit: 5n, prepare: 5n };
     let reads = 0;
@@ -40,8 +40,6 @@ describe('FeedTail: news for the consumers at the feed’s end', () => {
     } as unknown as ReadStore;
     const tail = new FeedTail(projector, readStore, 10);
     expect(await tail.bound()).toEqual(position);
-    expect(reads).toBe(1);
-    await tail.bound(); // within FEED_POLL_MS of the last read: shared, not read again
     expect(reads).toBe(1);
     const second = tail.watch('a');
     await new Promise((r) => setTimeout(r, 50));
