@@ -80,7 +80,15 @@ export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
     this.projections.assertCaughtUp(FEED);
     const cursors = await this.secret.cursors();
     const bound = await this.tail.bound();
-    const { documents } = await this.readStore.find(FEED, { accountId, filters: {}, order: 'oldest', offset: 0, limit, after: Number(after.prepare) });
+    const { documents } = await this.readStore.find(FEED, {
+      accountId,
+      filters: {},
+      order: 'oldest',
+      offset: 0,
+      limit,
+      after: Number(after.prepare),
+      count: false,
+    });
     const refs = documents.map(entryRefOf).filter((ref) => comparePositions(ref.position, after) > 0 && comparePositions(ref.position, bound) <= 0);
     // A stream's entries in a page are a run of consecutive revisions: the index holds every event of every record stream.
     const runs = new Map<string, FeedEntryRef[]>();

@@ -147,7 +147,7 @@ export class MongoDbReadStore implements ReadStore {
           .limit(query.limit)
           .toArray(),
         // Counted up to one past COUNT_LIMIT: what lies beyond would cost every list to count.
-        c.countDocuments(filter, { limit: COUNT_LIMIT + 1, ...hint }),
+        query.count === false ? 0 : c.countDocuments(filter, { limit: COUNT_LIMIT + 1, ...hint }),
       ]);
     });
     return { documents: docs.map(fromMongoDocument), total: Math.min(total, COUNT_LIMIT), capped: total > COUNT_LIMIT };

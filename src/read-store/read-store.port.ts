@@ -37,6 +37,8 @@ export interface FindQuery {
   limit: number;
   /** Only documents past this `seq` in the order asked (created before it, for newest first): keyset paging. */
   after?: number;
+  /** false: the matches are not counted (`total` 0), for pages that show no count (the change feed's). */
+  count?: false;
 }
 
 /**

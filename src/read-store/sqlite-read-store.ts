@@ -260,7 +260,10 @@ export class SqliteReadStore implements ReadStore {
       const statements = this.findStatements(table, collection, fields, key, query);
       // Through the substring index, its query comes first: the account's records holding every piece.
       const match = statements.bySubstrings ? [this.substringsMatch(schema, query)] : [];
-      const { live_generation: live, total } = statements.count.get(collection, ...match, ...params) as LiveRow<{ total: number }>;
+      const { live_generation: live, total } =
+        query.count === false
+          ? { live_generation: this.selectLive.get(collection) ?? null, total: 0 }
+          : (statements.count.get(collection, ...match, ...params) as LiveRow<{ total: number }>);
       if (live !== table.generation) return { live, documents: [], total };
       const rows = statements.page.all(...match, ...params, ...(query.after === undefined ? [] : [query.after]), query.offset) as DocumentRow[];
       return { live, documents: rows.map(toDocument), total };

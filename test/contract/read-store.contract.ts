@@ -147,6 +147,16 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
         expect(await store.find(schema.name, query({}, { after: docs[0].seq }))).toEqual({ documents: [], total: 4, capped: false });
       });
 
+      it('leaves the count out when told (count: false): the same page, total 0', async () => {
+        const found = await store.find(schema.name, query({}, { order: 'oldest', after: docs[0].seq, limit: 2, count: false }));
+        expect(found).toEqual({
+          documents: (await store.find(schema.name, query({}, { order: 'oldest', after: docs[0].seq, limit: 2 }))).documents,
+          total: 0,
+          capped: false,
+        });
+        expect(ids(found)).toEqual([docs[1].id, docs[2].id]);
+      });
+
       it('matches exact-ci filters ignoring case', async () => {
         expect(ids(await store.find(schema.name, query({ email: 'ONE@example.COM' })))).toEqual([docs[2].id, docs[0].id]);
       });
