@@ -11,13 +11,14 @@ import { Agent } from 'node:http';
 import { ChildService, runFailingStart, startChildService } from '../support/child-service';
 import { drawSpans, OtlpReceiver, ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver';
 import { jsonRequest, RawResponse, rawRequest } from '../support/raw-http';
-import { describeUnlessWorkers } from '../support/stores';
+import { describeUnlessWorkers, RUN_SUFFIX } from '../support/stores';
 import { makeDataDir } from '../support/test-app';
 
 const TIMEOUT_MS = 120_000;
 /** A token of its own, long and unlike anything else, so that finding it anywhere means it leaked. */
 const TOKEN = `tracing-secret-${randomBytes(12).toString('hex')}`;
-const ACCOUNT = 'account-tracing';
+/** Of its own per run on the live stores, which keep every run's records (see stores.ts): the feed's first page is this run's. */
+const ACCOUNT = `account-tracing${RUN_SUFFIX}`;
 /** A new connection per request, so the requests to one port spread over its workers. */
 const noKeepAlive = new Agent({ keepAlive: false });
 afterAll(() => noKeepAlive.destroy());
@@ -152,7 +153,9 @@ describeUnlessWorkers('traces over OTLP', 'it starts services of its own, with W
         // With SHOW_TRACE=1: what one create gives, drawn (a passing run prints nothing else).
         const folds = withPage.filter((s) => s.name.startsWith('fold ') && linksTo(s, caller.traceId)).flatMap((f) => inTrace(withPage, f.traceId));
         if (process.env.SHOW_TRACE)
-          process.stdout.write(`\nOne create, as the receiver got it:\n${drawSpans([...trace, ...folds, ...inTrace(withPage, reader.traceId)])}\n`);
+          process.stdout.write(
+            `\nOne create, as the receiver got it:\n${drawSpans([...trace, ...folds, ...inTrace(withPage, reader.traceId)], { attributes: process.env.SHOW_TRACE === 'attributes' })}\n`,
+          );
       },
       TIMEOUT_MS,
     );
