@@ -124,13 +124,18 @@ describe('slug reservations, with the profile writes that take and give up slugs
     // X's next profile append waits until `land` is called.
     let land!: () => void;
     const landing = new Promise<void>((resolve) => (land = resolve));
+    let held!: () => void;
+    const holding = new Promise<void>((resolve) => (held = resolve));
     const append = events.appendToStream.bind(events);
     jest.spyOn(events, 'appendToStream').mockImplementation(async (streamId, appended, expected) => {
-      if (streamId === 'profile-X') await landing;
+      if (streamId === 'profile-X') {
+        held();
+        await landing;
+      }
       return append(streamId, appended, expected);
     });
     const movingOff = update(X, 'other'); // reserves "other", its append held
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await holding;
     // Planned on X carrying "shop": takes no slug, reserves none, and waits its turn behind the move.
     const movingBack = update(X, 'shop');
     await new Promise((resolve) => setTimeout(resolve, 20));
