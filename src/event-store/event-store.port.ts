@@ -96,10 +96,11 @@ export interface SubscribeOptions {
   /** Largest batch handed to the subscriber at once. */
   maxBatchSize?: number;
   /**
-   * Only events of streams whose id starts with this. Batches may then hold no event at all: they
-   * still move the position on, so a subscriber following a quiet prefix keeps up with the store.
+   * Only events of streams whose id starts with one of these (none: every stream). Batches may then
+   * hold no event at all: they still move the position on, so a subscriber following quiet streams
+   * keeps up with the store.
    */
-  streamPrefix?: string;
+  streamPrefixes?: string[];
 }
 
 /** The stream's revision did not match the expected one: another writer got there first. */

@@ -280,14 +280,14 @@ export class EventStoreDbEventStore implements EventStore {
       position = START;
     }
     let failures = 0;
-    const matches = streamMatcher(options.streamPrefix);
+    const matches = streamMatcher(options.streamPrefixes);
     while (!signal.aborted) {
       const client = this.client;
       const leave = this.clients.enter(client);
       const subscription = client.subscribeToAll(
         {
           fromPosition: comparePositions(position, START) === 0 ? ESDB_START : position,
-          filter: subscriptionFilter(options.streamPrefix, (sub, checkpoint) => {
+          filter: subscriptionFilter(options.streamPrefixes, (sub, checkpoint) => {
             sub.push({ checkpoint } satisfies CheckpointMarker);
           }),
           ...ON_LEADER,

@@ -105,21 +105,21 @@ export function toStoredEvent(recorded: RecordedEvent): StoredEvent {
 }
 
 /**
- * A server-side filter for a catch-up subscription: the given stream prefix, or else every stream
+ * A server-side filter for a catch-up subscription: the given stream prefixes, or else every stream
  * but the server's own (`$…`). Filtered-out events still move the position on through checkpoints,
  * sent every `checkpointInterval` × search window (32 events) scanned.
  */
-export function subscriptionFilter(streamPrefix: string | undefined, checkpointReached: NonNullable<Filter['checkpointReached']>): Filter {
+export function subscriptionFilter(streamPrefixes: string[] | undefined, checkpointReached: NonNullable<Filter['checkpointReached']>): Filter {
   const common = { filterOn: STREAM_NAME, checkpointInterval: 1, checkpointReached } as const;
-  return streamPrefix ? { ...common, prefixes: [streamPrefix] } : { ...common, regex: '^[^$]' };
+  return streamPrefixes?.length ? { ...common, prefixes: streamPrefixes } : { ...common, regex: '^[^$]' };
 }
 
 /**
  * Whether the filter above lets a stream's events through, decided here as the server does it
  * (prefixes and regex match the stream name): for reads of $all, which the client cannot filter.
  */
-export function streamMatcher(streamPrefix: string | undefined): (streamId: string) => boolean {
-  return streamPrefix ? (streamId) => streamId.startsWith(streamPrefix) : (streamId) => !streamId.startsWith('$');
+export function streamMatcher(streamPrefixes: string[] | undefined): (streamId: string) => boolean {
+  return streamPrefixes?.length ? (streamId) => streamPrefixes.some((p) => streamId.startsWith(p)) : (streamId) => !streamId.startsWith('$');
 }
 
 /** Wait before trying again after the `attempt`-th failure in a row: 0.25 s doubling up to 10 s. */

@@ -248,8 +248,8 @@ export class SqliteEventStore implements EventStore {
       // Events committed but not yet synced (another process's, or a group of this one's whose sync
       // is under way) are handed on once a sync here has made them durable.
       await this.durableUpTo(after);
-      const prefix = options.streamPrefix ?? '';
-      const events = rows.filter((r) => r[2].startsWith(prefix)).map(toStoredEvent);
+      const prefixes = options.streamPrefixes ?? [];
+      const events = (prefixes.length === 0 ? rows : rows.filter((r) => prefixes.some((p) => r[2].startsWith(p)))).map(toStoredEvent);
       yield { events, position: toPosition(after) };
     }
   }

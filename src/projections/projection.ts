@@ -26,7 +26,4 @@ export interface Projection {
 /** Whether the projection folds the events of `streamId`. */
 export const follows = (projection: Projection, streamId: string) => projection.streamPrefixes.some((p) => streamId.startsWith(p));
 
-/** What a projector's subscription asks the store for: one prefix, or every stream when it follows several. */
-export const subscriptionPrefix = (projection: Projection) => (projection.streamPrefixes.length === 1 ? projection.streamPrefixes[0] : undefined);
-
 export const PROJECTIONS = Symbol('Projections');

@@ -5,7 +5,7 @@ import { comparePositions, EventBatch, EventStore, Position, START, type StoredE
 import { GenerationReplacedError, ReadDocument, ReadStore } from '../read-store/read-store.port';
 import { isGoneFromThisMachine, siblings } from '../instance';
 import { inSpan, linksTo } from '../tracing/tracing';
-import { follows, type Projection, subscriptionPrefix } from './projection';
+import { follows, type Projection } from './projection';
 
 export type ProjectorState = 'starting' | 'running' | 'stopped' | 'failed';
 
@@ -318,8 +318,8 @@ export class Projector {
       }
       while (!signal.aborted) {
         try {
-          const streamPrefix = subscriptionPrefix(this.projection);
-          for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefix, maxBatchSize: MAX_BATCH })) {
+          const { streamPrefixes } = this.projection;
+          for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefixes, maxBatchSize: MAX_BATCH })) {
             await this.apply(batch, began);
             // The store calls are synchronous on SQLite: catching up must not keep requests waiting.
             await nextTurn();

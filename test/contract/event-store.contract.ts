@@ -38,7 +38,7 @@ export function eventStoreContract(adapter: string, open: () => Promise<{ store:
       const abort = new AbortController();
       const seen: StoredEvent[] = [];
       const timer = setTimeout(() => abort.abort(), 10_000);
-      const batches = store.subscribeToAll(from, { signal: abort.signal, maxBatchSize: 3, streamPrefix: prefix });
+      const batches = store.subscribeToAll(from, { signal: abort.signal, maxBatchSize: 3, streamPrefixes: [prefix] });
       for await (const batch of batches) {
         expect(batch.events.length).toBeLessThanOrEqual(3);
         for (const e of batch.events) expect(e.streamId.startsWith(prefix)).toBe(true);
@@ -198,7 +198,7 @@ export function eventStoreContract(adapter: string, open: () => Promise<{ store:
       const abort = new AbortController();
       const timer = setTimeout(() => abort.abort(), 10_000);
       let moved = false;
-      for await (const batch of store.subscribeToAll(from, { signal: abort.signal, streamPrefix: mine })) {
+      for await (const batch of store.subscribeToAll(from, { signal: abort.signal, streamPrefixes: [mine] })) {
         expect(batch.events).toEqual([]);
         if (comparePositions(batch.position, firstForeign.position) >= 0) {
           moved = true;

@@ -82,7 +82,7 @@ describe('EventStoreDB adapter: every call is bounded by its deadline (finding 3
     // v24.10.4 lines 161-162, SubscribeToLive then ConfirmSubscription); this one stays silent.
     const s = await open({});
     const abort = new AbortController();
-    const iterator = s.subscribeToAll(START, { signal: abort.signal, streamPrefix: 'customer-' })[Symbol.asyncIterator]();
+    const iterator = s.subscribeToAll(START, { signal: abort.signal, streamPrefixes: ['customer-'] })[Symbol.asyncIterator]();
     const pending = iterator.next();
     await until(() => server!.reads.filter((call) => describeRead(call).subscription).length >= 2);
     abort.abort();
@@ -157,7 +157,7 @@ describe('EventStoreDB adapter: subscriptions', () => {
       },
     });
     const abort = new AbortController();
-    const iterator = s.subscribeToAll(START, { signal: abort.signal, streamPrefix: 'customer-' })[Symbol.asyncIterator]();
+    const iterator = s.subscribeToAll(START, { signal: abort.signal, streamPrefixes: ['customer-'] })[Symbol.asyncIterator]();
     const first: EventBatch = (await iterator.next()).value;
     abort.abort();
     await iterator.return?.();
@@ -174,7 +174,7 @@ describe('EventStoreDB adapter: subscriptions', () => {
     });
     const abort = new AbortController();
     const beyond: Position = { commit: 2n ** 64n - 1n, prepare: 2n ** 64n - 1n };
-    const iterator = s.subscribeToAll(beyond, { signal: abort.signal, streamPrefix: 'customer-' })[Symbol.asyncIterator]();
+    const iterator = s.subscribeToAll(beyond, { signal: abort.signal, streamPrefixes: ['customer-'] })[Symbol.asyncIterator]();
     const first: EventBatch = (await iterator.next()).value;
     abort.abort();
     await iterator.return?.();
@@ -199,7 +199,7 @@ describe('EventStoreDB adapter: a stream deleted on the server', () => {
       },
     });
     const abort = new AbortController();
-    const iterator = s.subscribeToAll(START, { signal: abort.signal, streamPrefix: 'customer-' })[Symbol.asyncIterator]();
+    const iterator = s.subscribeToAll(START, { signal: abort.signal, streamPrefixes: ['customer-'] })[Symbol.asyncIterator]();
     const seen: string[] = [];
     let position: Position = START;
     while (position.commit < 400n) {

@@ -140,7 +140,7 @@ function follow(s: EventStoreDbEventStore, from: Position): EventBatch[] {
   abort.add(controller);
   const batches: EventBatch[] = [];
   void (async () => {
-    for await (const batch of s.subscribeToAll(from, { signal: controller.signal, streamPrefix: 'customer-' })) batches.push(batch);
+    for await (const batch of s.subscribeToAll(from, { signal: controller.signal, streamPrefixes: ['customer-'] })) batches.push(batch);
   })();
   return batches;
 }

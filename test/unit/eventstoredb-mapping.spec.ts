@@ -121,9 +121,10 @@ describe('EventStoreDB mapping', () => {
     expect(() => toStoredEvent(recorded({ position: undefined }))).toThrow(/without a position/);
   });
 
-  it("filters a subscription by stream prefix, or else leaves out only the server's own streams", () => {
+  it("filters a subscription by stream prefixes, or else leaves out only the server's own streams", () => {
     const onCheckpoint = () => undefined;
-    expect(subscriptionFilter('customer-', onCheckpoint)).toEqual({
+    expect(subscriptionFilter(['customer-', 'profile-'], onCheckpoint)).toMatchObject({ prefixes: ['customer-', 'profile-'] });
+    expect(subscriptionFilter(['customer-'], onCheckpoint)).toEqual({
       filterOn: 'streamName',
       checkpointInterval: 1,
       checkpointReached: onCheckpoint,
@@ -139,7 +140,8 @@ describe('EventStoreDB mapping', () => {
     const all = new RegExp((subscriptionFilter(undefined, () => undefined) as { regex: string }).regex);
     for (const streamId of ['customer-1', 'profile-1', 'idempotency-x', '$stats-127.0.0.1:2113', '$ce-customer']) {
       expect(streamMatcher(undefined)(streamId)).toBe(all.test(streamId));
-      expect(streamMatcher('customer-')(streamId)).toBe(streamId.startsWith('customer-'));
+      expect(streamMatcher(['customer-'])(streamId)).toBe(streamId.startsWith('customer-'));
+      expect(streamMatcher(['customer-', 'profile-'])(streamId)).toBe(streamId.startsWith('customer-') || streamId.startsWith('profile-'));
     }
   });
 

@@ -209,7 +209,7 @@ describe('RecordEraser', () => {
   async function firstBatchAfter(position: Position): Promise<EventBatch> {
     const stop = new AbortController();
     try {
-      for await (const batch of events.subscribeToAll(position, { signal: stop.signal, streamPrefix: 'customer-' })) return batch;
+      for await (const batch of events.subscribeToAll(position, { signal: stop.signal, streamPrefixes: ['customer-'] })) return batch;
       throw new Error('the subscription ended');
     } finally {
       stop.abort();
