@@ -1,5 +1,5 @@
 import './runtime';
-import './tracing/register';
+import { tracing } from './tracing/register';
 import 'reflect-metadata';
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -271,8 +271,12 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+// The spans of the command (a rebuild's trace) are exported before the process exits.
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  async (code) => {
+    await tracing?.shutdown().catch(() => undefined);
+    process.exit(code);
+  },
   (error) => {
     if (error instanceof UsageError) {
       const command = typeof error.cause === 'string' ? error.cause : 'main';

@@ -3,6 +3,7 @@ import { comparePositions, EventStore, START } from '../event-store/event-store.
 import { ReadStore, RebuildBehindError } from '../read-store/read-store.port';
 import type { Projection } from './projection';
 import { foldBatch } from './projector';
+import { inSpan } from '../tracing/tracing';
 
 /**
  * Larger than the live projector's batches (a rebuild has no reader waiting on it, and each batch is
@@ -52,20 +53,23 @@ interface Target {
  * untouched; the next rebuild drops what it left. A replaced generation is dropped after
  * `graceMs`, once reads that resolved it just before the swap are done.
  */
-export async function rebuildProjections(
-  projections: Projection[],
-  eventStore: EventStore,
-  readStore: ReadStore,
-  options: {
-    signal: AbortSignal;
-    graceMs: number;
-    onProgress?: (progress: RebuildProgress) => void;
-    /** Called as each read model is promoted, before the grace period ends. */
-    onPromoted?: (projection: Projection) => Promise<void>;
-    /** Every rebuilt generation is live; the replaced ones are dropped after graceMs, unless the signal comes first. */
-    onLive?: (results: RebuildResult[]) => void;
-  },
-): Promise<RebuildResult[]> {
+export function rebuildProjections(projections: Projection[], eventStore: EventStore, readStore: ReadStore, options: RebuildOptions): Promise<RebuildResult[]> {
+  // One trace per rebuild (where traces are exported), with a span per batch.
+  const names = projections.map((p) => p.name).join(', ');
+  return inSpan('rebuild', { 'rebuild.read_models': names }, () => rebuild(projections, eventStore, readStore, options), { root: true });
+}
+
+export interface RebuildOptions {
+  signal: AbortSignal;
+  graceMs: number;
+  onProgress?: (progress: RebuildProgress) => void;
+  /** Called as each read model is promoted, before the grace period ends. */
+  onPromoted?: (projection: Projection) => Promise<void>;
+  /** Every rebuilt generation is live; the replaced ones are dropped after graceMs, unless the signal comes first. */
+  onLive?: (results: RebuildResult[]) => void;
+}
+
+async function rebuild(projections: Projection[], eventStore: EventStore, readStore: ReadStore, options: RebuildOptions): Promise<RebuildResult[]> {
   const started = Date.now();
   const targets: Target[] = [];
   let head = START;
@@ -104,7 +108,13 @@ export async function rebuildProjections(
     let finished = comparePositions(head, START) <= 0 && (await promote());
     if (!finished) {
       for await (const batch of eventStore.subscribeToAll(START, { signal: options.signal, maxBatchSize: REBUILD_BATCH })) {
-        for (const target of pending()) await foldBatch(target.projection, readStore, target.generation, batch, began);
+        await inSpan(
+          'rebuild batch',
+          { 'rebuild.events': batch.events.length, 'rebuild.position': `${batch.position.commit}/${batch.position.prepare}` },
+          async () => {
+            for (const target of pending()) await foldBatch(target.projection, readStore, target.generation, batch, began);
+          },
+        );
         done += batch.events.length;
         // The store calls are synchronous on SQLite: let signals (Ctrl-C) and timers in between batches.
         await nextTurn();

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { ChildService, runFailingStart, startChildService } from '../support/child-service';
+import { runCli } from '../support/cli';
 import { drawSpans, OtlpReceiver, ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver';
 import { jsonRequest, RawResponse, rawRequest } from '../support/raw-http';
 import { describeUnlessWorkers, RUN_SUFFIX } from '../support/stores';
@@ -302,6 +303,36 @@ describeUnlessWorkers('traces over OTLP', 'it starts services of its own, with W
         expect(receiver.occurrences([TOKEN, 'Ada Proto', 'ada.proto'])).toEqual([]);
       } finally {
         await stop(service);
+        await receiver.close();
+      }
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'traces a rebuild by the CLI as one trace: a span for the rebuild, one per batch beneath it',
+    async () => {
+      const dir = dataDir();
+      const service = await startChildService(dir, { WORKERS: '1', ACCESS_TOKENS: `${TOKEN}:${ACCOUNT}` });
+      try {
+        for (let i = 0; i < 3; i++) expect((await send(service, 'POST', '/v1/customers', { name: `R${i}`, email: `r${i}@example.com` })).status).toBe(201);
+      } finally {
+        await stop(service);
+      }
+      const receiver = await startOtlpReceiver();
+      try {
+        const run = await runCli(['projections', 'rebuild', 'all', '--grace-seconds', '0'], dir, tracingEnv(receiver));
+        expect(run.code).toBe(0);
+        // Exported before the command exits: no waiting here.
+        const [rebuild, ...others] = named(receiver.spans(), 'rebuild');
+        expect(others).toEqual([]);
+        expect(rebuild.parentSpanId ?? '').toBe('');
+        const batches = named(receiver.spans(), 'rebuild batch');
+        expect(batches.length).toBeGreaterThan(0);
+        for (const batch of batches) expect(pathOf(receiver.spans(), batch)).toEqual(['rebuild', 'rebuild batch']);
+        expect(batches.every((b) => b.traceId === rebuild.traceId)).toBe(true);
+        expect(receiver.occurrences(['r0@example.com', 'R0', TOKEN])).toEqual([]);
+      } finally {
         await receiver.close();
       }
     },
