@@ -1,4 +1,4 @@
-import { Cipher, createCipheriv, createDecipheriv, createHmac, createSecretKey, Decipher, KeyObject, timingSafeEqual } from 'node:crypto';
+import { Cipher, createCipheriv, createDecipheriv, createHmac, Decipher, timingSafeEqual } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Position } from '../event-store/event-store.port';
 
@@ -14,11 +14,13 @@ const CURSOR_LENGTH = Math.ceil(((16 + TAG_BYTES) * 4) / 3);
  * account. A plain position would tell a consumer how many changes other accounts made between two
  * of its own; sealed (AES-256 of the one 16-byte block, with a key derived for the account), it
  * tells nothing, and stays the same for the same entry, so consumers can deduplicate by it. Its
- * tag (HMAC) makes any cursor not made for this account, or altered, fail to open: a 400, never
- * someone else's place. Valid for good: the secret lives in the key store beside the data keys.
+ * tag (the sealed block sealed again under a second key of the account: a pseudorandom function of
+ * one block, so a MAC, at the cost of one AES block) makes any cursor not made for this account, or
+ * altered, fail to open: a 400, never someone else's place. Valid for good: the secret lives in the
+ * key store beside the data keys.
  */
 export class FeedCursors {
-  /** Per account: its ciphers (ECB keeps no state between blocks, so one serves every cursor) and tag key. */
+  /** Per account: its ciphers (ECB keeps no state between blocks, so one serves every cursor). */
   private readonly keys = new LRUCache<string, AccountKeys>({ max: 10_000 });
 
   constructor(private readonly secret: Buffer) {}
@@ -51,7 +53,7 @@ export class FeedCursors {
       keys = {
         seal: createCipheriv('aes-256-ecb', seal, null).setAutoPadding(false),
         open: createDecipheriv('aes-256-ecb', seal, null).setAutoPadding(false),
-        tag: createSecretKey(derive('feed-cursor-tag')),
+        tag: createCipheriv('aes-256-ecb', derive('feed-cursor-tag'), null).setAutoPadding(false),
       };
       this.keys.set(accountId, keys);
     }
@@ -62,7 +64,7 @@ export class FeedCursors {
 interface AccountKeys {
   seal: Cipher;
   open: Decipher;
-  tag: KeyObject;
+  tag: Cipher;
 }
 
-const tagOf = (key: KeyObject, sealed: Buffer) => createHmac('sha256', key).update(sealed).digest().subarray(0, TAG_BYTES);
+const tagOf = (tag: Cipher, sealed: Buffer) => tag.update(sealed).subarray(0, TAG_BYTES);

@@ -3,6 +3,7 @@ import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
 import { recordHistory, type HistoryEntry } from '../audit/record-history';
 import { comparePositions, EVENT_STORE, EventStore, Position } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
+import { DATA_KEYS, type DataKeys } from '../sealing/data-keys';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import { RecordKind, recordIdOf, streamIdOf } from '../records/record';
 import { RecordSnapshots } from '../records/record-snapshots';
@@ -71,6 +72,7 @@ export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
     private readonly tail: FeedTail,
     private readonly secret: FeedCursorSecret,
     private readonly projections: ProjectionsService,
+    @Inject(DATA_KEYS) private readonly keys: DataKeys,
   ) {
     this.snapshots = new RecordSnapshots(eventStore);
   }
@@ -97,11 +99,15 @@ export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
       if (run) run.push(ref);
       else runs.set(ref.streamId, [ref]);
     }
+    // Erased records, by their destroyed keys (a record's key is its stream's id): one read for the
+    // page, before any value is opened, as history reads the erasure first. A key destroyed by an
+    // erasure whose event is not appended yet counts too: the values are gone either way.
+    const keys = await this.keys.store.getMany([...runs.keys()]);
     const told = new Map<string, FeedEntry>();
     await this.reads.forEach([...runs.values()], async (run) => {
       const kind = this.kindOf(run[0].streamId);
       const byRevision = new Map(run.map((ref) => [ref.revision, ref]));
-      for (const entry of await this.historyOf(kind, run)) {
+      for (const entry of await this.historyOf(kind, run, keys.get(run[0].streamId) === null)) {
         // By revision: a stream EventStoreDB truncated ($tb, $maxCount) gives fewer events than asked, from later on.
         const ref = byRevision.get(entry.revision);
         if (!ref) continue;
@@ -124,16 +130,13 @@ export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
   }
 
   /** The run's events as history entries, in its order. */
-  private async historyOf(kind: RecordKind, run: FeedEntryRef[]): Promise<HistoryEntry[]> {
+  private async historyOf(kind: RecordKind, run: FeedEntryRef[], erased: boolean): Promise<HistoryEntry[]> {
     const { streamId } = run[0];
     const from = run[0].revision;
     const events = await this.eventStore.readStream(streamId, from, run.length);
     if (events.length === 0) return [];
     // The page's span links to the requests that appended what it serves.
     linkCurrentSpanTo(events.map((e) => e.metadata.traceparent));
-    // Read before the values are told, as history does: an erasure from before this read shows none.
-    const last = await this.eventStore.readLastEvent(streamId);
-    const erased = last?.type === kind.events.erased;
     let before = null;
     if (!erased && from > 0) {
       const [created] = await this.eventStore.readStream(streamId, 0, 1);
