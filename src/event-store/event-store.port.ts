@@ -101,6 +101,11 @@ export interface SubscribeOptions {
    * keeps up with the store.
    */
   streamPrefixes?: string[];
+  /**
+   * false: the events' data as the store holds it, values sealed (see SealedEventStore), for a
+   * subscriber that reads none (the change feed's index); opening them would be wasted. Default true.
+   */
+  values?: boolean;
 }
 
 /** The stream's revision did not match the expected one: another writer got there first. */

@@ -24,6 +24,8 @@ export function feedProjection(kinds: RecordKind[]): Projection {
     streamPrefixes: kinds.map((kind) => streamIdOf(kind, '')),
     documents: 'event',
     documentIdOf: (event) => String(event.position.prepare),
+    // Where each event is, never what it says: its values stay sealed.
+    readsValues: false,
     evolve: (_, event): ReadDocument => ({
       id: String(event.position.prepare),
       accountId: event.metadata.accountId,

@@ -18,6 +18,8 @@ export interface Projection {
   documents: 'record' | 'event';
   /** The document an event goes to. */
   documentIdOf(event: StoredEvent): string;
+  /** Whether `evolve` reads the events' field values: if not, its subscription leaves them sealed. */
+  readsValues: boolean;
   /** The type of the event that erases a document's values (see foldBatch); none where documents hold no value. */
   erasure?: string;
   evolve(document: ReadDocument | null, event: StoredEvent): ReadDocument;

@@ -318,8 +318,8 @@ export class Projector {
       }
       while (!signal.aborted) {
         try {
-          const { streamPrefixes } = this.projection;
-          for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefixes, maxBatchSize: MAX_BATCH })) {
+          const { streamPrefixes, readsValues: values } = this.projection;
+          for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefixes, values, maxBatchSize: MAX_BATCH })) {
             await this.apply(batch, began);
             // The store calls are synchronous on SQLite: catching up must not keep requests waiting.
             await nextTurn();

@@ -107,7 +107,9 @@ async function rebuild(projections: Projection[], eventStore: EventStore, readSt
     report();
     let finished = comparePositions(head, START) <= 0 && (await promote());
     if (!finished) {
-      for await (const batch of eventStore.subscribeToAll(START, { signal: options.signal, maxBatchSize: REBUILD_BATCH })) {
+      // A rebuild of the feed's index alone opens no value.
+      const values = projections.some((p) => p.readsValues);
+      for await (const batch of eventStore.subscribeToAll(START, { signal: options.signal, maxBatchSize: REBUILD_BATCH, values })) {
         await inSpan(
           'rebuild batch',
           { 'rebuild.events': batch.events.length, 'rebuild.position': `${batch.position.commit}/${batch.position.prepare}` },

@@ -158,7 +158,7 @@ export class SealedEventStore implements EventStore {
     const ahead: Promise<EventBatch | undefined>[] = [];
     const readAhead = () => {
       while (ahead.length < READ_AHEAD) {
-        const next = this.nextOpened(batches);
+        const next = options.values === false ? this.nextAsStored(batches) : this.nextOpened(batches);
         next.catch(() => undefined); // a failure is thrown where it is awaited, or dropped with the subscription
         ahead.push(next);
       }
@@ -184,6 +184,11 @@ export class SealedEventStore implements EventStore {
     await this.thread?.close();
     await this.inner.close();
     await this.keys.store.close();
+  }
+
+  private async nextAsStored(batches: AsyncIterator<EventBatch>): Promise<EventBatch | undefined> {
+    const next = await batches.next();
+    return next.done ? undefined : next.value;
   }
 
   private async nextOpened(batches: AsyncIterator<EventBatch>): Promise<EventBatch | undefined> {

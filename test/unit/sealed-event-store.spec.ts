@@ -63,6 +63,18 @@ describe('SealedEventStore', () => {
     expect(batch.events[0].data).toEqual({ name: 'Ada', email: 'ada@x.io' });
   });
 
+  it('leaves the values sealed for a subscriber that reads none (values: false), and takes no key for them', async () => {
+    const stream = `customer-${randomUUID()}`;
+    await store.appendToStream(stream, [event('CustomerCreated', { name: 'Ada' })], 'no_stream');
+    const reads = jest.spyOn(keyStore, 'getMany');
+    const [batch] = await first(store.subscribeToAll(START, { signal: AbortSignal.timeout(5000), values: false }));
+    expect(batch.events[0].data).toEqual({ fields: ['name'], sealed: expect.any(String) });
+    expect(reads).not.toHaveBeenCalled();
+    // The values this process appended are still there for a subscriber that opens them.
+    const [opened] = await first(store.subscribeToAll(START, { signal: AbortSignal.timeout(5000) }));
+    expect(opened.events[0].data).toEqual({ name: 'Ada' });
+  });
+
   it('leaves other streams and events without data as they are', async () => {
     await store.appendToStream('profile_slug-shop', [event('SlugReserved', { slug: 'shop', profileId: 'p' })], 'no_stream');
     expect((await inner.readStream('profile_slug-shop'))[0].data).toEqual({ slug: 'shop', profileId: 'p' });
