@@ -129,7 +129,7 @@ describeOnSqlite('graceful shutdown', () => {
 
   it('on SIGTERM answers a waiting long-poll of the change feed and ends its event streams at once, not at the end of the grace', async () => {
     const child = await startChildService(dataDir);
-    const polled = fetch(`${child.url}${withToken('events?wait=30')}`).then(async (res) => ({ status: res.status, body: (await res.json()) as unknown }));
+    const polled = fetch(`${child.url}${withToken('events?wait=30')}`).then(async (res) => ({ status: res.status, body: await res.json() }));
     const stream = await fetch(`${child.url}${withToken('events')}`, { headers: { Accept: 'text/event-stream' } });
     expect(stream.status).toBe(200);
     const streamed = stream.text();
