@@ -10,6 +10,7 @@ import { rmSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { ChildService, runFailingStart, startChildService } from '../support/child-service';
 import { runCli } from '../support/cli';
+import { startInMemoryEventStoreDb } from '../support/scripted-eventstoredb';
 import { drawSpans, OtlpReceiver, ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver';
 import { jsonRequest, RawResponse, rawRequest } from '../support/raw-http';
 import { describeUnlessWorkers, RUN_SUFFIX } from '../support/stores';
@@ -304,6 +305,34 @@ describeUnlessWorkers('traces over OTLP', 'it starts services of its own, with W
       } finally {
         await stop(service);
         await receiver.close();
+      }
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'links the fold to the appending request over the EventStoreDB protocol too: the trace context goes through the event’s metadata (scripted endpoint, not a server)',
+    async () => {
+      const eventStoreDb = await startInMemoryEventStoreDb();
+      const receiver = await startOtlpReceiver();
+      const service = await start(receiver, { EVENTSTORE_CONNECTION_STRING: eventStoreDb.connectionString, STORE_TIMEOUT_MS: '5000' });
+      try {
+        const caller = callerContext();
+        const created = await send(service, 'POST', '/v1/customers', { email: 'esdb.trace@example.com' }, { traceparent: caller.traceparent });
+        expect(created.status).toBe(201);
+        const spans = await receiver.waitFor((all) =>
+          ['fold customers', 'fold feed'].every((name) => all.some((s) => s.name === name && linksTo(s, caller.traceId))),
+        );
+        const append = named(inTrace(spans, caller.traceId), 'event store append')[0];
+        // The position is the log's: byte offsets, as EventStoreDB's are, not a sequence number.
+        expect(append.attributes['event_store.position']).toMatch(/^\d{5,}\/\d{5,}$/);
+        // What the endpoint stored: the event's metadata carries the request's trace context.
+        const stored = eventStoreDb.log.find((e) => e.streamId === append.attributes['event_store.stream']);
+        expect(JSON.stringify(stored?.metadata)).toContain(caller.traceId);
+      } finally {
+        await stop(service);
+        await receiver.close();
+        await eventStoreDb.close();
       }
     },
     TIMEOUT_MS,

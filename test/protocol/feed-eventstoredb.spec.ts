@@ -1,77 +1,26 @@
-import {
-  answerReadBackwards,
-  answerStreamRead,
-  appendedEvents,
-  appendSuccess,
-  caughtUpMessage,
-  checkpointMessage,
-  confirmationMessage,
-  describeRead,
-  eventMessage,
-  passesFilter,
-  ReadCall,
-  ReadRequest,
-  ScriptedEvent,
-  ScriptedServer,
-  startScriptedEventStoreDb,
-} from '../support/scripted-eventstoredb';
+import { InMemoryEventStoreDb, ScriptedEvent, startInMemoryEventStoreDb } from '../support/scripted-eventstoredb';
 import { readFeed, readPage } from '../support/feed-client';
 import { startTestApp, TestApp, TOKENS } from '../support/test-app';
 
 /**
  * PROTOCOL TESTS, NOT TESTS AGAINST A SERVER: the change feed over the EventStoreDB adapter, with
  * the service's event store at a scripted gRPC endpoint built from the client's own service
- * definitions (test/support/scripted-eventstoredb.ts) that keeps a log in memory: it stores the
- * batch appends it is sent, answers reads of streams and of $all from that log, and serves
- * filtered subscriptions from it, live ones included. Read models (the feed's index among them) and
- * keys on SQLite. What it shows: the feed's index is folded from a subscription over the protocol,
+ * definitions that keeps a log in memory (startInMemoryEventStoreDb in
+ * test/support/scripted-eventstoredb.ts): it stores the batch appends it is sent, answers reads of
+ * streams and of $all from that log, and serves filtered subscriptions from it, live ones
+ * included. Read models (the feed's index among them) and keys on SQLite. What it shows: the feed's index is folded from a subscription over the protocol,
  * its pages are the events read back over the protocol and opened with their keys, in the order of
  * the log's positions (byte offsets, not sequence numbers). What the server itself does is for
  * test/contract and `npm run test:integration` against EventStoreDB.
  */
 describe('the change feed over the EventStoreDB protocol (scripted endpoint, not a server)', () => {
-  const log: ScriptedEvent[] = [];
-  /** Subscriptions gone live: they are sent each event appended after, as the server does. */
-  const live: { call: ReadCall; read: ReadRequest }[] = [];
-  /** The next event's position: byte offsets in a log, far apart, as EventStoreDB's are. */
-  let nextCommit = 10_000n;
-  let server: ScriptedServer;
+  let server: InMemoryEventStoreDb;
+  let log: ScriptedEvent[];
   let t: TestApp;
 
   beforeAll(async () => {
-    server = await startScriptedEventStoreDb({
-      read: (call) => {
-        const read = describeRead(call);
-        if (read.stream !== undefined) return answerStreamRead(call, log);
-        if (!read.subscription) return answerReadBackwards(call, [...log].reverse());
-        call.write(confirmationMessage());
-        const sent = log.filter((e) => (read.from === undefined || e.commit > read.from) && passesFilter(read, e.streamId));
-        for (const e of sent) call.write(eventMessage(e));
-        if (sent.length > 0) call.write(checkpointMessage(sent[sent.length - 1].commit));
-        call.write(caughtUpMessage());
-        live.push({ call, read });
-        call.on('cancelled', () =>
-          live.splice(
-            live.findIndex((l) => l.call === call),
-            1,
-          ),
-        );
-      },
-      batchAppend: (call) =>
-        call.on('data', (request) => {
-          const streamId = Buffer.from(request.getOptions()!.getStreamIdentifier()!.getStreamName_asU8()).toString();
-          const revision = log.filter((e) => e.streamId === streamId).length;
-          const events = appendedEvents(request, revision, nextCommit).map((e, i) => ({ ...e, commit: nextCommit + BigInt(i) * 137n }));
-          nextCommit += BigInt(events.length) * 137n + 5_000n;
-          log.push(...events);
-          call.write(appendSuccess(request, revision + events.length - 1, events[events.length - 1].commit));
-          for (const { call: subscription, read } of live) {
-            const matching = events.filter((e) => passesFilter(read, e.streamId));
-            for (const e of matching) subscription.write(eventMessage(e));
-            if (matching.length > 0) subscription.write(checkpointMessage(matching[matching.length - 1].commit));
-          }
-        }),
-    });
+    server = await startInMemoryEventStoreDb();
+    log = server.log;
     t = await startTestApp({ env: { EVENTSTORE_CONNECTION_STRING: server.connectionString, STORE_TIMEOUT_MS: '5000', FEED_HEARTBEAT_MS: '300' } });
   });
   afterAll(async () => {

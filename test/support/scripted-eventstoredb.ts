@@ -448,3 +448,56 @@ export function loggedLines(): string[] {
   afterEach(() => jest.restoreAllMocks());
   return logged;
 }
+
+/** A scripted endpoint that keeps a log in memory (see startInMemoryEventStoreDb). */
+export interface InMemoryEventStoreDb extends ScriptedServer {
+  /** Every event appended, in the log's order. */
+  log: ScriptedEvent[];
+}
+
+/**
+ * An endpoint that keeps a log in memory, as far as the service's adapter uses one: it stores the
+ * batch appends it is sent (positions as byte offsets, far apart, as EventStoreDB's are), answers
+ * reads of streams and of $all backwards from that log, and serves filtered subscriptions from it,
+ * live ones included: each appended event is sent to every live subscription whose filter passes it,
+ * as the server does. Scripted, not the server: no expected-revision checks, no deletes.
+ */
+export async function startInMemoryEventStoreDb(): Promise<InMemoryEventStoreDb> {
+  const log: ScriptedEvent[] = [];
+  const live: { call: ReadCall; read: ReadRequest }[] = [];
+  let nextCommit = 10_000n;
+  const server = await startScriptedEventStoreDb({
+    read: (call) => {
+      const read = describeRead(call);
+      if (read.stream !== undefined) return answerStreamRead(call, log);
+      if (!read.subscription) return answerReadBackwards(call, [...log].reverse());
+      call.write(confirmationMessage());
+      const sent = log.filter((e) => (read.from === undefined || e.commit > read.from) && passesFilter(read, e.streamId));
+      for (const e of sent) call.write(eventMessage(e));
+      if (sent.length > 0) call.write(checkpointMessage(sent[sent.length - 1].commit));
+      call.write(caughtUpMessage());
+      live.push({ call, read });
+      call.on('cancelled', () =>
+        live.splice(
+          live.findIndex((l) => l.call === call),
+          1,
+        ),
+      );
+    },
+    batchAppend: (call) =>
+      call.on('data', (request: BatchAppendReq) => {
+        const streamId = Buffer.from(request.getOptions()!.getStreamIdentifier()!.getStreamName_asU8()).toString();
+        const revision = log.filter((e) => e.streamId === streamId).length;
+        const events = appendedEvents(request, revision, nextCommit).map((e, i) => ({ ...e, commit: nextCommit + BigInt(i) * 137n }));
+        nextCommit += BigInt(events.length) * 137n + 5_000n;
+        log.push(...events);
+        call.write(appendSuccess(request, revision + events.length - 1, events[events.length - 1].commit));
+        for (const { call: subscription, read } of live) {
+          const matching = events.filter((e) => passesFilter(read, e.streamId));
+          for (const e of matching) subscription.write(eventMessage(e));
+          if (matching.length > 0) subscription.write(checkpointMessage(matching[matching.length - 1].commit));
+        }
+      }),
+  });
+  return { ...server, log };
+}
