@@ -3,12 +3,10 @@
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { connect, Socket } from 'node:net';
-import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
 export const now = () => performance.now();
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-export const load1 = () => loadavg()[0].toFixed(2);
 
 export interface Answer {
   status: number;
@@ -137,12 +135,6 @@ export async function headCursor(url: string, token: string): Promise<string> {
   }
 }
 
-/** utime + stime of a process, in clock ticks (1/100 s). */
-export function cpuTicks(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-}
-
 /** A process's memory from /proc, in MB: resident, its peak, and anonymous memory (heap, buffers: what connections cost). */
 export interface Memory {
   rss: number;
@@ -162,17 +154,4 @@ export async function heapOf(url: string): Promise<{ heap: number; external: num
   const text = (await call(url, '', 'GET', '/metrics')).text;
   const metric = (name: string) => Number(text.match(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm'))?.[1] ?? NaN) / 1e6;
   return { heap: metric('nodejs_heap_size_used_bytes'), external: metric('nodejs_external_memory_bytes') };
-}
-
-export const pct = (values: number[], p: number) => {
-  const sorted = [...values].sort((x, y) => x - y);
-  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN;
-};
-
-export function numberArg(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(name);
-  if (i < 0) return fallback;
-  const value = Number(args[i + 1]);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} takes a positive integer`);
-  return value;
 }

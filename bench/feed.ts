@@ -15,23 +15,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  call,
-  cpuTicks,
-  headCursor,
-  heapOf,
-  load1,
-  longPoll,
-  memoryOf,
-  Memory,
-  now,
-  numberArg,
-  openStream,
-  pct,
-  sleep,
-  stalledStream,
-  Stream,
-} from './feed-client';
+import { call, headCursor, heapOf, longPoll, memoryOf, Memory, now, openStream, sleep, stalledStream, Stream } from './feed-client';
+import { cpuTicks, load1, numberArg, pct } from './measure';
 import { RECORD_KINDS } from '../src/read-models';
 import { openEventStore } from '../src/stores/stores.module';
 import { rebuildAll } from './rebuild';

@@ -10,11 +10,12 @@
 // them with the operators' rebuild, and measures the read and list rows again at that size.
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generatorName, LoadResult, LoadSpec } from './load-worker';
+import { cpuTicks, numberArg } from './measure';
 import { rebuildAll } from './rebuild';
 import { seedCustomers } from './seed';
 import { listening, load, Service, startService, stopService } from './service';
@@ -199,9 +200,7 @@ function cpuSeconds(pid: number): number | undefined {
     // pgrep exits 1 when the process has no children.
   }
   try {
-    // utime and stime, in clock ticks of 1/100 s.
-    const ticks = (p: number) => readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ').slice(11, 13).map(Number);
-    return pids.reduce((sum, p) => sum + ticks(p)[0] + ticks(p)[1], 0) / 100;
+    return pids.reduce((sum, p) => sum + cpuTicks(p), 0) / 100;
   } catch {
     return undefined;
   }
@@ -371,12 +370,4 @@ function numberListArg(args: string[], name: string, fallback: number[]): number
     .map(Number);
   if (!values.every((v) => Number.isInteger(v) && v > 0)) throw new Error(`${name} takes positive integers separated by commas`);
   return values;
-}
-
-function numberArg(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(name);
-  if (i < 0) return fallback;
-  const value = Number(args[i + 1]);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} takes a positive integer`);
-  return value;
 }

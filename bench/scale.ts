@@ -17,13 +17,13 @@ import { join } from 'node:path';
 import { openEventStore } from '../src/stores/stores.module';
 import { RECORD_KINDS } from '../src/read-models';
 import { Database } from '../src/storage/sqlite-database';
+import { cpuTicks, load1, pct } from './measure';
 import { seedCustomers } from './seed';
 import { load as runLoad, ROOT, Service, startService, stopService } from './service';
 
 const A = { token: 'scale-token-a', account: 'account-0' };
 const B = { token: 'scale-token-b', account: 'account-b' };
 const LISTED_EMAIL = 'listed@example.com';
-const load = () => loadavg()[0].toFixed(2);
 
 interface Options {
   records: number;
@@ -41,16 +41,16 @@ export async function main(args: string[]): Promise<void> {
   const file = join(dataDir, 'service.sqlite');
   const lines: string[] = [];
   const row = (what: string, figure: string, note = '') => {
-    const line = `| ${what} | ${figure} | ${note} | ${load()} |`;
+    const line = `| ${what} | ${figure} | ${note} | ${load1()} |`;
     lines.push(line);
     console.log(line);
   };
   try {
     const seeded = await seedCustomers(file, { customers: options.records, accounts: 1, listedEmail: LISTED_EMAIL });
-    console.log(`seeded ${seeded.count} CustomerCreated events in one account in ${(seeded.ms / 1000).toFixed(1)} s (load ${load()})`);
+    console.log(`seeded ${seeded.count} CustomerCreated events in one account in ${(seeded.ms / 1000).toFixed(1)} s (load ${load1()})`);
     let started = Date.now();
     await (await openEventStore({ sqliteFile: file }, RECORD_KINDS)).close();
-    console.log(`sealed them in ${((Date.now() - started) / 1000).toFixed(1)} s (load ${load()})`);
+    console.log(`sealed them in ${((Date.now() - started) / 1000).toFixed(1)} s (load ${load1()})`);
 
     console.log('\n| Measure | Figure | Notes | load (1 min) |\n|---|---:|---|---:|');
     const rebuild = await cliRebuild(dataDir);
@@ -227,17 +227,6 @@ function call(service: Service, auth: typeof A, method: string, path: string, bo
     req.end(payload);
   });
 }
-
-/** utime + stime of a process, in clock ticks (1/100 s). */
-function cpuTicks(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-}
-
-const pct = (values: number[], p: number) => {
-  const sorted = [...values].sort((x, y) => x - y);
-  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN;
-};
 
 function numberArg(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(name);

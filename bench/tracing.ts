@@ -9,7 +9,7 @@
 // steadier figure on a shared machine: the load others put on it moves req/s far more.
 // Then the cost of what stays in the code with tracing off: `inSpan` around a call, in this process.
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -18,6 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { inSpan } from '../src/tracing/tracing';
 import type { LoadResult, LoadSpec } from './load-worker';
 import { generatorName } from './load-worker';
+import { cpuTicks, numberArg } from './measure';
 import { load, Service, startService, stopService } from './service';
 
 const TOKEN = 'bench-token';
@@ -131,7 +132,7 @@ async function offPathCost(): Promise<void> {
   };
   // Taking turns, seven times each, the fastest kept: the first turns warm the code up, and the
   // machine's other work only ever adds time.
-  const wrapped = () => inSpan('bench', { 'bench.attribute': 1 }, work);
+  const wrapped = () => inSpan('bench', () => ({ 'bench.attribute': 1 }), work);
   let bare = Infinity;
   let inside = Infinity;
   for (let i = 0; i < 7; i++) {
@@ -195,8 +196,7 @@ function post(service: Service, path: string, body: unknown): Promise<string> {
 /** CPU seconds (user and system) the process has used so far, from /proc (Linux); undefined elsewhere. */
 function cpuSeconds(pid: number): number | undefined {
   try {
-    const [utime, stime] = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ').slice(11, 13).map(Number);
-    return (utime + stime) / 100;
+    return cpuTicks(pid) / 100;
   } catch {
     return undefined;
   }
@@ -208,11 +208,3 @@ const median = (values: number[]) => {
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 };
-
-function numberArg(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(name);
-  if (i < 0) return fallback;
-  const value = Number(args[i + 1]);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} takes a positive integer`);
-  return value;
-}

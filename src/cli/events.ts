@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore, StoredEvent } from '../event-store/event-store.port';
 import { formatPosition } from '../projections/positions';
 
@@ -94,13 +95,5 @@ function retryDelayMs(response: Response | undefined, failures: number): number 
 
 async function pause(what: string, ms: number, { signal, notice }: FeedTailOptions): Promise<void> {
   notice(`${what}; trying again in ${(ms / 1000).toFixed(1)}s`);
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-  });
+  await sleep(ms, undefined, { signal }).catch(() => undefined); // cut short by Ctrl-C
 }

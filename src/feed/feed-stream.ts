@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import { once } from 'node:events';
 import type { Position } from '../event-store/event-store.port';
 import type { FeedWatch } from './feed-tail';
 import type { FeedPage } from './feed.queries';
@@ -70,19 +71,12 @@ export async function streamFeed(res: Response, options: FeedStreamOptions): Pro
 /** Writes, then waits for the buffer to drain when it is full; false when it did not drain in time: the consumer is cut off. */
 async function send(res: Response, chunk: string, stallMs: number, closed: AbortSignal): Promise<boolean> {
   if (res.write(chunk)) return true;
-  const drained = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => done(false), stallMs);
-    const onDrain = () => done(true);
-    const onClosed = () => done(true);
-    res.once('drain', onDrain);
-    closed.addEventListener('abort', onClosed, { once: true });
-    function done(value: boolean) {
-      clearTimeout(timer);
-      res.off('drain', onDrain);
-      closed.removeEventListener('abort', onClosed);
-      resolve(value);
-    }
-  });
+  const stalled = AbortSignal.timeout(stallMs);
+  // Drained, or the stream ends anyway (closed): go on; stalled: cut off.
+  const drained = await once(res, 'drain', { signal: AbortSignal.any([closed, stalled]) }).then(
+    () => true,
+    () => !stalled.aborted,
+  );
   return drained || cutOff(res);
 }
 

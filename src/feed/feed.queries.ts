@@ -91,7 +91,7 @@ export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
       after: Number(after.prepare),
       count: false,
     });
-    const refs = documents.map(entryRefOf).filter((ref) => comparePositions(ref.position, after) > 0 && comparePositions(ref.position, bound) <= 0);
+    const refs = documents.map(entryRefOf).filter((ref) => comparePositions(ref.position, bound) <= 0);
     // A stream's entries in a page are a run of consecutive revisions: the index holds every event of every record stream.
     const runs = new Map<string, FeedEntryRef[]>();
     for (const ref of refs) {

@@ -134,11 +134,13 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
   async waitFor(streamId: string, position: Position): Promise<void> {
     // Not those still catching up with the events stored before the start: their reads answer 503
     // until then (assertCaughtUp), and waiting would answer every write 503 for the whole catch-up
-    // (a first start over a large store, or a read model new in this version, as the feed's index was).
+    // (a first start over a large store, or a read model the store has no generation of yet).
     const following = this.projectors.filter((p) => p.follows(streamId) && p.caughtUp);
     try {
-      await inSpan('wait for read models', { 'read_models.count': following.length, 'event_store.position': `${position.commit}/${position.prepare}` }, () =>
-        Promise.all(following.map((p) => p.waitFor(position, this.config.readYourWritesTimeoutMs))),
+      await inSpan(
+        'wait for read models',
+        () => ({ 'read_models.count': following.length, 'event_store.position': `${position.commit}/${position.prepare}` }),
+        () => Promise.all(following.map((p) => p.waitFor(position, this.config.readYourWritesTimeoutMs))),
       );
     } catch (error) {
       this.logger.warn(`Read models behind a write: ${(error as Error).message}`);

@@ -4,7 +4,7 @@ import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promi
 import { comparePositions, EventBatch, EventStore, Position, START, type StoredEvent } from '../event-store/event-store.port';
 import { GenerationReplacedError, ReadDocument, ReadStore } from '../read-store/read-store.port';
 import { isGoneFromThisMachine, siblings } from '../instance';
-import { inSpan, linksTo } from '../tracing/tracing';
+import { inSpan, linksTo, tracingOn } from '../tracing/tracing';
 import { follows, type Projection } from './projection';
 
 export type ProjectorState = 'starting' | 'running' | 'stopped' | 'failed';
@@ -427,21 +427,22 @@ export class Projector {
   }
 
   private async apply(batch: EventBatch, began: Position): Promise<void> {
-    // A trace of its own per batch, linked to the requests that appended its events (whichever instance served them).
-    const relevant = batch.events.filter((e) => this.follows(e.streamId));
+    // A trace of its own per batch that holds events of this read model, linked to the requests that
+    // appended them (whichever instance served them).
+    const relevant = tracingOn() ? batch.events.filter((e) => this.follows(e.streamId)) : [];
     const fold = () => foldBatch(this.projection, this.readStore, this.generation, batch, began, this.written);
     const written =
       relevant.length === 0
         ? await fold()
         : await inSpan(
             `fold ${this.projection.name}`,
-            {
+            () => ({
               'projection.name': this.projection.name,
               'projection.events': relevant.length,
               'projection.position': `${batch.position.commit}/${batch.position.prepare}`,
-            },
+            }),
             fold,
-            { root: true, links: linksTo(relevant.map((e) => e.metadata.traceparent)) },
+            { root: true, links: () => linksTo(relevant.map((e) => e.metadata.traceparent)) },
           );
     // An event's own document is never read again.
     if (this.projection.documents === 'record') for (const document of written) this.written.set(document.id, document);

@@ -1,4 +1,4 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { comparePositions, EventStore, START } from '../event-store/event-store.port';
 import { ReadStore, RebuildBehindError } from '../read-store/read-store.port';
 import type { Projection } from './projection';
@@ -56,7 +56,12 @@ interface Target {
 export function rebuildProjections(projections: Projection[], eventStore: EventStore, readStore: ReadStore, options: RebuildOptions): Promise<RebuildResult[]> {
   // One trace per rebuild (where traces are exported), with a span per batch.
   const names = projections.map((p) => p.name).join(', ');
-  return inSpan('rebuild', { 'rebuild.read_models': names }, () => rebuild(projections, eventStore, readStore, options), { root: true });
+  return inSpan(
+    'rebuild',
+    () => ({ 'rebuild.read_models': names }),
+    () => rebuild(projections, eventStore, readStore, options),
+    { root: true },
+  );
 }
 
 export interface RebuildOptions {
@@ -112,7 +117,7 @@ async function rebuild(projections: Projection[], eventStore: EventStore, readSt
       for await (const batch of eventStore.subscribeToAll(START, { signal: options.signal, maxBatchSize: REBUILD_BATCH, values })) {
         await inSpan(
           'rebuild batch',
-          { 'rebuild.events': batch.events.length, 'rebuild.position': `${batch.position.commit}/${batch.position.prepare}` },
+          () => ({ 'rebuild.events': batch.events.length, 'rebuild.position': `${batch.position.commit}/${batch.position.prepare}` }),
           async () => {
             for (const target of pending()) await foldBatch(target.projection, readStore, target.generation, batch, began);
           },
@@ -142,20 +147,8 @@ async function rebuild(projections: Projection[], eventStore: EventStore, readSt
   }
   const results = targets.map((t) => t.result!);
   options.onLive?.(results);
-  await sleep(options.graceMs, options.signal);
+  await sleep(options.graceMs, undefined, { signal: options.signal }).catch(() => undefined); // cut short by a stop
   // Interrupted here, the replaced generations are left to the next rebuild or the service's next start.
   if (!options.signal.aborted) for (const p of projections) await readStore.dropRetired(p.schema.name, options.graceMs);
   return results;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-  });
 }

@@ -35,7 +35,7 @@ export class InstrumentedEventStore implements EventStore {
   ) {}
 
   async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    const attributes = { 'event_store.stream': streamId, 'event_store.expected_revision': String(expected), 'event_store.events': events.length };
+    const attributes = () => ({ 'event_store.stream': streamId, 'event_store.expected_revision': String(expected), 'event_store.events': events.length });
     const result = await inSpan('event store append', attributes, async (span) => {
       const appended = await this.writes.watch('event store', () =>
         this.metrics.time(this.metrics.eventStoreDuration, 'appendToStream', () => this.store.appendToStream(streamId, events, expected)),
@@ -48,14 +48,18 @@ export class InstrumentedEventStore implements EventStore {
   }
 
   readStream(streamId: string, fromRevision?: number, maxCount?: number): Promise<StoredEvent[]> {
-    return inSpan('event store read', { 'event_store.stream': streamId, 'event_store.from_revision': fromRevision ?? 0 }, () =>
-      this.metrics.time(this.metrics.eventStoreDuration, 'readStream', () => this.store.readStream(streamId, fromRevision, maxCount)),
+    return inSpan(
+      'event store read',
+      () => ({ 'event_store.stream': streamId, 'event_store.from_revision': fromRevision ?? 0 }),
+      () => this.metrics.time(this.metrics.eventStoreDuration, 'readStream', () => this.store.readStream(streamId, fromRevision, maxCount)),
     );
   }
 
   readLastEvent(streamId: string): Promise<StoredEvent | null> {
-    return inSpan('event store read last', { 'event_store.stream': streamId }, () =>
-      this.metrics.time(this.metrics.eventStoreDuration, 'readLastEvent', () => this.store.readLastEvent(streamId)),
+    return inSpan(
+      'event store read last',
+      () => ({ 'event_store.stream': streamId }),
+      () => this.metrics.time(this.metrics.eventStoreDuration, 'readLastEvent', () => this.store.readLastEvent(streamId)),
     );
   }
 
@@ -94,8 +98,10 @@ export class InstrumentedReadStore implements ReadStore {
   }
 
   get(collection: string, accountId: string, id: string): Promise<ReadDocument | null> {
-    return inSpan('read store get', { 'read_store.collection': collection }, () =>
-      this.metrics.time(this.metrics.readStoreDuration, 'get', () => this.store.get(collection, accountId, id)),
+    return inSpan(
+      'read store get',
+      () => ({ 'read_store.collection': collection }),
+      () => this.metrics.time(this.metrics.readStoreDuration, 'get', () => this.store.get(collection, accountId, id)),
     );
   }
 
@@ -105,12 +111,20 @@ export class InstrumentedReadStore implements ReadStore {
 
   find(collection: string, query: FindQuery): Promise<FindResult> {
     // The filters' names only: their values are personal data.
-    const attributes = { 'read_store.collection': collection, 'read_store.filters': Object.keys(query.filters).join(','), 'read_store.limit': query.limit };
+    const attributes = () => ({
+      'read_store.collection': collection,
+      'read_store.filters': Object.keys(query.filters).join(','),
+      'read_store.limit': query.limit,
+    });
     return inSpan('read store find', attributes, () => this.metrics.time(this.metrics.readStoreDuration, 'find', () => this.store.find(collection, query)));
   }
 
   commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
-    const attributes = { 'read_store.collection': collection, 'read_store.documents': documents.length, 'read_store.position': position(checkpoint.position) };
+    const attributes = () => ({
+      'read_store.collection': collection,
+      'read_store.documents': documents.length,
+      'read_store.position': position(checkpoint.position),
+    });
     return inSpan('read store commit', attributes, () =>
       this.writes.watch('read store', () =>
         this.metrics.time(this.metrics.readStoreDuration, 'commit', () => this.store.commit(collection, documents, checkpoint)),
@@ -164,10 +178,24 @@ export function watchingWrites(store: KeyStore, writes: WriteFailures): KeyStore
   return {
     name: store.name,
     file: store.file,
-    obtain: (keyId, options) => inSpan('key store obtain', { 'key_store.key': keyId }, () => writes.watch('key store', () => store.obtain(keyId, options))),
-    getMany: (keyIds) => inSpan('key store read', { 'key_store.keys': keyIds.length }, () => store.getMany(keyIds)),
+    obtain: (keyId, options) =>
+      inSpan(
+        'key store obtain',
+        () => ({ 'key_store.key': keyId }),
+        () => writes.watch('key store', () => store.obtain(keyId, options)),
+      ),
+    getMany: (keyIds) =>
+      inSpan(
+        'key store read',
+        () => ({ 'key_store.keys': keyIds.length }),
+        () => store.getMany(keyIds),
+      ),
     destroy: (keyId, erasedBy) =>
-      inSpan('key store destroy', { 'key_store.key': keyId }, () => writes.watch('key store', () => store.destroy(keyId, erasedBy))),
+      inSpan(
+        'key store destroy',
+        () => ({ 'key_store.key': keyId }),
+        () => writes.watch('key store', () => store.destroy(keyId, erasedBy)),
+      ),
     pendingErasures: (prefix) => store.pendingErasures(prefix),
     finishErasure: (keyId) => writes.watch('key store', () => store.finishErasure(keyId)),
     close: () => store.close(),

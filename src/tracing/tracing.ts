@@ -90,18 +90,19 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | un
 
 /**
  * Runs `work` in a span of its own, a child of the current one (or, with `root`, the first of a new
- * trace, linked to `links`); records a failure on it. Outside any trace (a projector's poll, a lease
+ * trace, linked to `links`); records a failure on it. Attributes and links are made only for a span
+ * that is made: calls on the hot paths cost nothing more without tracing. Outside any trace (a projector's poll, a lease
  * renewed) and without tracing, just runs `work`: store calls are traced as parts of a request or a fold.
  */
 export function inSpan<T>(
   name: string,
-  attributes: Attributes,
+  attributes: () => Attributes,
   work: (span?: Span) => Promise<T>,
-  options: { links?: Link[]; root?: boolean } = {},
+  options: { links?: () => Link[]; root?: boolean } = {},
 ): Promise<T> {
   if (!on || (!options.root && !trace.getActiveSpan())) return work();
   const parent = options.root ? ROOT_CONTEXT : context.active();
-  return tracer.startActiveSpan(name, { attributes, links: options.links, root: options.root }, parent, async (span) => {
+  return tracer.startActiveSpan(name, { attributes: attributes(), links: options.links?.(), root: options.root }, parent, async (span) => {
     try {
       return await work(span);
     } catch (error) {
@@ -133,11 +134,18 @@ function instrumentCqrs(): void {
       writable: true,
       configurable: true,
       value: function (this: unknown, message: object) {
-        return inSpan(`${kind} ${message.constructor.name}`, { 'cqrs.kind': kind }, () => execute.call(this, message));
+        return inSpan(
+          `${kind} ${message.constructor.name}`,
+          () => ({ 'cqrs.kind': kind }),
+          () => execute.call(this, message),
+        );
       },
     });
   }
 }
+
+/** Whether traces are exported (see startTracing). */
+export const tracingOn = () => on;
 
 /** Runs `work` outside the current trace: background work a request only sets off (keys made ahead). */
 export function outsideTraces<T>(work: () => T): T {

@@ -1,17 +1,7 @@
+import type { FeedEntry as Entry } from '../support/feed-client';
 import { contact } from '../support/http-assertions';
 import { describeUnlessWorkers } from '../support/stores';
 import { startTestApp, TestApp, TOKENS, withToken } from '../support/test-app';
-
-type Entry = {
-  specversion: string;
-  id: string;
-  source: string;
-  type: string;
-  subject: string;
-  time: string;
-  datacontenttype: string;
-  data: { revision: number; changes: Record<string, unknown> };
-};
 
 /** GET /v1/events (CONTRACT.md "Change feed"), over real sockets on the embedded store. */
 describe('the change feed', () => {
