@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { CountsOf, KeyedHistogram } from './keyed-histogram';
+import { memorySplit } from './memory-split';
 
 /** Seconds: from a fast SQLite read to a slow remote store. */
 const STORE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -65,6 +66,21 @@ export class Metrics {
     help: "How many events the projection's checkpoint is behind the event store's newest event; absent where the store cannot count them (EventStoreDB)",
     labelNames: ['projection'] as const,
     registers: [this.registry],
+  });
+
+  /**
+   * The resident size split by what holds it, read on each scrape (see memorySplit): `resident` is
+   * `anonymous` plus `file`; `anonymous` is `js_heap` plus `native`. Linux only: absent elsewhere.
+   */
+  readonly memory = new Gauge({
+    name: 'process_memory_bytes',
+    help: 'Resident memory by kind: resident = anonymous + file (mapped files); anonymous = js_heap (V8 heap of the main thread) + native (SQLite caches, buffers, keys, worker threads, malloc)',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+    collect() {
+      const split = memorySplit();
+      if (split) for (const [kind, bytes] of Object.entries(split)) this.set({ kind }, bytes);
+    },
   });
 
   constructor(instanceId: string) {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { APP_CONFIG, AppConfig } from '../../src/config/config';
 import { EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
 import { uid } from '../support/http-assertions';
@@ -79,6 +80,36 @@ describeUnlessWorkers(
       // Node's process metrics.
       expect(sample(text, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
       expect(sample(text, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
+    });
+
+    it('splits the resident size by what holds it, adding up to what /proc says of the process', async () => {
+      const { http } = app();
+      const text = (await http.get('/metrics').expect(200)).text;
+      const rollup = (() => {
+        try {
+          return readFileSync('/proc/self/smaps_rollup', 'latin1');
+        } catch {
+          return undefined;
+        }
+      })();
+      if (!rollup) {
+        // Not Linux (or a kernel without smaps_rollup): the series is left out rather than made up.
+        expect(text).not.toMatch(/^process_memory_bytes\{/m);
+        return;
+      }
+      const kinds = ['resident', 'anonymous', 'file', 'js_heap', 'native'] as const;
+      const mb = Object.fromEntries(kinds.map((kind) => [kind, sample(text, 'process_memory_bytes', { kind })])) as Record<(typeof kinds)[number], number>;
+      for (const kind of kinds) expect(mb[kind]).toBeGreaterThan(0);
+      // The parts add up: resident = anonymous + file, anonymous = js_heap + native.
+      expect(mb.anonymous + mb.file).toBe(mb.resident);
+      expect(mb.js_heap + mb.native).toBe(mb.anonymous);
+      // The app runs in this process (the test's): its figures are this process's, read a moment apart.
+      const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync('/proc/self/smaps_rollup', 'latin1'))![1]) * 1024;
+      expect(Math.abs(mb.resident - kb('Rss')) / kb('Rss')).toBeLessThan(0.2);
+      expect(Math.abs(mb.anonymous - kb('Anonymous')) / kb('Anonymous')).toBeLessThan(0.2);
+      // The heap is V8's committed heap of this thread, at most what Node reports as the heap's total.
+      expect(mb.js_heap).toBeLessThanOrEqual(process.memoryUsage().heapTotal * 1.2);
+      expect(mb.js_heap).toBeGreaterThan(process.memoryUsage().heapUsed * 0.5);
     });
 
     it('counts itself by its route, and is not under /v1', async () => {
