@@ -16,7 +16,7 @@ export interface Service {
 }
 
 /** Node's flags for the service, as `npm start` and `npm run start:prod` give them (package.json). */
-function serviceNodeFlags(): string[] {
+export function serviceNodeFlags(): string[] {
   const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
   return scripts['start:prod'].split(' ').filter((word) => word.startsWith('--'));
 }
@@ -27,13 +27,23 @@ function serviceNodeFlags(): string[] {
  */
 export async function startService(
   dataDir: string,
-  { workers, accessTokens, env = {} }: { workers: number; accessTokens: string; /** More settings, over the ones above. */ env?: Record<string, string> },
+  {
+    workers,
+    accessTokens,
+    env = {},
+    nodeFlags = [],
+  }: {
+    workers: number;
+    accessTokens: string;
+    /** More settings, over the ones above. */ env?: Record<string, string>;
+    /** More flags for Node, after npm start's (a flag given twice: the later wins), such as --cpu-prof. */ nodeFlags?: string[];
+  },
 ): Promise<Service & { dataDir: string }> {
   const log = join(dataDir, 'service.log');
   const fd = openSync(log, 'a');
   const child = spawn(
     process.execPath,
-    [...serviceNodeFlags(), ...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), join(ROOT, 'dist', 'main.js')],
+    [...serviceNodeFlags(), ...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), ...nodeFlags, join(ROOT, 'dist', 'main.js')],
     {
       cwd: dataDir,
       env: {
