@@ -12,6 +12,7 @@ const BENCHES: Record<string, () => Promise<{ main(args: string[]): Promise<void
   feed: () => import('./feed'),
   'feed-scale': () => import('./feed-scale'),
   tracing: () => import('./tracing'),
+  memory: () => import('./memory'),
 };
 
 async function run(): Promise<void> {
