@@ -48,6 +48,10 @@ export interface AppConfig {
   instanceId: string;
   /** How often an idle event stream of the change feed sends a comment. */
   feedHeartbeatMs: number;
+  /** Folded records the writer keeps per record kind (RecordWriter): a write to one of them reads only the events after it. */
+  recordCacheSize: number;
+  /** Records' data keys kept (DataKeys), as KeyObjects: a read or write of one goes to no key store. */
+  keyCacheSize: number;
 }
 
 export const APP_CONFIG = Symbol('AppConfig');
@@ -90,6 +94,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     projectionLeaseMs: integer(env, 'PROJECTION_LEASE_MS', 5000, 1000, 600_000),
     instanceId: newInstanceId(),
     feedHeartbeatMs: integer(env, 'FEED_HEARTBEAT_MS', 10_000, 100, 15_000),
+    recordCacheSize: integer(env, 'RECORD_CACHE_SIZE', 10_000, 1, 10_000_000),
+    keyCacheSize: integer(env, 'KEY_CACHE_SIZE', 10_000, 1, 10_000_000),
   };
 }
 

@@ -11,6 +11,11 @@ describe('configuration', () => {
     expect(config.sqliteFile).toBe(join(config.dataDir, 'service.sqlite'));
   });
 
+  it('keeps 10,000 folded records per kind and 10,000 data keys unless told (the caches docs/operators.md, Memory, bounds)', () => {
+    expect(loadConfig({})).toMatchObject({ recordCacheSize: 10_000, keyCacheSize: 10_000 });
+    expect(loadConfig({ RECORD_CACHE_SIZE: '2000', KEY_CACHE_SIZE: '3000' })).toMatchObject({ recordCacheSize: 2000, keyCacheSize: 3000 });
+  });
+
   it.each([
     [{ PORT: 'abc' }, /PORT/],
     [{ PORT: '70000' }, /PORT/],
@@ -25,6 +30,8 @@ describe('configuration', () => {
     [{ WORKERS: 'many' }, /WORKERS must be auto or an integer from 1 to 64; got "many"/],
     [{ WORKERS: '65' }, /WORKERS/],
     [{ PROJECTION_LEASE_MS: '500' }, /PROJECTION_LEASE_MS must be an integer from 1000/],
+    [{ RECORD_CACHE_SIZE: '0' }, /RECORD_CACHE_SIZE must be an integer from 1 to 10000000; got "0"/],
+    [{ KEY_CACHE_SIZE: 'small' }, /KEY_CACHE_SIZE must be an integer from 1/],
   ])('refuses %j with a clear message', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
