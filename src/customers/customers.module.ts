@@ -1,3 +1,4 @@
+import { APP_CONFIG, AppConfig } from '../config/config';
 import { Inject, Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { DATA_KEYS, type DataKeys } from '../sealing/data-keys';
 import { RecordEraser } from '../records/record-eraser';
@@ -25,8 +26,9 @@ import { CustomersController } from './customers.controller';
     IdempotentCreates,
     {
       provide: CUSTOMER_WRITER,
-      useFactory: (eventStore: EventStore, projections: ProjectionsService, keys: DataKeys) => new RecordWriter(CUSTOMER, eventStore, projections, keys),
-      inject: [EVENT_STORE, ProjectionsService, DATA_KEYS],
+      useFactory: (eventStore: EventStore, projections: ProjectionsService, keys: DataKeys, config: AppConfig) =>
+        new RecordWriter(CUSTOMER, eventStore, projections, keys, config.recordCacheSize),
+      inject: [EVENT_STORE, ProjectionsService, DATA_KEYS, APP_CONFIG],
     },
     {
       provide: CUSTOMER_ERASER,

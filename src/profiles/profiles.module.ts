@@ -1,3 +1,4 @@
+import { APP_CONFIG, AppConfig } from '../config/config';
 import { Inject, Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { DATA_KEYS, type DataKeys } from '../sealing/data-keys';
 import { RecordEraser } from '../records/record-eraser';
@@ -19,8 +20,9 @@ import { SlugReservations } from './slug-reservations';
     IdempotentCreates,
     {
       provide: PROFILE_WRITER,
-      useFactory: (eventStore: EventStore, projections: ProjectionsService, keys: DataKeys) => new RecordWriter(PROFILE, eventStore, projections, keys),
-      inject: [EVENT_STORE, ProjectionsService, DATA_KEYS],
+      useFactory: (eventStore: EventStore, projections: ProjectionsService, keys: DataKeys, config: AppConfig) =>
+        new RecordWriter(PROFILE, eventStore, projections, keys, config.recordCacheSize),
+      inject: [EVENT_STORE, ProjectionsService, DATA_KEYS, APP_CONFIG],
     },
     {
       provide: SlugReservations,

@@ -136,7 +136,7 @@ export class StoresModule {
         { provide: APP_CONFIG, useValue: config },
         {
           provide: DATA_KEYS,
-          useFactory: async (writes: WriteFailures) => new DataKeys(watchingWrites(await openKeyStore(config), writes)),
+          useFactory: async (writes: WriteFailures) => new DataKeys(watchingWrites(await openKeyStore(config), writes), config.keyCacheSize),
           inject: [WriteFailures],
         },
         { provide: SHARED_SQLITE, useFactory: () => sharedSqliteConnection(config) },
