@@ -20,12 +20,12 @@ import { rebuildAll } from './rebuild';
 import { seedCustomers } from './seed';
 import { listening, load, Service, startService, stopService } from './service';
 
-const TOKEN = 'bench-token';
-const ACCOUNT = 'account-0';
+export const TOKEN = 'bench-token';
+export const ACCOUNT = 'account-0';
 /** Records made before the rows run, so reads, updates and lists have something to hit. */
 const SEEDED = 200;
 /** Every seeded record of a kind carries this e-mail: the filtered lists match all of them, show 10. */
-const LISTED_EMAIL = 'listed@example.com';
+export const LISTED_EMAIL = 'listed@example.com';
 
 interface Options {
   scale: boolean;
@@ -314,19 +314,21 @@ function printTable(title: string, rows: Row[], results: Map<string, RowResult>,
   }
 }
 
-/** The floor and the limit (bench/floor.ts), answering a constant body of `bytes` bytes. */
-async function startYardsticks(bytes: number): Promise<Yardsticks> {
-  const start = async (kind: string): Promise<Service> => {
-    const child = spawn(process.execPath, [join(__dirname, 'floor.js'), kind, String(bytes)], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    return { url: await listening(child, () => output), child, output: () => output };
-  };
-  return { floor: await start('nest'), limit: await start('node'), bornFloor: await start('nest-born') };
+/** One of bench/floor.ts's yardsticks (`nest`, `nest-born`, `node`) in its own process, answering a body of about `bytes`. */
+export async function startYardstick(kind: string, bytes: number): Promise<Service> {
+  const child = spawn(process.execPath, [join(__dirname, 'floor.js'), kind, String(bytes)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return { url: await listening(child, () => output), child, output: () => output };
 }
 
-async function createMany(service: Service, resource: string, bodyOf: (i: number) => Record<string, string>): Promise<string[]> {
+/** The floor and the limit (bench/floor.ts), answering a constant body of `bytes` bytes. */
+async function startYardsticks(bytes: number): Promise<Yardsticks> {
+  return { floor: await startYardstick('nest', bytes), limit: await startYardstick('node', bytes), bornFloor: await startYardstick('nest-born', bytes) };
+}
+
+export async function createMany(service: Service, resource: string, bodyOf: (i: number) => Record<string, string>): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < SEEDED; i++) {
     const res = await call(service, 'POST', `/v1/${resource}`, bodyOf(i));
@@ -335,7 +337,7 @@ async function createMany(service: Service, resource: string, bodyOf: (i: number
   return ids;
 }
 
-function call(service: Service, method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> {
+export function call(service: Service, method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> {
   const url = new URL(path, service.url);
   const payload = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve, reject) => {

@@ -13,6 +13,7 @@ const BENCHES: Record<string, () => Promise<{ main(args: string[]): Promise<void
   'feed-scale': () => import('./feed-scale'),
   tracing: () => import('./tracing'),
   memory: () => import('./memory'),
+  latency: () => import('./latency'),
 };
 
 async function run(): Promise<void> {

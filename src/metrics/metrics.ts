@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { eventLoopDelay } from './event-loop-delay';
 import { CountsOf, KeyedHistogram } from './keyed-histogram';
 import { memorySplit } from './memory-split';
 
@@ -86,6 +87,7 @@ export class Metrics {
   constructor(instanceId: string) {
     this.registry.setDefaultLabels({ service_instance: instanceId });
     collectDefaultMetrics({ register: this.registry });
+    eventLoopDelay(this.registry);
   }
 
   /** Times a store call into `histogram`, labelled with its outcome. */

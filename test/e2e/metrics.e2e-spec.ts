@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { APP_CONFIG, AppConfig } from '../../src/config/config';
 import { EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
 import { uid } from '../support/http-assertions';
@@ -110,6 +111,24 @@ describeUnlessWorkers(
       // The heap is V8's committed heap of this thread, at most what Node reports as the heap's total.
       expect(mb.js_heap).toBeLessThanOrEqual(process.memoryUsage().heapTotal * 1.2);
       expect(mb.js_heap).toBeGreaterThan(process.memoryUsage().heapUsed * 0.5);
+    });
+
+    it('reports how late the event loop ran since the last scrape, net of its sampling interval', async () => {
+      const { http } = app();
+      await http.get('/metrics').expect(200); // a new window starts
+      // The app runs in this process: holding its event loop for 80 ms is a stall of the service's.
+      const until = performance.now() + 80;
+      while (performance.now() < until);
+      await sleep(20);
+      const text = (await http.get('/metrics').expect(200)).text;
+      const longest = sample(text, 'event_loop_delay_seconds', { quantile: '1' })!;
+      expect(longest).toBeGreaterThanOrEqual(0.06);
+      expect(longest).toBeLessThan(5);
+      expect(sample(text, 'event_loop_delay_seconds', { quantile: '0.5' })).toBeLessThan(longest);
+      expect(sample(text, 'event_loop_delay_seconds', { quantile: '0.99' })).toBeLessThanOrEqual(longest);
+      // That scrape ended the window: the next one does not count the stall again.
+      await sleep(100);
+      expect(sample((await http.get('/metrics').expect(200)).text, 'event_loop_delay_seconds', { quantile: '1' })).toBeLessThan(longest);
     });
 
     it('counts itself by its route, and is not under /v1', async () => {

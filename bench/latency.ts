@@ -1,0 +1,114 @@
+// `npm run bench -- latency [--rate N] [--duration S] [--only <part of a route's name>] [--profile] [--keep]`: the service's latency at a fixed
+// rate (not its saturation): the built service as users run it (WORKERS=1, logs at info, metrics,
+// rate limits on), N requests a second (1,000 unless told) per route for S seconds (15) after 3 s
+// of the same load unmeasured, from a generator in its own process (bench/fixed-rate.ts) that
+// times each request from when it was due. Per route: p50, p99 and the longest latency, the
+// service's CPU per request, and the event loop's delay over the run (the service's own
+// `event_loop_delay_seconds`). The floor: a bare NestJS + Express route (bench/floor.ts), which
+// shares no code with the service, at the same rate: what the machine, Node and the generator
+// cost. With --profile the service runs under `--cpu-prof`, and the event loop's stalls over 5 ms
+// are listed by cause (bench/stalls.ts); the latencies of that run include the profiler's cost.
+import { fork } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FixedRateResult, FixedRateSpec } from './fixed-rate';
+import { ACCOUNT, call, createMany, LISTED_EMAIL, startYardstick, TOKEN } from './http';
+import { cpuTicks, load1, numberArg } from './measure';
+import { Service, startService, stopService } from './service';
+import { stallsOf, stallTable } from './stalls';
+
+const WARM_UP_SECONDS = 3;
+const CONNECTIONS = 64;
+/** What counts as a stall: the issue's bound for attributing one. */
+const STALL_MS = 5;
+
+type Load = Omit<FixedRateSpec, 'url' | 'token' | 'rate' | 'durationSeconds' | 'connections'>;
+
+function fixedRate(spec: FixedRateSpec): Promise<FixedRateResult> {
+  return new Promise((resolve, reject) => {
+    const worker = fork(join(__dirname, 'fixed-rate.js'));
+    worker.once('message', (result: FixedRateResult) => resolve(result));
+    worker.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`fixed-rate worker exited with ${code}`))));
+    worker.send(spec);
+  });
+}
+
+/** The service's event-loop delay since the last scrape (which this one resets), ms. */
+async function loopDelay(service: Service): Promise<{ p99: number; max: number }> {
+  const text = (await call(service, 'GET', '/metrics')).text;
+  const of = (quantile: string) => Number(text.match(new RegExp(`^event_loop_delay_seconds\\{quantile="${quantile}"[^}]*\\} (\\S+)$`, 'm'))?.[1] ?? NaN) * 1000;
+  return { p99: of('0.99'), max: of('1') };
+}
+
+export async function main(args: string[]): Promise<void> {
+  const rate = numberArg(args, '--rate', 1000);
+  const durationSeconds = numberArg(args, '--duration', 15);
+  const profile = args.includes('--profile');
+  const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
+  const dataDir = mkdtempSync(join(tmpdir(), 'pcs-bench-latency-'));
+  const profileDir = join(dataDir, 'profile');
+  console.log(
+    `Fixed rate: ${rate} requests/s per route for ${durationSeconds} s (after ${WARM_UP_SECONDS} s unmeasured), at most ${CONNECTIONS} keep-alive connections; latency from when each request was due. Service at WORKERS=1${profile ? ', under --cpu-prof' : ''}.`,
+  );
+  const service = await startService(dataDir, {
+    workers: 1,
+    accessTokens: `${TOKEN}:${ACCOUNT}`,
+    nodeFlags: profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--cpu-prof-interval=500'] : [],
+  });
+  let floor: Service | undefined;
+  try {
+    const customers = await createMany(service, 'customers', (i) => ({ name: `customer ${i}`, email: LISTED_EMAIL, company: 'Bench Co' }));
+    await createMany(service, 'profiles', (i) => ({ name: `profile ${i}`, email: LISTED_EMAIL, site: 'https://bench.example.com' }));
+    const items = customers.map((id) => `/v1/customers/${id}`);
+    floor = await startYardstick('nest', (await call(service, 'GET', items[0])).text.length);
+    const rows: [string, Service, Load][] = [
+      ['floor: bare NestJS route', floor, { method: 'GET', paths: ['/v1/customers'] }],
+      ['customers: read', service, { method: 'GET', paths: items }],
+      ['customers: list, email filter, limit 10', service, { method: 'GET', paths: [`/v1/customers?email=${LISTED_EMAIL}&limit=10`] }],
+      ['customers: create', service, { method: 'POST', paths: ['/v1/customers'], body: { email: 'new@example.com', company: 'Bench Co' }, rename: true }],
+      ['customers: update', service, { method: 'PUT', paths: items, body: {}, rename: true }],
+      ['profiles: create', service, { method: 'POST', paths: ['/v1/profiles'], body: { email: 'new@example.com' }, rename: true }],
+    ];
+    console.log(`Load average ${load1()} at the start.\n`);
+    console.log('| route | p50 ms | p99 ms | max ms | event-loop delay p99 / max, ms | CPU µs/request |');
+    console.log('|---|---:|---:|---:|---:|---:|');
+    for (const [name, target, spec] of rows.filter(([name]) => !only || name.includes(only))) {
+      const run = (seconds: number) => fixedRate({ ...spec, url: target.url, token: TOKEN, rate, durationSeconds: seconds, connections: CONNECTIONS });
+      await run(WARM_UP_SECONDS);
+      const own = target === service;
+      if (own) await loopDelay(service);
+      const ticks = cpuTicks(target.child.pid!);
+      const result = await run(durationSeconds);
+      const cpu = ((cpuTicks(target.child.pid!) - ticks) * 10_000) / result.requests;
+      if (result.failures > 0) throw new Error(`${name}: ${result.failures} of ${result.requests} requests failed\n${target.output().slice(-2000)}`);
+      const delay = own ? await loopDelay(service) : undefined;
+      console.log(
+        `| ${name} | ${result.p50.toFixed(1)} | ${result.p99.toFixed(1)} | ${result.max.toFixed(0)} | ${delay ? `${delay.p99.toFixed(1)} / ${delay.max.toFixed(0)}` : '–'} | ${cpu.toFixed(0)} |`,
+      );
+      if (result.senderLateMax > 20) console.log(`  (the generator itself ran up to ${result.senderLateMax.toFixed(0)} ms late: the machine is busy)`);
+    }
+    console.log(`\nLoad average ${load1()} at the end.`);
+  } finally {
+    await stopService(service);
+    if (floor) await stopService(floor);
+  }
+  if (profile) {
+    const [file] = readdirSync(profileDir);
+    // The first seconds are the start and the seeding.
+    copyFileSync(join(profileDir, file), 'latency.cpuprofile');
+    console.log(`\nThe profile: latency.cpuprofile (\`npm run bench -- profile latency.cpuprofile\` shows it by stage).`);
+    const stalls = stallsOf('latency.cpuprofile', STALL_MS, 5_000);
+    console.log(`\nThe event loop's stalls over ${STALL_MS} ms while the routes ran (profiled, so each is longer than unprofiled): ${stalls.length}\n`);
+    console.log(stallTable(stalls));
+    const longest = [...stalls].sort((a, b) => b.ms - a.ms).slice(0, 10);
+    console.log('\nThe longest:');
+    for (const s of longest) {
+      const parts = [...s.causes].sort((a, b) => b[1] - a[1]).map(([c, ms]) => `${c} ${ms.toFixed(1)}`);
+      console.log(`  ${s.ms.toFixed(1)} ms at ${(s.at / 1000).toFixed(1)} s: ${parts.join(', ')}`);
+    }
+  }
+  // --keep: the data directory stays, with the service's log (e.g. of a run with BENCH_NODE_OPTIONS=--trace-gc).
+  if (args.includes('--keep')) console.log(`\nThe service's data directory and log: ${dataDir}`);
+  else rmSync(dataDir, { recursive: true, force: true });
+}

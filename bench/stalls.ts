@@ -1,0 +1,116 @@
+// The event loop's stalls in a CPU profile (`node --cpu-prof`), each put down to its cause: a stall
+// is a stretch of samples with no idle one between them (the loop never got back to waiting for
+// I/O), longer than a threshold; each of its samples counts for the first cause its stack shows
+// (below), and the stall for the cause with the most time in it.
+import { readFileSync } from 'node:fs';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string };
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+export interface Stall {
+  /** ms from the profile's start. */
+  at: number;
+  ms: number;
+  /** ms of it by cause. */
+  causes: Map<string, number>;
+  cause: string;
+}
+
+/** A frame of a file of the service under one of these paths of src/ (as built into dist/). */
+const own = (...paths: string[]) => new RegExp(`/dist/(src/)?(${paths.join('|')})`);
+
+/**
+ * Causes, by a frame anywhere in a sample's stack: the first that matches, leaf to root. Garbage
+ * collection and Node's own code with no JS frame are leaves of their own; a statement the fold of
+ * a batch runs counts for the fold.
+ */
+const CAUSES: [(frame: ProfileNode['callFrame']) => boolean, string][] = [
+  [(f) => f.functionName === '(garbage collector)', 'garbage collection'],
+  [(f) => own('projections/').test(f.url), 'fold of a batch (projector)'],
+  [(f) => /node_modules\/(pino|sonic-boom)\//.test(f.url) || own('logging/').test(f.url), 'log lines'],
+  [(f) => own('sealing/', 'key-store/').test(f.url), 'encryption and data keys'],
+  [
+    (f) => /node_modules\/better-sqlite3\//.test(f.url) || own('read-store/', 'event-store/', 'storage/', 'records/', 'feed/').test(f.url),
+    'SQLite statements of a request',
+  ],
+  [(f) => own('metrics/').test(f.url) || /node_modules\/prom-client\//.test(f.url), 'metrics'],
+  [(f) => f.url.includes('/dist/') || f.url.includes('node_modules/'), 'other JS of a request (HTTP, validation, NestJS)'],
+  [(f) => f.functionName === '(program)', 'V8 and Node, no JS frame'],
+];
+
+/** The stalls of `file` longer than `overMs`, from `skipMs` after its start. */
+export function stallsOf(file: string, overMs: number, skipMs = 0): Stall[] {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const child of n.children ?? []) parent.set(child, n.id);
+  const causeOf = new Map<number, string>();
+  const cause = (id: number): string => {
+    let known = causeOf.get(id);
+    if (known) return known;
+    known = 'other';
+    for (let node: number | undefined = id; node !== undefined; node = parent.get(node)) {
+      const match = CAUSES.find(([test]) => test(byId.get(node)!.callFrame));
+      if (match) {
+        known = match[1];
+        break;
+      }
+    }
+    causeOf.set(id, known);
+    return known;
+  };
+  const stalls: Stall[] = [];
+  let current: Stall | undefined;
+  let elapsed = 0;
+  const close = () => {
+    if (current && current.ms > overMs && current.at >= skipMs) {
+      current.cause = [...current.causes].sort((a, b) => b[1] - a[1])[0][0];
+      stalls.push(current);
+    }
+    current = undefined;
+  };
+  // Sample i lasts until sample i + 1 (its time delta).
+  for (let i = 0; i < profile.samples.length; i++) {
+    const ms = (profile.timeDeltas[i + 1] ?? 0) / 1000;
+    const node = byId.get(profile.samples[i])!;
+    if (node.callFrame.functionName === '(idle)') close();
+    else {
+      current ??= { at: elapsed, ms: 0, causes: new Map(), cause: '' };
+      current.ms += ms;
+      const c = cause(node.id);
+      current.causes.set(c, (current.causes.get(c) ?? 0) + ms);
+    }
+    elapsed += ms;
+  }
+  close();
+  return stalls;
+}
+
+/** A table of `stalls` by cause: how many it led, their total and longest, and its time in all stalls. */
+export function stallTable(stalls: Stall[]): string {
+  const rows = new Map<string, { led: number; longest: number; inStalls: number }>();
+  for (const stall of stalls) {
+    for (const [cause, ms] of stall.causes) {
+      const row = rows.get(cause) ?? { led: 0, longest: 0, inStalls: 0 };
+      row.inStalls += ms;
+      if (cause === stall.cause) {
+        row.led++;
+        row.longest = Math.max(row.longest, stall.ms);
+      }
+      rows.set(cause, row);
+    }
+  }
+  const lines = ['| cause | stalls it led | longest of those, ms | its time in all stalls, ms |', '|---|---:|---:|---:|'];
+  for (const [cause, row] of [...rows].sort((a, b) => b[1].inStalls - a[1].inStalls)) {
+    lines.push(`| ${cause} | ${row.led} | ${row.led ? row.longest.toFixed(1) : '–'} | ${row.inStalls.toFixed(0)} |`);
+  }
+  return lines.join('\n');
+}
