@@ -105,7 +105,11 @@ export async function main(args: string[]): Promise<void> {
     console.log('\nThe longest:');
     for (const s of longest) {
       const parts = [...s.causes].sort((a, b) => b[1] - a[1]).map(([c, ms]) => `${c} ${ms.toFixed(1)}`);
-      console.log(`  ${s.ms.toFixed(1)} ms at ${(s.at / 1000).toFixed(1)} s: ${parts.join(', ')}`);
+      const top = [...s.functions]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 2)
+        .map(([f, ms]) => `${f} ${ms.toFixed(1)}`);
+      console.log(`  ${s.ms.toFixed(1)} ms at ${(s.at / 1000).toFixed(1)} s: ${parts.join(', ')}; most in ${top.join(', ')}`);
     }
   }
   // --keep: the data directory stays, with the service's log (e.g. of a run with BENCH_NODE_OPTIONS=--trace-gc).

@@ -1,7 +1,9 @@
-// The event loop's stalls in a CPU profile (`node --cpu-prof`), each put down to its cause: a stall
-// is a stretch of samples with no idle one between them (the loop never got back to waiting for
-// I/O), longer than a threshold; each of its samples counts for the first cause its stack shows
-// (below), and the stall for the cause with the most time in it.
+// The event loop's stalls in a CPU profile (`node --cpu-prof`), each put down to its cause. A stall
+// is one task longer than a threshold: the samples from the loop's leaving its wait for I/O until
+// it waits again or starts another task (the outermost JS function under the profile's root
+// changes; garbage collection and Node's own code in between count for the task they interrupt).
+// Each sample counts for the first cause its stack shows (below), and the stall for the cause with
+// the most time in it.
 import { readFileSync } from 'node:fs';
 
 interface ProfileNode {
@@ -21,6 +23,8 @@ export interface Stall {
   ms: number;
   /** ms of it by cause. */
   causes: Map<string, number>;
+  /** ms of it by the JS function on top of the stack (native calls count for their caller), with its file and line. */
+  functions: Map<string, number>;
   cause: string;
 }
 
@@ -28,9 +32,9 @@ export interface Stall {
 const own = (...paths: string[]) => new RegExp(`/dist/(src/)?(${paths.join('|')})`);
 
 /**
- * Causes, by a frame anywhere in a sample's stack: the first that matches, leaf to root. Garbage
- * collection and Node's own code with no JS frame are leaves of their own; a statement the fold of
- * a batch runs counts for the fold.
+ * Causes, by a frame anywhere in a sample's stack: the first of this list that one matches. Garbage
+ * collection and Node's own code with no JS frame are stacks of their own; a statement the fold of
+ * a batch runs counts for the fold, a log line's write for the log.
  */
 const CAUSES: [(frame: ProfileNode['callFrame']) => boolean, string][] = [
   [(f) => f.functionName === '(garbage collector)', 'garbage collection'],
@@ -46,8 +50,8 @@ const CAUSES: [(frame: ProfileNode['callFrame']) => boolean, string][] = [
   [(f) => f.functionName === '(program)', 'V8 and Node, no JS frame'],
 ];
 
-/** The stalls of `file` longer than `overMs`, from `skipMs` after its start. */
-export function stallsOf(file: string, overMs: number, skipMs = 0): Stall[] {
+/** The stalls of `file` longer than `overMs`, from `skipMs` after its start to `skipEndMs` before its end (a start and a shutdown are no stalls of serving). */
+export function stallsOf(file: string, overMs: number, skipMs = 0, skipEndMs = 0): Stall[] {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
@@ -56,19 +60,32 @@ export function stallsOf(file: string, overMs: number, skipMs = 0): Stall[] {
   const cause = (id: number): string => {
     let known = causeOf.get(id);
     if (known) return known;
-    known = 'other';
-    for (let node: number | undefined = id; node !== undefined; node = parent.get(node)) {
-      const match = CAUSES.find(([test]) => test(byId.get(node)!.callFrame));
-      if (match) {
-        known = match[1];
-        break;
-      }
-    }
+    const stack: ProfileNode['callFrame'][] = [];
+    for (let node: number | undefined = id; node !== undefined; node = parent.get(node)) stack.push(byId.get(node)!.callFrame);
+    known = CAUSES.find(([test]) => stack.some(test))?.[1] ?? 'other';
     causeOf.set(id, known);
     return known;
   };
+  // The outermost function of each sample's stack (the root's child), which names its task.
+  const rootId = profile.nodes[0].id;
+  const taskOf = new Map<number, number>();
+  const task = (id: number): number => {
+    let known = taskOf.get(id);
+    if (known === undefined) {
+      known = id;
+      for (let node = parent.get(id); node !== undefined && node !== rootId; node = parent.get(node)) known = node;
+      taskOf.set(id, known);
+    }
+    return known;
+  };
+  const between = new Set(['(garbage collector)', '(program)']);
+  const topFunction = (id: number): string => {
+    const { functionName, url, lineNumber } = byId.get(id)!.callFrame as ProfileNode['callFrame'] & { lineNumber: number };
+    return url ? `${functionName || '(anonymous)'} ${url.replace(/^.*\/(dist|node_modules)\//, '')}:${lineNumber + 1}` : functionName;
+  };
   const stalls: Stall[] = [];
   let current: Stall | undefined;
+  let currentTask: number | undefined;
   let elapsed = 0;
   const close = () => {
     if (current && current.ms > overMs && current.at >= skipMs) {
@@ -76,6 +93,7 @@ export function stallsOf(file: string, overMs: number, skipMs = 0): Stall[] {
       stalls.push(current);
     }
     current = undefined;
+    currentTask = undefined;
   };
   // Sample i lasts until sample i + 1 (its time delta).
   for (let i = 0; i < profile.samples.length; i++) {
@@ -83,15 +101,21 @@ export function stallsOf(file: string, overMs: number, skipMs = 0): Stall[] {
     const node = byId.get(profile.samples[i])!;
     if (node.callFrame.functionName === '(idle)') close();
     else {
-      current ??= { at: elapsed, ms: 0, causes: new Map(), cause: '' };
+      if (!between.has(node.callFrame.functionName)) {
+        if (currentTask !== undefined && task(node.id) !== currentTask) close();
+        currentTask = task(node.id);
+      }
+      current ??= { at: elapsed, ms: 0, causes: new Map(), functions: new Map(), cause: '' };
       current.ms += ms;
       const c = cause(node.id);
       current.causes.set(c, (current.causes.get(c) ?? 0) + ms);
+      const f = topFunction(node.id);
+      current.functions.set(f, (current.functions.get(f) ?? 0) + ms);
     }
     elapsed += ms;
   }
   close();
-  return stalls;
+  return stalls.filter((stall) => stall.at + stall.ms <= elapsed - skipEndMs);
 }
 
 /** A table of `stalls` by cause: how many it led, their total and longest, and its time in all stalls. */
