@@ -95,8 +95,8 @@ export async function main(args: string[]): Promise<void> {
   }
   if (profile) {
     const [file] = readdirSync(profileDir);
-    // The first seconds are the start and the seeding.
     copyFileSync(join(profileDir, file), 'latency.cpuprofile');
+    console.log(`\nThe profile: latency.cpuprofile (\`npm run bench -- profile latency.cpuprofile\` shows it by stage).`);
     // The first seconds are the start and the seeding, the last one the shutdown.
     const stalls = stallsOf('latency.cpuprofile', STALL_MS, 5_000, 1_000);
     console.log(`\nThe event loop's stalls over ${STALL_MS} ms while the routes ran (profiled, so each is longer than unprofiled): ${stalls.length}\n`);
