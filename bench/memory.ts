@@ -1,4 +1,4 @@
-// `npm run bench -- memory [--creates N] [--records N | --no-account] [--connections N] [--settings default,small]`
+// `npm run bench -- memory [--creates N] [--records N | --no-account | --account-only] [--connections N] [--settings default,small]`
 // Where the serving process's memory goes, and what the 256 MiB settings (docs/operators.md, Memory)
 // cost. Starts the built service as users run it (bench/service.ts) twice side by side on fresh data:
 // with the default settings (npm start's Node flags) and with the 256 MiB ones. Drives the HTTP
@@ -30,7 +30,7 @@ const TOKEN = 'memory-token';
 const ACCOUNT = 'account-0';
 const LISTED_EMAIL = 'listed@example.com';
 const SAMPLE_EVERY_MS = 250;
-const MB = 1024 * 1024;
+const MIB = 1024 * 1024;
 
 /** A way to run the service: Node's flags (after npm start's, which they override) and environment. */
 interface Setting {
@@ -46,10 +46,13 @@ interface Setting {
 export const SMALL: Setting = {
   name: '256 MiB',
   nodeFlags: ['--max-semi-space-size=8', '--max-old-space-size=96'],
-  env: { MALLOC_ARENA_MAX: '2' },
+  env: { MALLOC_ARENA_MAX: '2', RECORD_CACHE_SIZE: '2000', KEY_CACHE_SIZE: '2000' },
 };
 
 const DEFAULT: Setting = { name: 'default', nodeFlags: [], env: {} };
+
+/** Between the two: Node's own young generation, a larger old one (docs/operators.md, Memory: bigger settings). */
+const MEDIUM: Setting = { name: '384 MiB', nodeFlags: ['--max-semi-space-size=16', '--max-old-space-size=160'], env: { MALLOC_ARENA_MAX: '2' } };
 
 const KINDS = ['resident', 'anonymous', 'file', 'js_heap', 'native'] as const;
 type Kind = (typeof KINDS)[number];
@@ -69,9 +72,21 @@ class Sampler {
     this.timer = setInterval(() => this.sample(), SAMPLE_EVERY_MS);
   }
 
+  /** /health/ready's answers while sampled: readiness must not flap under memory pressure. */
+  readonly ready = { polls: 0, notReady: 0 };
+
   private sample(): void {
     const split = residentSplit(this.pid);
     if (!split) return;
+    if (this.metricsUrl) {
+      void status(new URL('/health/ready', this.metricsUrl).href).then(
+        (code) => {
+          this.ready.polls++;
+          if (code !== 200) this.ready.notReady++;
+        },
+        () => this.ready.notReady++,
+      );
+    }
     if (this.metricsUrl && !this.asking) {
       this.asking = true;
       void scrape(this.metricsUrl)
@@ -86,20 +101,31 @@ class Sampler {
     clearInterval(this.timer);
   }
 
-  /** Peak and plateau (the mean of the last quarter of the samples) of each kind, in MB. */
+  /** Peak and plateau (the mean of the last quarter of the samples) of each kind, in MiB. */
   summary(from = 0): Record<Kind, { peak: number; plateau: number }> {
     const samples = this.samples.slice(from);
     const last = samples.slice(Math.floor((samples.length * 3) / 4));
     const of = (kind: Kind) => {
       const values = samples.map((s) => s[kind]).filter(Number.isFinite);
       const tail = last.map((s) => s[kind]).filter(Number.isFinite);
-      return { peak: Math.max(...values) / MB, plateau: tail.reduce((a, b) => a + b, 0) / tail.length / MB };
+      return { peak: Math.max(...values) / MIB, plateau: tail.reduce((a, b) => a + b, 0) / tail.length / MIB };
     };
     return Object.fromEntries(KINDS.map((k) => [k, of(k)])) as Record<Kind, { peak: number; plateau: number }>;
   }
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+
+function status(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 /** The service's JS heap, from its metrics: process_memory_bytes{kind="js_heap"} (or, from a build without it, Node's heap size). */
 async function scrape(metricsUrl: string): Promise<number> {
@@ -153,6 +179,8 @@ interface Options {
   connections: number;
   settings: Setting[];
   autocannon: boolean;
+  /** Only the run on the million's account. */
+  accountOnly: boolean;
 }
 
 export async function main(args: string[]): Promise<void> {
@@ -161,8 +189,9 @@ export async function main(args: string[]): Promise<void> {
     creates: numberArg(args, '--creates', 100_000),
     records: args.includes('--no-account') ? undefined : numberArg(args, '--records', 1_000_000),
     connections: numberArg(args, '--connections', 32),
-    settings: wanted.map((w) => (w === 'default' ? DEFAULT : w === 'small' ? SMALL : unknownSetting(w))),
+    settings: wanted.map((w) => ({ default: DEFAULT, small: SMALL, medium: MEDIUM })[w] ?? unknownSetting(w)),
     autocannon: args.includes('--autocannon'),
+    accountOnly: args.includes('--account-only'),
   };
   console.log(
     `Load: ${options.connections} connections, generator ${generatorName(options.autocannon)}; settings: ${options.settings.map(describe).join('; ')}.`,
@@ -171,7 +200,7 @@ export async function main(args: string[]): Promise<void> {
   try {
     const fresh = options.settings.map(() => mkdtempSync(join(tmpdir(), 'pcs-memory-')));
     dirs.push(...fresh);
-    await measureRun(`${options.creates.toLocaleString('en')} creates on fresh data`, fresh, options, options.creates, 200);
+    if (!options.accountOnly) await measureRun(`${options.creates.toLocaleString('en')} creates on fresh data`, fresh, options, options.creates, 200);
     if (options.records) {
       const seeded = mkdtempSync(join(tmpdir(), 'pcs-memory-account-'));
       dirs.push(seeded);
@@ -181,10 +210,18 @@ export async function main(args: string[]): Promise<void> {
       await (await openEventStore({ sqliteFile: file }, RECORD_KINDS)).close();
       console.log(`\nSeeded and sealed ${options.records.toLocaleString('en')} customers of one account in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
       started = Date.now();
-      const rebuild = await cliRebuild(seeded, SMALL);
-      console.log(
-        `CLI rebuild (\`projections rebuild all\`) under the ${SMALL.name} settings: ${((Date.now() - started) / 1000).toFixed(1)} s; ${peaks(rebuild)} (load ${load1()})`,
-      );
+      for (const setting of [SMALL, DEFAULT]) {
+        try {
+          const rebuild = await cliRebuild(seeded, setting);
+          console.log(
+            `CLI rebuild (\`projections rebuild all\`) with the ${setting.name} settings: ${((Date.now() - started) / 1000).toFixed(1)} s; ${peaks(rebuild)} (load ${load1()})`,
+          );
+          break;
+        } catch (error) {
+          console.log(`CLI rebuild with the ${setting.name} settings failed: ${(error as Error).message.slice(0, 300)}`);
+          started = Date.now();
+        }
+      }
       const copies = options.settings.map(() => mkdtempSync(join(tmpdir(), 'pcs-memory-copy-')));
       dirs.push(...copies);
       for (const copy of copies) for (const name of readdirSync(seeded)) copyFileSync(join(seeded, name), join(copy, name));
@@ -198,7 +235,7 @@ export async function main(args: string[]): Promise<void> {
 }
 
 function unknownSetting(name: string): never {
-  throw new Error(`--settings takes default and small; got ${name}`);
+  throw new Error(`--settings takes default, small and medium; got ${name}`);
 }
 
 const describe = (s: Setting) =>
@@ -211,7 +248,7 @@ const describe = (s: Setting) =>
   }`;
 
 const peaks = (s: ReturnType<Sampler['summary']>) =>
-  `peak resident ${s.resident.peak.toFixed(0)} MB, anonymous ${s.anonymous.peak.toFixed(0)} MB, file ${s.file.peak.toFixed(0)} MB`;
+  `peak resident ${s.resident.peak.toFixed(0)} MiB, anonymous ${s.anonymous.peak.toFixed(0)} MiB, file ${s.file.peak.toFixed(0)} MiB`;
 
 /**
  * One service per setting, each on its own data directory, loaded in turn phase by phase until
@@ -219,7 +256,7 @@ const peaks = (s: ReturnType<Sampler['summary']>) =>
  */
 async function measureRun(title: string, dataDirs: string[], options: Options, creates: number, seed: number, customerIds?: string[]): Promise<void> {
   const services: (Service & { sampler: Sampler; startSample: number; cpu: number })[] = [];
-  const results = new Map<string, LoadResult[]>();
+  const results = new Map<string, (LoadResult & { cpuSeconds: number })[]>();
   try {
     for (const [i, setting] of options.settings.entries()) {
       const service = await startService(dataDirs[i], { workers: 1, accessTokens: `${TOKEN}:${ACCOUNT}`, env: setting.env, nodeFlags: setting.nodeFlags });
@@ -247,6 +284,7 @@ async function measureRun(title: string, dataDirs: string[], options: Options, c
       for (const phase of phases()) {
         for (const i of services.map((_, k) => (k + cycle) % services.length)) {
           const service = services[i];
+          const cpuBefore = cpuTicks(service.child.pid!);
           const result = await load({
             ...phase.spec(ids[i]),
             url: service.url,
@@ -258,7 +296,7 @@ async function measureRun(title: string, dataDirs: string[], options: Options, c
           if (result.failures > 0) throw new Error(`${phase.name}: ${result.failures} of ${result.requests} failed\n${service.output().slice(-2000)}`);
           if (phase.creates) made[i] += result.requests;
           const key = `${phase.name} @${i}`;
-          results.set(key, [...(results.get(key) ?? []), result]);
+          results.set(key, [...(results.get(key) ?? []), { ...result, cpuSeconds: (cpuTicks(service.child.pid!) - cpuBefore) / 100 }]);
         }
       }
     }
@@ -266,7 +304,7 @@ async function measureRun(title: string, dataDirs: string[], options: Options, c
     console.log(
       `\n${title}: ${made.map((n, i) => `${n.toLocaleString('en')} creates (${options.settings[i].name})`).join(', ')}, ${minutes.toFixed(1)} min (load ${load1()} at the end)\n`,
     );
-    console.log(`| MB | ${options.settings.map((s) => `${s.name}: peak | ${s.name}: plateau`).join(' | ')} |`);
+    console.log(`| MiB | ${options.settings.map((s) => `${s.name}: peak | ${s.name}: plateau`).join(' | ')} |`);
     console.log(`|---|${options.settings.map(() => '---:|---:').join('|')}|`);
     const summaries = services.map((s) => s.sampler.summary(s.startSample));
     for (const kind of KINDS) {
@@ -274,21 +312,39 @@ async function measureRun(title: string, dataDirs: string[], options: Options, c
     }
     console.log(`| service CPU s over the load | ${services.map((s) => `${((cpuTicks(s.child.pid!) - s.cpu) / 100).toFixed(1)} |`).join(' | ')} |`);
     console.log(
-      `\n| Route | ${options.settings.map((s) => `${s.name} req/s`).join(' | ')} |${options.settings.length > 1 ? ` ${options.settings[1].name} × ${options.settings[0].name} |` : ''}`,
+      `| /health/ready not 200, of polls every ${SAMPLE_EVERY_MS} ms | ${services.map((s) => `${s.sampler.ready.notReady} of ${s.sampler.ready.polls} |`).join(' | ')} |`,
     );
-    console.log(`|---|${options.settings.map(() => '---:').join('|')}|${options.settings.length > 1 ? '---:|' : ''}`);
-    const ratios: number[] = [];
+    const others = options.settings.slice(1);
+    console.log(
+      `\n| Route | ${options.settings.map((s) => `${s.name} req/s | ${s.name} CPU µs per request`).join(' | ')} |${others.map((s) => ` ${s.name}: req/s × ${options.settings[0].name} | CPU per request × ${options.settings[0].name} |`).join('')}`,
+    );
+    console.log(`|---|${options.settings.map(() => '---:|---:').join('|')}|${others.map(() => '---:|---:|').join('')}`);
+    const ratios = others.map(() => ({ rate: [] as number[], cpu: [] as number[] }));
+    const geomean = (values: number[]) => Math.exp(values.reduce((a, r) => a + Math.log(r), 0) / values.length);
     for (const phase of phases()) {
-      // Total requests over total seconds, every run of the phase.
-      const rates = services.map((_, i) => {
+      // Total requests over total seconds and total CPU, every run of the phase.
+      const figures = services.map((_, i) => {
         const runs = results.get(`${phase.name} @${i}`) ?? [];
-        return runs.reduce((a, r) => a + r.requests, 0) / runs.reduce((a, r) => a + r.requests / r.requestsPerSecond, 0);
+        const requests = runs.reduce((a, r) => a + r.requests, 0);
+        return {
+          rate: requests / runs.reduce((a, r) => a + r.requests / r.requestsPerSecond, 0),
+          cpuMicros: (runs.reduce((a, r) => a + r.cpuSeconds, 0) * 1e6) / requests,
+        };
       });
-      const ratio = rates.length > 1 ? rates[1] / rates[0] : NaN;
-      if (Number.isFinite(ratio)) ratios.push(ratio);
-      console.log(`| ${phase.name} | ${rates.map((r) => r.toFixed(0)).join(' | ')} |${rates.length > 1 ? ` ${ratio.toFixed(2)} |` : ''}`);
+      const versus = figures.slice(1).map((f, k) => {
+        const rate = f.rate / figures[0].rate;
+        const cpu = f.cpuMicros / figures[0].cpuMicros;
+        ratios[k].rate.push(rate);
+        ratios[k].cpu.push(cpu);
+        return ` ${rate.toFixed(2)} | ${cpu.toFixed(2)} |`;
+      });
+      console.log(`| ${phase.name} | ${figures.map((f) => `${f.rate.toFixed(0)} | ${f.cpuMicros.toFixed(0)}`).join(' | ')} |${versus.join('')}`);
     }
-    if (ratios.length) console.log(`\nGeometric mean of the ratios: ${Math.exp(ratios.reduce((a, r) => a + Math.log(r), 0) / ratios.length).toFixed(2)}`);
+    for (const [k, setting] of others.entries()) {
+      console.log(
+        `\n${setting.name} against ${options.settings[0].name}, geometric mean over the routes: req/s × ${geomean(ratios[k].rate).toFixed(2)}, CPU per request × ${geomean(ratios[k].cpu).toFixed(2)}`,
+      );
+    }
   } finally {
     for (const service of services) {
       service.sampler.stop();
