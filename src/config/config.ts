@@ -52,6 +52,11 @@ export interface AppConfig {
   recordCacheSize: number;
   /** Records' data keys kept (DataKeys), as KeyObjects: a read or write of one goes to no key store. */
   keyCacheSize: number;
+  /**
+   * Documents per read model a rebuild on SQLite finds by rowid, through a table in memory (about 50
+   * bytes each), before it builds the id index and finds the rest through that, more slowly.
+   */
+  rebuildRowids: number;
 }
 
 export const APP_CONFIG = Symbol('AppConfig');
@@ -96,6 +101,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     feedHeartbeatMs: integer(env, 'FEED_HEARTBEAT_MS', 10_000, 100, 15_000),
     recordCacheSize: integer(env, 'RECORD_CACHE_SIZE', 10_000, 1, 10_000_000),
     keyCacheSize: integer(env, 'KEY_CACHE_SIZE', 10_000, 1, 10_000_000),
+    rebuildRowids: integer(env, 'REBUILD_ROWIDS', 2_000_000, 0, 100_000_000),
   };
 }
 

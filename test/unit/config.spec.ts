@@ -16,6 +16,11 @@ describe('configuration', () => {
     expect(loadConfig({ RECORD_CACHE_SIZE: '2000', KEY_CACHE_SIZE: '3000' })).toMatchObject({ recordCacheSize: 2000, keyCacheSize: 3000 });
   });
 
+  it("finds 2,000,000 documents per read model by rowid in a rebuild unless told (operators.md's rebuild settings)", () => {
+    expect(loadConfig({}).rebuildRowids).toBe(2_000_000);
+    expect(loadConfig({ REBUILD_ROWIDS: '250000' }).rebuildRowids).toBe(250_000);
+  });
+
   it.each([
     [{ PORT: 'abc' }, /PORT/],
     [{ PORT: '70000' }, /PORT/],
@@ -32,6 +37,7 @@ describe('configuration', () => {
     [{ PROJECTION_LEASE_MS: '500' }, /PROJECTION_LEASE_MS must be an integer from 1000/],
     [{ RECORD_CACHE_SIZE: '0' }, /RECORD_CACHE_SIZE must be an integer from 1 to 10000000; got "0"/],
     [{ KEY_CACHE_SIZE: 'small' }, /KEY_CACHE_SIZE must be an integer from 1/],
+    [{ REBUILD_ROWIDS: '-1' }, /REBUILD_ROWIDS must be an integer from 0/],
   ])('refuses %j with a clear message', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
