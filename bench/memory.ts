@@ -45,14 +45,18 @@ interface Setting {
  */
 export const SMALL: Setting = {
   name: '256 MiB',
-  nodeFlags: ['--max-semi-space-size=8', '--max-old-space-size=96'],
+  nodeFlags: ['--max-semi-space-size=16', '--max-old-space-size=128'],
   env: { MALLOC_ARENA_MAX: '2', RECORD_CACHE_SIZE: '2000', KEY_CACHE_SIZE: '2000' },
 };
 
 const DEFAULT: Setting = { name: 'default', nodeFlags: [], env: {} };
 
-/** Between the two: Node's own young generation, a larger old one (docs/operators.md, Memory: bigger settings). */
-const MEDIUM: Setting = { name: '384 MiB', nodeFlags: ['--max-semi-space-size=16', '--max-old-space-size=160'], env: { MALLOC_ARENA_MAX: '2' } };
+/** Smaller still (docs/operators.md, Memory): half the young generation, a smaller old one. */
+const TIGHT: Setting = {
+  name: 'tight',
+  nodeFlags: ['--max-semi-space-size=8', '--max-old-space-size=96'],
+  env: { MALLOC_ARENA_MAX: '2', RECORD_CACHE_SIZE: '2000', KEY_CACHE_SIZE: '2000' },
+};
 
 const KINDS = ['resident', 'anonymous', 'file', 'js_heap', 'native'] as const;
 type Kind = (typeof KINDS)[number];
@@ -63,6 +67,7 @@ class Sampler {
   readonly samples: Sample[] = [];
   private readonly timer: NodeJS.Timeout;
   private heap = NaN;
+  private native = NaN;
   private asking = false;
 
   constructor(
@@ -90,11 +95,15 @@ class Sampler {
     if (this.metricsUrl && !this.asking) {
       this.asking = true;
       void scrape(this.metricsUrl)
-        .then((heap) => (this.heap = heap))
+        .then(({ heap, native }) => {
+          this.heap = heap;
+          this.native = native;
+        })
         .catch(() => undefined)
         .finally(() => (this.asking = false));
     }
-    this.samples.push({ ...split, js_heap: this.heap, native: split.anonymous - this.heap });
+    // Native as the service measured it beside its heap, at one moment; else what the heap leaves of the anonymous memory.
+    this.samples.push({ ...split, js_heap: this.heap, native: Number.isFinite(this.native) ? this.native : split.anonymous - this.heap });
   }
 
   stop(): void {
@@ -127,8 +136,11 @@ function status(url: string): Promise<number> {
   });
 }
 
-/** The service's JS heap, from its metrics: process_memory_bytes{kind="js_heap"} (or, from a build without it, Node's heap size). */
-async function scrape(metricsUrl: string): Promise<number> {
+/**
+ * The service's JS heap and native memory, from its metrics: process_memory_bytes, both read at
+ * one moment (from a build without it, Node's heap size, and native unknown).
+ */
+async function scrape(metricsUrl: string): Promise<{ heap: number; native: number }> {
   const text = await new Promise<string>((resolve, reject) => {
     const req = request(metricsUrl, { agent }, (res) => {
       let body = '';
@@ -139,8 +151,14 @@ async function scrape(metricsUrl: string): Promise<number> {
     req.on('error', reject);
     req.end();
   });
-  const line = /^process_memory_bytes\{[^}]*kind="js_heap"[^}]*\} (\S+)$/m.exec(text) ?? /^nodejs_heap_size_total_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text);
-  return line ? Number(line[1]) : NaN;
+  const of = (name: string) => {
+    const line = new RegExp(`^process_memory_bytes\\{[^}]*kind="${name}"[^}]*\\} (\\S+)$`, 'm').exec(text);
+    return line ? Number(line[1]) : NaN;
+  };
+  const heap = of('js_heap');
+  if (Number.isFinite(heap)) return { heap, native: of('native') };
+  const total = /^nodejs_heap_size_total_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text);
+  return { heap: total ? Number(total[1]) : NaN, native: NaN };
 }
 
 interface Phase {
@@ -189,7 +207,7 @@ export async function main(args: string[]): Promise<void> {
     creates: numberArg(args, '--creates', 100_000),
     records: args.includes('--no-account') ? undefined : numberArg(args, '--records', 1_000_000),
     connections: numberArg(args, '--connections', 32),
-    settings: wanted.map((w) => ({ default: DEFAULT, small: SMALL, medium: MEDIUM })[w] ?? unknownSetting(w)),
+    settings: wanted.map((w) => ({ default: DEFAULT, small: SMALL, tight: TIGHT })[w] ?? unknownSetting(w)),
     autocannon: args.includes('--autocannon'),
     accountOnly: args.includes('--account-only'),
   };
@@ -235,7 +253,7 @@ export async function main(args: string[]): Promise<void> {
 }
 
 function unknownSetting(name: string): never {
-  throw new Error(`--settings takes default, small and medium; got ${name}`);
+  throw new Error(`--settings takes default, small and tight; got ${name}`);
 }
 
 const describe = (s: Setting) =>
