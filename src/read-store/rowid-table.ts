@@ -6,7 +6,8 @@ const FIRST_SLOTS = 1 << 12;
  * arrays outside the JavaScript heap: a UUID id is packed exactly into four 32-bit words (24 bytes a
  * slot, the table kept at most half full), a fraction of what a Map<string, number> costs once
  * garbage collection's headroom is counted, and the collector has nothing to scan. Ids in canonical decimal (the change feed's: its
- * events' positions) go to a table of numbers beside it (16 bytes a slot); any other id to a Map.
+ * events' positions) go to a table of numbers beside it (16 bytes each, given in ascending order; see
+ * NumberTable); any other id to a Map.
  * `size` counts all three.
  */
 export class RowidTable {
@@ -44,12 +45,36 @@ export class RowidTable {
       return void (n < 0 ? this.others.set(id, rowid) : this.numbers.set(n, rowid));
     }
     const slot = this.find(this.words, this.rowids);
-    if (this.rowids[slot] === 0) {
-      this.words.set(this.key, slot * 4);
-      this.packed++;
-    }
+    if (this.rowids[slot] === 0) this.take(slot);
     this.rowids[slot] = rowid;
     if (this.packed * 2 > this.rowids.length) this.grow();
+  }
+
+  /**
+   * The rowid of `id`, if it has one; else gives it `rowid` and returns undefined. One lookup where
+   * get then set take two: a rebuild asks this of every document it writes, most of them new.
+   */
+  add(id: string, rowid: number): number | undefined {
+    if (rowid <= 0) throw new Error(`Not a rowid: ${rowid}`);
+    if (!this.pack(id)) {
+      const n = decimal(id);
+      if (n >= 0) return this.numbers.add(n, rowid);
+      const found = this.others.get(id);
+      if (found === undefined) this.others.set(id, rowid);
+      return found;
+    }
+    const slot = this.find(this.words, this.rowids);
+    if (this.rowids[slot] !== 0) return this.rowids[slot];
+    this.take(slot);
+    this.rowids[slot] = rowid;
+    if (this.packed * 2 > this.rowids.length) this.grow();
+    return undefined;
+  }
+
+  /** Puts the packed key in an empty slot. */
+  private take(slot: number): void {
+    this.words.set(this.key, slot * 4);
+    this.packed++;
   }
 
   /** Packs a lowercase UUID into `key`; false for any other id. Char by char: a regex and slices cost several times as much. */
@@ -118,30 +143,85 @@ function decimal(id: string): number {
   return n;
 }
 
-/** Rowids by a whole number from 0 up (see decimal), in typed arrays like RowidTable's UUIDs; kept at most half full. */
+/**
+ * Rowids by a whole number from 0 up (see decimal). Numbers given in ascending order, as a rebuild
+ * of the change feed's index gives its positions, are appended to two sorted arrays (16 bytes each,
+ * found by binary search, nothing to probe); any other goes to a hash table in typed arrays like
+ * RowidTable's UUIDs, kept at most half full.
+ */
 class NumberTable {
+  private sortedKeys = new Float64Array(FIRST_SLOTS);
+  private sortedRowids = new Float64Array(FIRST_SLOTS);
+  private sorted = 0;
   private keys = new Float64Array(FIRST_SLOTS);
   /** 0: an empty slot. */
   private rowids = new Float64Array(FIRST_SLOTS);
-  size = 0;
+  private hashed = 0;
+
+  get size(): number {
+    return this.sorted + this.hashed;
+  }
 
   get bytes(): number {
-    return this.keys.byteLength + this.rowids.byteLength;
+    return this.sortedKeys.byteLength + this.sortedRowids.byteLength + this.keys.byteLength + this.rowids.byteLength;
   }
 
   get(n: number): number | undefined {
+    const at = this.sortedAt(n);
+    if (at >= 0) return this.sortedRowids[at];
+    if (this.hashed === 0) return undefined;
     const slot = this.find(n, this.keys, this.rowids);
     return this.rowids[slot] === 0 ? undefined : this.rowids[slot];
   }
 
   set(n: number, rowid: number): void {
+    const at = this.sortedAt(n);
+    if (at >= 0) return void (this.sortedRowids[at] = rowid);
+    if (this.sorted === 0 || n > this.sortedKeys[this.sorted - 1]) return this.append(n, rowid);
     const slot = this.find(n, this.keys, this.rowids);
     if (this.rowids[slot] === 0) {
       this.keys[slot] = n;
-      this.size++;
+      this.hashed++;
     }
     this.rowids[slot] = rowid;
-    if (this.size * 2 > this.rowids.length) this.grow();
+    if (this.hashed * 2 > this.rowids.length) this.grow();
+  }
+
+  /** As RowidTable.add. A number past every sorted one is in neither part: the hash holds only numbers that were below the last sorted one. */
+  add(n: number, rowid: number): number | undefined {
+    if (this.sorted === 0 || n > this.sortedKeys[this.sorted - 1]) return void this.append(n, rowid);
+    const found = this.get(n);
+    if (found === undefined) this.set(n, rowid);
+    return found;
+  }
+
+  private append(n: number, rowid: number): void {
+    if (this.sorted === this.sortedKeys.length) {
+      const keys = new Float64Array(this.sorted * 2);
+      const rowids = new Float64Array(this.sorted * 2);
+      keys.set(this.sortedKeys);
+      rowids.set(this.sortedRowids);
+      this.sortedKeys = keys;
+      this.sortedRowids = rowids;
+    }
+    this.sortedKeys[this.sorted] = n;
+    this.sortedRowids[this.sorted++] = rowid;
+  }
+
+  /** Where n is among the sorted numbers, or -1. */
+  private sortedAt(n: number): number {
+    const keys = this.sortedKeys;
+    if (this.sorted === 0 || n > keys[this.sorted - 1] || n < keys[0]) return -1;
+    let low = 0;
+    let high = this.sorted - 1;
+    while (low <= high) {
+      const mid = (low + high) >>> 1;
+      const k = keys[mid];
+      if (k === n) return mid;
+      if (k < n) low = mid + 1;
+      else high = mid - 1;
+    }
+    return -1;
   }
 
   private find(n: number, keys: Float64Array, rowids: Float64Array): number {

@@ -36,7 +36,7 @@ class StoresShutdown implements OnApplicationShutdown {
 
 /** Where the stores are: the configuration's servers, else the SQLite file. */
 type StoreSettings = Pick<AppConfig, 'sqliteFile'> &
-  Partial<Pick<AppConfig, 'eventStoreConnectionString' | 'eventStoreSilenceMs' | 'mongodb' | 'storeTimeoutMs'>>;
+  Partial<Pick<AppConfig, 'eventStoreConnectionString' | 'eventStoreSilenceMs' | 'mongodb' | 'storeTimeoutMs' | 'rebuildRowids'>>;
 
 const SHARED_SQLITE = Symbol('SharedSqlite');
 
@@ -96,7 +96,7 @@ export const usesSqliteFile = (config: StoreSettings) => !config.eventStoreConne
 /** The read store the configuration selects (MongoDB, else SQLite). */
 export async function openReadStore(config: StoreSettings, sqlite?: SqliteDatabase | null): Promise<ReadStore> {
   if (config.mongodb) return MongoDbReadStore.connect(config.mongodb.uri, config.mongodb.database, config.storeTimeoutMs ?? 5000);
-  return new SqliteReadStore(sqlite ?? openSqliteDatabase(config.sqliteFile, { durable: false }));
+  return new SqliteReadStore(sqlite ?? openSqliteDatabase(config.sqliteFile, { durable: false }), config.rebuildRowids);
 }
 
 /**

@@ -31,6 +31,31 @@ describe("RowidTable (a rebuild's rowids by document id)", () => {
     expect(table.bytes).toBeLessThanOrEqual(30_001 * 96);
   });
 
+  it('adds an id it lacks and answers the rowid of one it has, in each of its forms', () => {
+    const table = new RowidTable();
+    const ids = [randomUUID(), '12', '5', '40', 'other'];
+    ids.forEach((id, i) => expect(table.add(id, i + 1)).toBeUndefined());
+    ids.forEach((id, i) => expect(table.add(id, 100 + i)).toBe(i + 1));
+    ids.forEach((id, i) => expect(table.get(id)).toBe(i + 1));
+    expect(table.size).toBe(ids.length);
+  });
+
+  it('finds decimal ids given out of order among those given in order, and overwrites either', () => {
+    const table = new RowidTable();
+    for (let n = 10; n < 20_000; n += 2) table.set(String(n), n);
+    // Below the last one given: not in order, kept apart.
+    for (let n = 11; n < 20_000; n += 2) table.set(String(n), n);
+    table.set('3', 3);
+    for (let n = 10; n < 20_000; n++) expect(table.get(String(n))).toBe(n);
+    expect(table.get('3')).toBe(3);
+    expect(table.get('4')).toBeUndefined();
+    expect(table.get('20001')).toBeUndefined();
+    table.set('12', 7);
+    table.set('13', 8);
+    expect([table.get('12'), table.get('13')]).toEqual([7, 8]);
+    expect(table.size).toBe(19_991);
+  });
+
   it('overwrites an id set again without counting it twice', () => {
     const table = new RowidTable();
     const id = randomUUID();
