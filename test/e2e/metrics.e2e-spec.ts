@@ -94,7 +94,7 @@ describeUnlessWorkers(
         }
       })();
       if (!rollup) {
-        // Not Linux (or a kernel without smaps_rollup): the series is left out rather than made up.
+        // Not Linux: the series is left out rather than made up.
         expect(text).not.toMatch(/^process_memory_bytes\{/m);
         return;
       }
@@ -104,7 +104,7 @@ describeUnlessWorkers(
       // The parts add up: resident = anonymous + file, anonymous = js_heap + native.
       expect(mb.anonymous + mb.file).toBe(mb.resident);
       expect(mb.js_heap + mb.native).toBe(mb.anonymous);
-      // The app runs in this process (the test's): its figures are this process's, read a moment apart.
+      // The app runs in this process (the test's): its figures (from /proc/self/status) are this process's, as smaps_rollup sums them a moment later.
       const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync('/proc/self/smaps_rollup', 'latin1'))![1]) * 1024;
       expect(Math.abs(mb.resident - kb('Rss')) / kb('Rss')).toBeLessThan(0.2);
       expect(Math.abs(mb.anonymous - kb('Anonymous')) / kb('Anonymous')).toBeLessThan(0.2);
