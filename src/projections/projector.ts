@@ -35,11 +35,17 @@ const RETRY_DELAY_MS = 1000;
 /** Documents a folder keeps as it wrote them, least recently used dropped first (see Projector.written). */
 const WRITTEN_KEPT = 10_000;
 /**
- * Events read per batch at most. Following the head, batches hold what is new; catching up (a first
- * start on a large store), each batch is one transaction, and fewer, larger ones fold several times
- * faster. Not larger: requests wait while a batch folds.
+ * Events read per batch at most while the read model catches up with the head found at start (a
+ * first start on a large store, whose reads answer 503 meanwhile): each batch is one transaction, and
+ * fewer, larger ones fold several times faster. Not larger: requests wait while a batch folds.
  */
-const MAX_BATCH = 5000;
+export const CATCH_UP_BATCH = 5000;
+/**
+ * Events read per batch at most once caught up. Following the head, batches hold what is new; a
+ * backlog (a burst of another worker's writes, a pause) folds in batches that hold the event loop
+ * for a few milliseconds each, not for the hundred or so that CATCH_UP_BATCH would.
+ */
+export const LIVE_BATCH = 500;
 
 /**
  * Folds one batch into one generation of a projection's read model: the documents the batch
@@ -319,10 +325,14 @@ export class Projector {
       while (!signal.aborted) {
         try {
           const { streamPrefixes, readsValues: values } = this.projection;
-          for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefixes, values, maxBatchSize: MAX_BATCH })) {
+          const catchingUp = !this.caughtUp;
+          const maxBatchSize = catchingUp ? CATCH_UP_BATCH : LIVE_BATCH;
+          for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefixes, values, maxBatchSize })) {
             await this.apply(batch, began);
             // The store calls are synchronous on SQLite: catching up must not keep requests waiting.
             await nextTurn();
+            // Caught up: subscribed again (below), with the batches of a read model that serves.
+            if (catchingUp && this.caughtUp) break;
           }
         } catch (error) {
           // A commit that failed may have been kept in part, or one acknowledged lost: read them again.

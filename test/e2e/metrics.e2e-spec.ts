@@ -116,13 +116,13 @@ describeUnlessWorkers(
     it('reports how late the event loop ran since the last scrape, net of its sampling interval', async () => {
       const { http } = app();
       await http.get('/metrics').expect(200); // a new window starts
-      // The app runs in this process: holding its event loop for 80 ms is a stall of the service's.
-      const until = performance.now() + 80;
+      // The app runs in this process: holding its event loop for 150 ms is a stall of the service's.
+      const until = performance.now() + 150;
       while (performance.now() < until);
       await sleep(20);
       const text = (await http.get('/metrics').expect(200)).text;
       const longest = sample(text, 'event_loop_delay_seconds', { quantile: '1' })!;
-      expect(longest).toBeGreaterThanOrEqual(0.06);
+      expect(longest).toBeGreaterThanOrEqual(0.1);
       expect(longest).toBeLessThan(5);
       expect(sample(text, 'event_loop_delay_seconds', { quantile: '0.5' })).toBeLessThan(longest);
       expect(sample(text, 'event_loop_delay_seconds', { quantile: '0.99' })).toBeLessThanOrEqual(longest);

@@ -4,7 +4,7 @@ import { customerProjection } from '../../src/customers/customer.projection';
 import { profileProjection } from '../../src/profiles/profile.projection';
 import { comparePositions, NewEvent, Position, START } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
-import { foldBatch, Projector } from '../../src/projections/projector';
+import { CATCH_UP_BATCH, foldBatch, LIVE_BATCH, Projector } from '../../src/projections/projector';
 import { rebuildProjections } from '../../src/projections/rebuild';
 import { GenerationReplacedError } from '../../src/read-store/read-store.port';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
@@ -191,6 +191,34 @@ describe('Projector', () => {
     expect(await get(a.id)).toMatchObject({ revision: 4, fields: { name: 'Ada, Countess of Lovelace', email: 'ada@x.io' } });
     warned.mockRestore();
     logged.mockRestore();
+  });
+
+  it('catches up in batches of CATCH_UP_BATCH, then folds a backlog in batches of LIVE_BATCH, which hold the event loop less', async () => {
+    const folded: number[] = [];
+    const watched = standIn({
+      commit: async (collection, documents, checkpoint) => {
+        folded.push(documents.length);
+        return reads.commit(collection, documents, checkpoint);
+      },
+    });
+    // Asked for together, the appends are committed as one group: the projector finds them all at once.
+    const burst = async (count: number) => {
+      const created = await Promise.all(Array.from({ length: count }, (_, i) => createCustomer({ name: `c${i}`, email: `c${i}@x.io` })));
+      return created[created.length - 1].position;
+    };
+    const head = await burst(CATCH_UP_BATCH + 100);
+    const p = new Projector(customerProjection, events, watched, LEASE, RETRY_MS);
+    running.push(p);
+    p.catchUpTo(head); // as the service does at its start
+    await p.start();
+    await p.waitFor(head, 30_000);
+    expect(Math.max(...folded)).toBe(CATCH_UP_BATCH);
+
+    folded.length = 0;
+    const later = await burst(LIVE_BATCH * 3); // a burst once caught up (another worker's, say)
+    await p.waitFor(later, 30_000);
+    expect(Math.max(...folded)).toBe(LIVE_BATCH);
+    expect(folded.reduce((sum, n) => sum + n, 0)).toBe(LIVE_BATCH * 3);
   });
 
   it('lets a wait time out when the read model does not get there', async () => {
