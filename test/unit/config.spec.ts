@@ -35,8 +35,10 @@ describe('configuration', () => {
     [{ WORKERS: 'many' }, /WORKERS must be auto or an integer from 1 to 64; got "many"/],
     [{ WORKERS: '65' }, /WORKERS/],
     [{ PROJECTION_LEASE_MS: '500' }, /PROJECTION_LEASE_MS must be an integer from 1000/],
-    [{ RECORD_CACHE_SIZE: '0' }, /RECORD_CACHE_SIZE must be an integer from 1 to 10000000; got "0"/],
-    [{ KEY_CACHE_SIZE: 'small' }, /KEY_CACHE_SIZE must be an integer from 1/],
+    [{ RECORD_CACHE_SIZE: '0' }, /RECORD_CACHE_SIZE must be an integer from 1 to 1000000; got "0"/],
+    [{ RECORD_CACHE_SIZE: '10000000' }, /RECORD_CACHE_SIZE must be an integer from 1 to 1000000; got "10000000"/],
+    [{ KEY_CACHE_SIZE: 'small' }, /KEY_CACHE_SIZE must be an integer from 64 to 1000000/],
+    [{ KEY_CACHE_SIZE: '10' }, /KEY_CACHE_SIZE must be an integer from 64 to 1000000; got "10"/],
     [{ REBUILD_ROWIDS: '-1' }, /REBUILD_ROWIDS must be an integer from 0/],
   ])('refuses %j with a clear message', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
