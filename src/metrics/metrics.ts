@@ -84,10 +84,12 @@ export class Metrics {
     },
   });
 
+  private readonly loopDelay: { stop(): void };
+
   constructor(instanceId: string) {
     this.registry.setDefaultLabels({ service_instance: instanceId });
     collectDefaultMetrics({ register: this.registry });
-    eventLoopDelay(this.registry);
+    this.loopDelay = eventLoopDelay(this.registry);
   }
 
   /** Times a store call into `histogram`, labelled with its outcome. */
@@ -113,5 +115,10 @@ export class Metrics {
     const { method } = req;
     const { statusCode } = res;
     this.httpDuration.of(`${method} ${route} ${statusCode}`, () => ({ method, route, status: String(statusCode) })).observe(seconds);
+  }
+
+  /** Called by Nest as the app closes: the event loop's sampling timer stops with it. */
+  onModuleDestroy(): void {
+    this.loopDelay.stop();
   }
 }
