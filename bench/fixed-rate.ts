@@ -5,20 +5,11 @@
 import { Agent, request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { performance } from 'node:perf_hooks';
+import type { LoadSpec } from './load-worker';
 
-export interface FixedRateSpec {
-  url: string;
-  token: string;
-  method: 'GET' | 'POST' | 'PUT';
-  /** Each request takes one of these paths at random. */
-  paths: string[];
-  /** A JSON body; with `rename`, each request's name is new, so every update changes the record. */
-  body?: Record<string, string>;
-  rename?: boolean;
+/** The load of bench/load-worker.ts, at a fixed rate; `connections` keep-alive connections at most: a request due while all are busy waits for one (and that counts). */
+export interface FixedRateSpec extends Pick<LoadSpec, 'url' | 'token' | 'method' | 'paths' | 'body' | 'rename' | 'connections' | 'durationSeconds'> {
   rate: number;
-  durationSeconds: number;
-  /** Keep-alive connections at most; a request due while all are busy waits for one (and that counts). */
-  connections: number;
 }
 
 export interface FixedRateResult {

@@ -4,12 +4,13 @@
 // profiling, in µs per request. `--skip S` leaves out the first S seconds (start-up, seeding).
 import { readFileSync } from 'node:fs';
 
-interface ProfileNode {
+/** What bench/stalls.ts reads of a profile too. */
+export interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string };
+  callFrame: { functionName: string; url: string; lineNumber: number };
   children?: number[];
 }
-interface CpuProfile {
+export interface CpuProfile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
@@ -18,7 +19,7 @@ interface CpuProfile {
 /** A file of one of these npm packages. */
 const pkg = (...names: string[]) => new RegExp(`node_modules/(${names.join('|')})/`);
 /** A file of the service under one of these paths of src/ (as built into dist/). */
-const own = (...paths: string[]) => new RegExp(`/dist/(src/)?(${paths.join('|')})`);
+export const own = (...paths: string[]) => new RegExp(`/dist/(src/)?(${paths.join('|')})`);
 
 /** Stages of a request, by the file of a function: the first that matches. */
 const STAGES: [RegExp, string][] = [

@@ -5,17 +5,7 @@
 // Each sample counts for the first cause its stack shows (below), and the stall for the cause with
 // the most time in it.
 import { readFileSync } from 'node:fs';
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string };
-  children?: number[];
-}
-interface CpuProfile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-}
+import { CpuProfile, own, ProfileNode } from './profile';
 
 export interface Stall {
   /** ms from the profile's start. */
@@ -27,9 +17,6 @@ export interface Stall {
   functions: Map<string, number>;
   cause: string;
 }
-
-/** A frame of a file of the service under one of these paths of src/ (as built into dist/). */
-const own = (...paths: string[]) => new RegExp(`/dist/(src/)?(${paths.join('|')})`);
 
 /**
  * Causes, by a frame anywhere in a sample's stack: the first of this list that one matches. Garbage
@@ -80,7 +67,7 @@ export function stallsOf(file: string, overMs: number, skipMs = 0, skipEndMs = 0
   };
   const between = new Set(['(garbage collector)', '(program)']);
   const topFunction = (id: number): string => {
-    const { functionName, url, lineNumber } = byId.get(id)!.callFrame as ProfileNode['callFrame'] & { lineNumber: number };
+    const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
     return url ? `${functionName || '(anonymous)'} ${url.replace(/^.*\/(dist|node_modules)\//, '')}:${lineNumber + 1}` : functionName;
   };
   const stalls: Stall[] = [];
