@@ -29,7 +29,9 @@ describeOnSqlite('crash safety', () => {
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('a service killed with kill -9 mid-catch-up resumes to read models identical to a fresh rebuild', async () => {
-    const seeded = await seedEvents(join(dataDir, 'service.sqlite'), 60_000);
+    // Enough that the catch-up lasts seconds: the kill must land mid-way even when this test's
+    // process runs late on a loaded machine (60,000 were once folded whole between two looks).
+    const seeded = await seedEvents(join(dataDir, 'service.sqlite'), 120_000);
     // The feed's index has a document per event, by its position: the store's sequence numbers from 1.
     const positions = Array.from({ length: seeded.events }, (_, i) => String(i + 1));
     const ids: Record<string, string[]> = { profiles: seeded.profileIds, customers: seeded.customerIds, feed: positions };
@@ -44,7 +46,7 @@ describeOnSqlite('crash safety', () => {
     };
 
     try {
-      // Twice: killed while it catches up with the backlog (60,000 events: by a rebuild into a new
+      // Twice: killed while it catches up with the backlog (120,000 events: by a rebuild into a new
       // generation), once it has folded some of it. The live read models stay as they were.
       for (let kill = 0; kill < 2; kill++) {
         const service = await startChildService(dataDir);
@@ -76,6 +78,6 @@ describeOnSqlite('crash safety', () => {
     } finally {
       await reads.close();
     }
-    // 60,000 events folded twice over on a shared 2-core machine: generous.
+    // 120,000 events folded twice over on a shared 2-core machine: generous.
   }, 180_000);
 });
