@@ -10,7 +10,9 @@ import { FeedEntry, FeedStream, openFeedStream, readFeed, readPage } from '../su
 import { RUN_SUFFIX } from '../support/stores';
 import { startTestApp, TestApp } from '../support/test-app';
 
-const HEARTBEAT_MS = 200;
+// Two heartbeats (1 s) without draining cut a stream off: long enough that a consumer that reads is
+// not cut off when this machine runs the test late, short enough to see a stalled one go.
+const HEARTBEAT_MS = 500;
 const BIG = { token: 'feed-big', account: `account-feed-big${RUN_SUFFIX}` };
 const OTHER = { token: 'feed-other', account: `account-feed-other${RUN_SUFFIX}` };
 const ACCOUNTS = new Map([BIG, OTHER].map(({ token, account }) => [token, account]));
@@ -113,7 +115,7 @@ describe('a slow consumer of the event stream', () => {
     const page = await polled;
     expect(page.entries.map((e) => e.subject)).toEqual([id]);
     expect(await stream.until(() => stream.entries.length === 1, 5_000)).toBe(true);
-    // A generous bound: the stalled consumers are not in the way (a heartbeat is 200 ms).
+    // A generous bound: the stalled consumers are not in the way (a heartbeat is 500 ms).
     expect(Date.now() - written).toBeLessThan(1_000);
     stream.close();
     // And each stalled consumer is cut off in its turn.
