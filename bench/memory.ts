@@ -6,7 +6,7 @@
 // profiles, the feed's first page; wrk or autocannon in a process of its own, bench/load-worker.ts)
 // until each has answered N creates (100,000 unless told), and meanwhile samples every 250 ms the
 // split of each one's resident memory: resident, anonymous and file-backed from
-// /proc/<pid>/smaps_rollup, the JS heap from its own /metrics (process_memory_bytes). Prints the
+// /proc/<pid>/status (the kernel's counts smaps_rollup adds up), the JS heap from its own /metrics (process_memory_bytes). Prints the
 // peak and the plateau (the mean of the last quarter of the samples) of each kind, and each
 // phase's throughput for the two settings with their ratio: the cost of the small settings.
 // Then, unless --no-account, seeds an account of 1,000,000 customers through the event store port
@@ -14,12 +14,12 @@
 // anonymous memory sampled the same way) and measures the two settings again on that data (a copy
 // each): reads of the million, lists, creates into the account.
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RECORD_KINDS } from '../src/read-models';
-import type { ResidentSplit } from '../src/metrics/memory-split';
+import { residentSplit } from '../src/metrics/memory-split';
 import { openEventStore } from '../src/stores/stores.module';
 import { generatorName, LoadResult, LoadSpec } from './load-worker';
 import { cpuTicks, load1, numberArg } from './measure';
@@ -62,23 +62,7 @@ const KINDS = ['resident', 'anonymous', 'file', 'js_heap', 'native'] as const;
 type Kind = (typeof KINDS)[number];
 type Sample = Record<Kind, number>;
 
-/**
- * Rss, Anonymous and the rest (file-backed) of /proc/<pid>/smaps_rollup: the kernel's sum over every
- * mapping (the service reads the same from the counts in /proc/self/status, which cost it less).
- */
-function rollupSplit(pid: number): ResidentSplit | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/smaps_rollup`, 'latin1');
-  } catch {
-    return undefined;
-  }
-  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN) * 1024;
-  const [resident, anonymous] = [kb('Rss'), kb('Anonymous')];
-  return Number.isFinite(resident) && Number.isFinite(anonymous) ? { resident, anonymous, file: resident - anonymous } : undefined;
-}
-
-/** Samples a process's split every SAMPLE_EVERY_MS until stopped: smaps_rollup, and the JS heap from its /metrics (or none, for a process that serves none). */
+/** Samples a process's split every SAMPLE_EVERY_MS until stopped: the kernel's counts (as the service reads its own), and the JS heap from its /metrics (or none, for a process that serves none). */
 class Sampler {
   readonly samples: Sample[] = [];
   private readonly timer: NodeJS.Timeout;
@@ -97,7 +81,7 @@ class Sampler {
   readonly ready = { polls: 0, notReady: 0 };
 
   private sample(): void {
-    const split = rollupSplit(this.pid);
+    const split = residentSplit(this.pid);
     if (!split) return;
     if (this.metricsUrl) {
       void status(new URL('/health/ready', this.metricsUrl).href).then(
