@@ -211,7 +211,7 @@ describe('MongoDB adapter: a majority write is bounded below the socket timeout 
     const doc = { id: 'c1', accountId: 'acc', revision: 0, seq: 1, deleted: false, created: 1, fields: {} };
     const started = Date.now();
     await expect(store.commit('customers', [doc], { generation: 1, position: { commit: 1n, prepare: 1n } })).rejects.toThrow(StoreUnavailableError);
-    expect(Date.now() - started).toBeLessThan(1000); // the server's answer, not the 4 s socket timeout
+    expect(Date.now() - started).toBeLessThan(3000); // the server's answer, not the 4 s socket timeout
     expect(writes[0].writeConcern).toEqual({ w: 'majority', j: true, wtimeout: 2000 });
   });
 });
