@@ -2,14 +2,19 @@
 //   node dist-bench/bench/floor.js nest <bytes>   a bare NestJS + Express app: one controller, no middleware
 //   node dist-bench/bench/floor.js nest-born <bytes>   the same, its requests born with Express's prototypes, as the service's are
 //   node dist-bench/bench/floor.js node <bytes>   raw node:http, the limit of this machine and Node
-// Both answer every GET with one constant JSON body of about <bytes> bytes and print their address.
+//   node dist-bench/bench/floor.js nest-durable <bytes>   the bare NestJS app, whose POST is a durable write (below)
+// Each answers with one constant JSON body of about <bytes> bytes and prints its address.
 import 'reflect-metadata';
-import { Controller, Get, Module } from '@nestjs/common';
+import { Body, Controller, Get, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import type { Express } from 'express';
+import { mkdtempSync, rmSync, writeSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { createServer, IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 function constantBody(bytes: number): object {
   const empty = JSON.stringify({ data: [{ padding: '' }], success: true, status: 200 }).length;
@@ -34,18 +39,55 @@ class BornPrototypesAdapter extends ExpressAdapter {
   }
 }
 
-async function nest(body: object, bornPrototypes: boolean): Promise<string> {
+/**
+ * The least a durable write costs on this disk: each request's body appended to one file (in the
+ * temp dir, the service's file system), answered once an fdatasync off the event loop covers it;
+ * requests that come during a sync share the next one (a group commit).
+ */
+async function durableLog(): Promise<(line: string) => Promise<void>> {
+  const dir = mkdtempSync(join(tmpdir(), 'pcs-floor-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const file = await open(join(dir, 'log'), 'a');
+  let waiting: (() => void)[] = [];
+  let syncing = false;
+  const syncAll = async () => {
+    syncing = true;
+    while (waiting.length > 0) {
+      const group = waiting;
+      waiting = [];
+      await file.datasync();
+      for (const done of group) done();
+    }
+    syncing = false;
+  };
+  return (line) =>
+    new Promise((resolve) => {
+      writeSync(file.fd, line);
+      waiting.push(resolve);
+      if (!syncing) void syncAll();
+    });
+}
+
+async function nest(body: object, bornPrototypes: boolean, durable: boolean): Promise<string> {
+  const append = durable ? await durableLog() : undefined;
   @Controller()
   class FloorController {
     @Get('*path')
     answer(): object {
       return body;
     }
+
+    @Post('*path')
+    async write(@Body() written: unknown): Promise<object> {
+      if (!append) return body;
+      await append(`${JSON.stringify(written)}\n`);
+      return body;
+    }
   }
   @Module({ controllers: [FloorController] })
   class FloorModule {}
   const adapter = bornPrototypes ? new BornPrototypesAdapter() : new ExpressAdapter();
-  const app = await NestFactory.create(FloorModule, adapter, { logger: false, bodyParser: false });
+  const app = await NestFactory.create(FloorModule, adapter, { logger: false, bodyParser: durable });
   await app.listen(0, '127.0.0.1');
   return `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
 }
@@ -63,4 +105,4 @@ const [kind, bytes] = process.argv.slice(2);
 const body = constantBody(Number(bytes));
 // Exits on SIGTERM, so that a profile taken with --cpu-prof is written.
 process.once('SIGTERM', () => process.exit(0));
-void (kind === 'node' ? node(body) : nest(body, kind === 'nest-born')).then((url) => console.log(`Listening on ${url}`));
+void (kind === 'node' ? node(body) : nest(body, kind === 'nest-born', kind === 'nest-durable')).then((url) => console.log(`Listening on ${url}`));

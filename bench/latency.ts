@@ -6,7 +6,8 @@
 // service's CPU per request, and the event loop's delay over the run (the service's own
 // `event_loop_delay_seconds`). The floor: a bare NestJS + Express route (bench/floor.ts), which
 // shares no code with the service, at the same rate: what the machine, Node and the generator
-// cost. With --profile the service runs under `--cpu-prof`, and the event loop's stalls over 5 ms
+// cost; and the same app's POST as a durable write, appended to a file and answered once an
+// fdatasync covers it (group-committed): what this disk costs a durable write. With --profile the service runs under `--cpu-prof`, and the event loop's stalls over 5 ms
 // are listed by cause (bench/stalls.ts); the latencies of that run include the profiler's cost.
 import { fork } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
@@ -57,15 +58,23 @@ export async function main(args: string[]): Promise<void> {
     nodeFlags: profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--cpu-prof-interval=500'] : [],
   });
   let floor: Service | undefined;
+  let durableFloor: Service | undefined;
   try {
     const customers = await createMany(service, 'customers', (i) => ({ name: `customer ${i}`, email: LISTED_EMAIL, company: 'Bench Co' }));
     await createMany(service, 'profiles', (i) => ({ name: `profile ${i}`, email: LISTED_EMAIL, site: 'https://bench.example.com' }));
     const items = customers.map((id) => `/v1/customers/${id}`);
-    floor = await startYardstick('nest', (await call(service, 'GET', items[0])).text.length);
+    const bytes = (await call(service, 'GET', items[0])).text.length;
+    floor = await startYardstick('nest', bytes);
+    durableFloor = await startYardstick('nest-durable', bytes);
     const rows: [string, Service, Load][] = [
       ['floor: bare NestJS route', floor, { method: 'GET', paths: ['/v1/customers'] }],
       ['customers: read', service, { method: 'GET', paths: items }],
       ['customers: list, email filter, limit 10', service, { method: 'GET', paths: [`/v1/customers?email=${LISTED_EMAIL}&limit=10`] }],
+      [
+        'floor: bare NestJS route, durable write (fdatasync)',
+        durableFloor,
+        { method: 'POST', paths: ['/v1/customers'], body: { email: 'new@example.com', company: 'Bench Co' }, rename: true },
+      ],
       ['customers: create', service, { method: 'POST', paths: ['/v1/customers'], body: { email: 'new@example.com', company: 'Bench Co' }, rename: true }],
       ['customers: update', service, { method: 'PUT', paths: items, body: {}, rename: true }],
       ['profiles: create', service, { method: 'POST', paths: ['/v1/profiles'], body: { email: 'new@example.com' }, rename: true }],
@@ -92,6 +101,7 @@ export async function main(args: string[]): Promise<void> {
   } finally {
     await stopService(service);
     if (floor) await stopService(floor);
+    if (durableFloor) await stopService(durableFloor);
   }
   if (profile) {
     const [file] = readdirSync(profileDir);
