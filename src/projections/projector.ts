@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
+import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { comparePositions, EventBatch, EventStore, Position, START, type StoredEvent } from '../event-store/event-store.port';
 import { GenerationReplacedError, ReadDocument, ReadStore } from '../read-store/read-store.port';
@@ -46,13 +47,20 @@ export const CATCH_UP_BATCH = 5000;
  * for a few milliseconds each, not for the hundred or so that CATCH_UP_BATCH would.
  */
 export const LIVE_BATCH = 500;
+/**
+ * How long the stored checkpoint of a read model may stay behind batches with nothing for it (a
+ * profile's events, for the customers): they move the checkpoint in memory only, and it is saved
+ * with the next batch that holds some, or after this long. A write of nothing but the checkpoint for
+ * every other read model's batch cost a transaction per model per write; this way, a few a second.
+ */
+export const CHECKPOINT_EVERY_MS = 200;
 
 /**
  * Folds one batch into one generation of a projection's read model: the documents the batch
  * touches are loaded once, folded in memory, and written back together with the new checkpoint.
- * A batch with nothing for this model still saves the checkpoint (a small write, not synced), so
- * the persisted checkpoint says how far the model really is: the CLI's status and a rebuild's
- * promotion compare it.
+ * A batch with nothing for this model still saves the checkpoint (a small write, not synced): a
+ * rebuild's generation must say how far it is to be promoted (the projector, which serves, saves
+ * such checkpoints less often: see CHECKPOINT_EVERY_MS).
  *
  * `began` is the event store's head when this fold began (see the end). `known` holds documents as
  * this folder last wrote them to this generation: those are not read again. Returns the documents
@@ -140,7 +148,8 @@ const CATCH_UP_POLL_MS = 100;
  * fails with GenerationReplacedError and the projector carries on from the new live generation's
  * checkpoint. A holder that lost its lease without noticing yet (paused past its time to live) may
  * commit one more batch beside the new one: harmless, since a document takes only a newer revision
- * and the checkpoint only moves forward.
+ * and the checkpoint only moves forward. Batches with nothing for the read model move its stored
+ * checkpoint at most every CHECKPOINT_EVERY_MS, and as the projector stops.
  */
 export class Projector {
   private readonly logger: Logger;
@@ -168,6 +177,15 @@ export class Projector {
   /** The event store's head when the app started, until the read model has reached it (see catchUpTo). */
   private startHead?: Position;
   private readonly advanceListeners = new Set<(written: ReadDocument[] | null) => void>();
+  /**
+   * The stored checkpoint behind `position` by batches with nothing for this model (see
+   * CHECKPOINT_EVERY_MS): when it was last saved (performance.now()), whether it is behind, the
+   * save to come and the one under way.
+   */
+  private savedAt = -Infinity;
+  private unsaved = false;
+  private saveLater?: NodeJS.Timeout;
+  private saving?: Promise<void>;
 
   constructor(
     readonly projection: Projection,
@@ -176,6 +194,7 @@ export class Projector {
     private readonly lease: LeaseSettings,
     /** How long it waits to try again after a store failed it; tests make it short. */
     private readonly retryDelayMs = RETRY_DELAY_MS,
+    private readonly checkpointEveryMs = CHECKPOINT_EVERY_MS,
   ) {
     this.logger = new Logger(`Projector:${projection.name}`);
   }
@@ -220,6 +239,9 @@ export class Projector {
     this.abort.abort();
     this.wake?.();
     await this.loop;
+    // Where batches with nothing for this model left the stored checkpoint behind: saved, so a restart need not read them again.
+    await this.settleSaves();
+    if (this.unsaved && this.state === 'running') await this.saveCheckpoint();
     // Given up on the way out, so another instance takes over at once rather than when it expires.
     await this.readStore.releaseLease(this.leaseName, this.lease.holder).catch(() => undefined);
     if (this.state === 'running') this.state = 'stopped';
@@ -414,6 +436,8 @@ export class Projector {
 
   private async stopOnPoison(error: PoisonEventError): Promise<void> {
     this.state = 'failed';
+    // A checkpoint saved after the failure is recorded would clear it: none is.
+    await this.settleSaves();
     this.failure = error;
     this.logger.error(`Projection stopped on a poison event: ${error.message}`);
     this.rejectWaiters(error);
@@ -437,6 +461,15 @@ export class Projector {
   }
 
   private async apply(batch: EventBatch, began: Position): Promise<void> {
+    // Nothing for this read model: the checkpoint moves in memory, and is stored later (see CHECKPOINT_EVERY_MS).
+    const sinceSaved = performance.now() - this.savedAt;
+    if (!batch.events.some((e) => this.follows(e.streamId)) && sinceSaved < this.checkpointEveryMs) {
+      this.position = batch.position;
+      this.unsaved = true;
+      this.resolveWaiters();
+      this.saveSoon(this.checkpointEveryMs - sinceSaved);
+      return;
+    }
     // A trace of its own per batch that holds events of this read model, linked to the requests that
     // appended them (whichever instance served them).
     const relevant = tracingOn() ? batch.events.filter((e) => this.follows(e.streamId)) : [];
@@ -457,9 +490,62 @@ export class Projector {
     // An event's own document is never read again.
     if (this.projection.documents === 'record') for (const document of written) this.written.set(document.id, document);
     this.position = batch.position;
+    this.saved();
     this.resolveWaiters();
     if (written.length > 0) this.advanced(written);
     if (batch.events.length > 0) siblings.tell('folded');
+  }
+
+  /**
+   * Stores the checkpoint where batches with nothing for this model left it, beside the fold: a
+   * checkpoint only moves forward in the store. A store that failed is tried again after
+   * retryDelayMs; a generation a rebuild promoted meanwhile gets the checkpoint instead (the
+   * events up to it hold nothing for this model, and the rebuild folded every event before its own).
+   */
+  private saveCheckpoint(): Promise<void> {
+    clearTimeout(this.saveLater);
+    this.saveLater = undefined;
+    const position = this.position;
+    const name = this.projection.schema.name;
+    this.savedAt = performance.now();
+    this.saving = (async () => {
+      try {
+        await this.readStore.commit(name, [], { generation: this.generation, position }).catch(async (error: unknown) => {
+          if (!(error instanceof GenerationReplacedError)) throw error;
+          const { live } = await this.readStore.status(name);
+          await this.readStore.commit(name, [], { generation: live.generation, position });
+        });
+        siblings.tell('folded');
+        if (this.position === position) this.unsaved = false;
+        else this.saveSoon(this.checkpointEveryMs); // batches that moved it on while the save awaited a server
+      } catch (error) {
+        this.savedAt = -Infinity; // the next batch saves it, whatever it holds
+        this.logger.warn(`Could not save the checkpoint: ${(error as Error).message}`);
+        this.saveSoon(this.retryDelayMs);
+      } finally {
+        this.saving = undefined;
+      }
+    })();
+    return this.saving;
+  }
+
+  private saveSoon(ms: number): void {
+    if (this.state === 'running' && !this.abort.signal.aborted) this.saveLater ??= setTimeout(() => void this.saveCheckpoint(), ms).unref();
+  }
+
+  /** A batch saved the checkpoint with its documents. */
+  private saved(): void {
+    this.savedAt = performance.now();
+    this.unsaved = false;
+    clearTimeout(this.saveLater);
+    this.saveLater = undefined;
+  }
+
+  /** No save to come, and none under way. */
+  private async settleSaves(): Promise<void> {
+    clearTimeout(this.saveLater);
+    this.saveLater = undefined;
+    await this.saving;
   }
 
   private resolveWaiters(): void {

@@ -221,6 +221,94 @@ describe('Projector', () => {
     expect(folded.reduce((sum, n) => sum + n, 0)).toBe(LIVE_BATCH * 3);
   });
 
+  describe("batches with nothing for its read model (another model's events)", () => {
+    /** Commits to the read store, counted: each one's documents. */
+    const commits: number[] = [];
+    let failNext = 0;
+    const counted = () =>
+      standIn({
+        commit: async (collection, documents, checkpoint) => {
+          if (failNext > 0 && failNext--) throw new StoreUnavailableError('SQLite', 'busy');
+          commits.push(documents.length);
+          return reads.commit(collection, documents, checkpoint);
+        },
+      });
+    const stored = () => reads.status('customers').then((s) => s.live.position!);
+    const slugEvent = async (slug: string) => (await events.appendToStream(`profile_slug-${slug}`, [ev('SlugReserved', { slug })], 'no_stream')).position;
+    async function storedReaches(position: Position, withinMs = 5000): Promise<boolean> {
+      for (let waited = 0; waited < withinMs; waited += 20) {
+        if (comparePositions(await stored(), position) >= 0) return true;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      return false;
+    }
+    async function started(everyMs: number): Promise<Projector> {
+      commits.length = 0;
+      failNext = 0;
+      const p = new Projector(customerProjection, events, counted(), LEASE, RETRY_MS, everyMs);
+      running.push(p);
+      await p.start();
+      const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
+      await p.waitFor(a.position, 2000);
+      commits.length = 0;
+      return p;
+    }
+
+    it('move its checkpoint in memory at once, and in the store once in a while, not once a batch', async () => {
+      const p = await started(300);
+      let last = START;
+      for (let i = 0; i < 20; i++) {
+        last = await slugEvent(`s${i}`);
+        await p.waitFor(last, 2000); // each its own batch
+      }
+      expect(p.checkpoint).toEqual(last);
+      expect(await storedReaches(last)).toBe(true);
+      // At most once per 300 ms (the 20 appends may take longer than that on a slow machine), and nothing but the checkpoint.
+      expect(commits.length).toBeGreaterThanOrEqual(1);
+      expect(commits.length).toBeLessThan(20);
+      expect(commits.every((documents) => documents === 0)).toBe(true);
+      // A write of its own is stored with its batch, at once.
+      const b = await createCustomer({ name: 'Bea', email: 'bea@x.io' });
+      await p.waitFor(b.position, 2000);
+      expect(await stored()).toEqual(b.position);
+    });
+
+    it('are stored as it stops', async () => {
+      const p = await started(60_000);
+      const last = await slugEvent('last');
+      await p.waitFor(last, 2000);
+      expect(comparePositions(await stored(), last)).toBeLessThan(0);
+      await p.stop();
+      expect(await stored()).toEqual(last);
+    });
+
+    it('are stored again after the store failed the save', async () => {
+      const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      const p = await started(100);
+      await slugEvent('first'); // saved with its batch: the last save was long before
+      const last = await slugEvent('second');
+      await p.waitFor(last, 2000);
+      failNext = 1; // the timer's save
+      expect(await storedReaches(last)).toBe(true);
+      expect(warned.mock.calls.flat().join(' ')).toContain('Could not save the checkpoint: ');
+      warned.mockRestore();
+    });
+
+    it('never clear the failure of a poison event that follows them', async () => {
+      const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+      const p = await started(300);
+      await slugEvent('before-poison');
+      const id = randomUUID();
+      const { position } = await events.appendToStream(`customer-${id}`, [ev('CustomerUpdated', { name: 'no creation first' })], 'no_stream');
+      await expect(p.waitFor(position, 2000)).rejects.toThrow(`customer-${id}@0`);
+      logged.mockRestore();
+      // Past the moment a save of the checkpoint was due, and after the stop.
+      await new Promise((r) => setTimeout(r, 600));
+      await p.stop();
+      expect((await reads.status('customers')).live.failure).toMatchObject({ streamId: `customer-${id}`, revision: 0 });
+    });
+  });
+
   it('lets a wait time out when the read model does not get there', async () => {
     const p = await startProjector();
     const far = { commit: 10_000n, prepare: 10_000n };
