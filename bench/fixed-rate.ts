@@ -20,18 +20,26 @@ export interface FixedRateResult {
   max: number;
   /** Answers outside 2xx and errors: a row with any is not a valid figure. */
   failures: number;
+  /** What the failures were: each status or error, and how often. */
+  failed: Record<string, number>;
   /** How late the generator itself sent requests, ms at most: above a millisecond or two, its own figures are suspect. */
   senderLateMax: number;
 }
 
 export function runFixedRate(spec: FixedRateSpec): Promise<FixedRateResult> {
-  const agent = new Agent({ keepAlive: true, maxSockets: spec.connections });
+  // FIFO: every connection in turn, so none idles until the server's keep-alive timeout closes it as a request goes out on it (an ECONNRESET).
+  const agent = new Agent({ keepAlive: true, maxSockets: spec.connections, scheduling: 'fifo' });
   const total = Math.round(spec.rate * spec.durationSeconds);
   const latencies = new Float64Array(total);
   const url = new URL(spec.url);
   const headers: Record<string, string> = { authorization: `Bearer ${spec.token}` };
   if (spec.body) headers['content-type'] = 'application/json';
   let failures = 0;
+  const failed: Record<string, number> = {};
+  const fail = (reason: string) => {
+    failures++;
+    failed[reason] = (failed[reason] ?? 0) + 1;
+  };
   let done = 0;
   let senderLateMax = 0;
   return new Promise((resolve) => {
@@ -39,7 +47,7 @@ export function runFixedRate(spec: FixedRateSpec): Promise<FixedRateResult> {
       agent.destroy();
       const sorted = latencies.sort();
       const at = (p: number) => sorted[Math.min(total - 1, Math.floor(p * total))];
-      resolve({ requests: total, p50: at(0.5), p99: at(0.99), max: sorted[total - 1], failures, senderLateMax });
+      resolve({ requests: total, p50: at(0.5), p99: at(0.99), max: sorted[total - 1], failures, failed, senderLateMax });
     };
     const send = (i: number, due: number) => {
       senderLateMax = Math.max(senderLateMax, performance.now() - due);
@@ -47,7 +55,7 @@ export function runFixedRate(spec: FixedRateSpec): Promise<FixedRateResult> {
       const req = request(
         { agent, host: url.hostname, port: url.port, method: spec.method, path: spec.paths[Math.floor(Math.random() * spec.paths.length)], headers },
         (res) => {
-          if (res.statusCode! < 200 || res.statusCode! >= 300) failures++;
+          if (res.statusCode! < 200 || res.statusCode! >= 300) fail(`status ${res.statusCode}`);
           res.resume();
           res.once('end', () => {
             latencies[i] = performance.now() - due;
@@ -55,8 +63,8 @@ export function runFixedRate(spec: FixedRateSpec): Promise<FixedRateResult> {
           });
         },
       );
-      req.once('error', () => {
-        failures++;
+      req.once('error', (error: NodeJS.ErrnoException) => {
+        fail(error.code ?? error.message);
         latencies[i] = performance.now() - due;
         if (++done === total) finish();
       });

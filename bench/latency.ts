@@ -3,7 +3,9 @@
 // rate limits on), N requests a second (1,000 unless told) per route for S seconds (15) after 3 s
 // of the same load unmeasured, from a generator in its own process (bench/fixed-rate.ts) that
 // times each request from when it was due. Per route: p50, p99 and the longest latency, the
-// service's CPU per request, and the event loop's delay over the run (the service's own
+// service's CPU per request (its threads together), how busy its main thread was (the share of the
+// run's time it ran: near 100 %, requests queue behind one another), the bytes it wrote to storage
+// per request, and the event loop's delay over the run (the service's own
 // `event_loop_delay_seconds`). The floor: a bare NestJS + Express route (bench/floor.ts), which
 // shares no code with the service, at the same rate: what the machine, Node and the generator
 // cost; and the same app's POST as a durable write, appended to a file and answered once an
@@ -15,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FixedRateResult, FixedRateSpec } from './fixed-rate';
 import { ACCOUNT, call, createMany, LISTED_EMAIL, startYardstick, TOKEN } from './http';
-import { cpuTicks, load1, numberArg } from './measure';
+import { cpuTicks, load1, numberArg, writtenBytes } from './measure';
 import { Service, startService, stopService } from './service';
 import { stallsOf, stallTable } from './stalls';
 
@@ -80,20 +82,26 @@ export async function main(args: string[]): Promise<void> {
       ['profiles: create', service, { method: 'POST', paths: ['/v1/profiles'], body: { email: 'new@example.com' }, rename: true }],
     ];
     console.log(`Load average ${load1()} at the start.\n`);
-    console.log('| route | p50 ms | p99 ms | max ms | event-loop delay p99 / max, ms | CPU µs/request |');
-    console.log('|---|---:|---:|---:|---:|---:|');
+    console.log('| route | p50 ms | p99 ms | max ms | event-loop delay p99 / max, ms | CPU µs/request | main thread busy | KB written/request |');
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
     for (const [name, target, spec] of rows.filter(([name]) => !only || name.includes(only))) {
       const run = (seconds: number) => fixedRate({ ...spec, url: target.url, token: TOKEN, rate, durationSeconds: seconds, connections: CONNECTIONS });
       await run(WARM_UP_SECONDS);
       const own = target === service;
       if (own) await loopDelay(service);
-      const ticks = cpuTicks(target.child.pid!);
+      const pid = target.child.pid!;
+      const [ticks, mainTicks, bytes, started] = [cpuTicks(pid), cpuTicks(pid, { mainThread: true }), writtenBytes(pid), performance.now()];
       const result = await run(durationSeconds);
-      const cpu = ((cpuTicks(target.child.pid!) - ticks) * 10_000) / result.requests;
-      if (result.failures > 0) throw new Error(`${name}: ${result.failures} of ${result.requests} requests failed\n${target.output().slice(-2000)}`);
+      const cpu = ((cpuTicks(pid) - ticks) * 10_000) / result.requests;
+      const busy = ((cpuTicks(pid, { mainThread: true }) - mainTicks) * 10) / (performance.now() - started);
+      const written = (writtenBytes(pid) - bytes) / 1024 / result.requests;
+      if (result.failures > 0)
+        throw new Error(
+          `${name}: ${result.failures} of ${result.requests} requests failed (${JSON.stringify(result.failed)})\n${target.output().slice(-2000)}`,
+        );
       const delay = own ? await loopDelay(service) : undefined;
       console.log(
-        `| ${name} | ${result.p50.toFixed(1)} | ${result.p99.toFixed(1)} | ${result.max.toFixed(0)} | ${delay ? `${delay.p99.toFixed(1)} / ${delay.max.toFixed(0)}` : '–'} | ${cpu.toFixed(0)} |`,
+        `| ${name} | ${result.p50.toFixed(1)} | ${result.p99.toFixed(1)} | ${result.max.toFixed(0)} | ${delay ? `${delay.p99.toFixed(1)} / ${delay.max.toFixed(0)}` : '–'} | ${cpu.toFixed(0)} | ${(busy * 100).toFixed(0)} % | ${written.toFixed(1)} |`,
       );
       if (result.senderLateMax > 20) console.log(`  (the generator itself ran up to ${result.senderLateMax.toFixed(0)} ms late: the machine is busy)`);
     }
