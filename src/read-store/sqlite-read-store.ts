@@ -70,6 +70,14 @@ interface Table {
   finds: Map<string, { bySubstrings: boolean; page: Statement; count: Statement }>;
   /** Its substring index (see substringsTable), or null where it has none (a generation being built, or retired before it had one). */
   substrings: string | null;
+  /** The substring index kept through rows waiting for it (see createSubstrings): whether any wait, and what takes them in; null where there is no index. */
+  pending: Pending | null;
+}
+
+interface Pending {
+  waiting(): boolean;
+  /** In a transaction of its own, or within the one under way. */
+  flush(): void;
 }
 
 /** A row read together with the generation live when it was read. */
@@ -129,6 +137,16 @@ const SORT_THREADS = 2;
 const FILL_HASH_BYTES = 8 * 1024 * 1024;
 const FTS5_HASH_BYTES = 1024 * 1024;
 
+/**
+ * How long rows changed by a commit may wait before their tokens go in the substring index (see
+ * createSubstrings): a find through the index brings it up to date first, so no read waits on this.
+ */
+const SUBSTRINGS_FLUSH_MS = 100;
+/** Documents in one commit from which their tokens go in the index with the commit itself. */
+const SUBSTRINGS_FLUSH_AT = 100;
+/** How long a flush that could not be done at once (another process writing, a full disk) waits to try again. */
+const SUBSTRINGS_RETRY_MS = 1000;
+
 /** WAL pages (about 40 MB) a rebuilding connection lets accumulate before checkpointing. */
 const REBUILD_WAL_CHECKPOINT_PAGES = 10_000;
 
@@ -152,6 +170,8 @@ export class SqliteReadStore implements ReadStore {
   private checkpointPagesBefore = 0;
   /** The generation of each collection live at its last read: where the next read looks first. */
   private readonly lastLive = new Map<string, number>();
+  /** By table name: the flush of its substring index to come (see createSubstrings). */
+  private readonly substringFlushes = new Map<string, NodeJS.Timeout>();
   private readonly selectGenerations: Statement<[string], GenerationRow>;
   private readonly selectGeneration: Statement<[string, number], GenerationRow>;
   private readonly selectLive: Statement<[string], number>;
@@ -222,8 +242,13 @@ export class SqliteReadStore implements ReadStore {
     this.collections.set(schema.name, { schema, tables: new Map() });
     this.db
       .transaction(() => {
-        // A store made before the substring index gets one on its live generation, once.
-        if (this.selectGenerations.all(schema.name).length > 0) return this.createSubstrings(schema, this.liveGeneration(schema.name));
+        // A store made before the substring index gets one on its live generation, once; one whose
+        // index was kept row by row has it kept through the rows waiting (see createSubstrings), once.
+        const generations = this.selectGenerations.all(schema.name);
+        if (generations.length > 0) {
+          for (const g of generations) if (g.state !== 'dropped' && g.state !== 'building') this.keepSubstringsByFlush(schema, g.generation);
+          return this.createSubstrings(schema, this.liveGeneration(schema.name));
+        }
         this.insertGeneration.run(schema.name, 1, 'live', Date.now());
         this.createTable(schema, 1, { indexed: true });
       })
@@ -264,16 +289,29 @@ export class SqliteReadStore implements ReadStore {
     const key = `${fields.join(',')}|${query.order}|${query.limit}|${query.after === undefined ? '' : 'after'}`;
     const params = [query.accountId, ...fields.map((f) => filterKey(schema.filters[f], query.filters[f]))];
     const { documents, total } = this.readLive(collection, (table) => {
-      const statements = this.findStatements(table, collection, fields, key, query);
-      // Through the substring index, its query comes first: the account's records holding every piece.
-      const match = statements.bySubstrings ? [this.substringsMatch(schema, query)] : [];
-      const { live_generation: live, total } =
-        query.count === false
-          ? { live_generation: this.selectLive.get(collection) ?? null, total: 0 }
-          : (statements.count.get(collection, ...match, ...params) as LiveRow<{ total: number }>);
-      if (live !== table.generation) return { live, documents: [], total };
-      const rows = statements.page.all(...match, ...params, ...(query.after === undefined ? [] : [query.after]), query.offset) as DocumentRow[];
-      return { live, documents: rows.map(toDocument), total };
+      // The count and the page in one snapshot. Through the substring index only where no changed
+      // row waits for it in that snapshot: else the rows are taken in first, and should that not be
+      // possible at once (another process writing, a full disk), the account's rows are checked
+      // one by one instead, which needs no index and no lock.
+      const read = (byIndex: boolean) =>
+        this.db
+          .transaction(() => {
+            const statements = this.findStatements(table, collection, fields, key, query, byIndex);
+            if (statements.bySubstrings && table.pending?.waiting()) return undefined;
+            // Through the substring index, its query comes first: the account's records holding every piece.
+            const match = statements.bySubstrings ? [this.substringsMatch(schema, query)] : [];
+            const { live_generation: live, total } =
+              query.count === false
+                ? { live_generation: this.selectLive.get(collection) ?? null, total: 0 }
+                : (statements.count.get(collection, ...match, ...params) as LiveRow<{ total: number }>);
+            if (live !== table.generation) return { live, documents: [], total };
+            const rows = statements.page.all(...match, ...params, ...(query.after === undefined ? [] : [query.after]), query.offset) as DocumentRow[];
+            return { live, documents: rows.map(toDocument), total };
+          })
+          .deferred();
+      let found = read(true);
+      if (found === undefined && this.flushAtOnce(table)) found = read(true);
+      return found ?? read(false)!;
     });
     return { documents, total: Math.min(total, COUNT_LIMIT), capped: total > COUNT_LIMIT };
   }
@@ -292,8 +330,9 @@ export class SqliteReadStore implements ReadStore {
    * MAX_LIST_OFFSET; an exact filter reads its index; substring filters alone read the substring
    * index in creation order (its rowid is the record's seq), each candidate checked with instr.
    */
-  private findStatements(table: Table, collection: string, fields: string[], key: string, { order, limit, after }: FindQuery) {
+  private findStatements(table: Table, collection: string, fields: string[], key: string, { order, limit, after }: FindQuery, byIndex = true) {
     const { schema } = this.collection(collection);
+    key = byIndex ? key : `${key}|no index`;
     let statements = table.finds.get(key);
     if (!statements) {
       const where = [`account_id = ${TEXT_KEY}`, 'deleted = 0'];
@@ -302,7 +341,7 @@ export class SqliteReadStore implements ReadStore {
         if (!kind) throw new Error(`Collection ${collection} has no filter ${f}`);
         where.push(kind === 'contains-ci' ? `instr(${filterColumn(f)}, ?) > 0` : `${filterColumn(f)} = ${TEXT_KEY}`);
       }
-      const bySubstrings = table.substrings !== null && readsSubstrings(schema, fields);
+      const bySubstrings = byIndex && table.substrings !== null && readsSubstrings(schema, fields);
       const s = table.substrings;
       const sorted = bySubstrings ? `${s}.rowid` : 'seq';
       const past = after === undefined ? '' : ` AND ${sorted} ${order === 'newest' ? '<' : '>'} ?`;
@@ -350,6 +389,8 @@ export class SqliteReadStore implements ReadStore {
         return result;
       }
       generation = result.live;
+      // Promoted since: its statements, if this process prepared any while it was built, are prepared again (its substring index is new).
+      this.collection(collection).tables.delete(generation);
     }
   }
 
@@ -435,12 +476,15 @@ export class SqliteReadStore implements ReadStore {
           }
         }
         if (filled > 0) insertWaiting();
+        // A large batch's tokens go in the substring index with it, a small one's a little later.
+        if (documents.length >= SUBSTRINGS_FLUSH_AT) table.pending?.flush();
         // The checkpoint only moves forward, whatever order writers (other processes too) arrive in.
         const saved = positionOf(this.selectGeneration.get(collection, generation)!);
         const next = saved && comparePositions(position, saved) <= 0 ? saved : position;
         this.saveCheckpoint.run(next.commit.toString(), next.prepare.toString(), Date.now(), collection, generation);
       })
       .immediate();
+    if (documents.length > 0 && documents.length < SUBSTRINGS_FLUSH_AT) this.flushSubstringsSoon(collection, generation);
     if (!build?.rowids) return;
     build.nextRowid = nextRowid;
     if (build.rowids.size > this.rowidsInMemory) {
@@ -534,6 +578,10 @@ export class SqliteReadStore implements ReadStore {
             if (row.state === 'dropped') continue;
             const scrub = this.db.prepare(`UPDATE ${tableName(collection, row.generation)} SET fields = '{}', deleted = 1${blanks} WHERE id = ?`);
             for (const id of ids) scrub.run(id);
+            // The erased records' tokens leave the substring index now, not at the next flush (the
+            // table looked at afresh: another process may have promoted it since this one read it).
+            const t = tableName(collection, row.generation);
+            if (row.state !== 'building' && this.exists(pendingTable(t))) this.pendingOf(schema, t).flush();
           }
         })
         .immediate();
@@ -582,8 +630,10 @@ export class SqliteReadStore implements ReadStore {
     this.dropLease.run(name, holder);
   }
 
-  /** Closes the connection this store was given. */
+  /** Closes the connection this store was given. Rows waiting for the substring index wait in the file: the next find or flush takes them. */
   async close(): Promise<void> {
+    for (const timer of this.substringFlushes.values()) clearTimeout(timer);
+    this.substringFlushes.clear();
     this.db.close();
   }
 
@@ -634,41 +684,100 @@ export class SqliteReadStore implements ReadStore {
 
   /**
    * The substring index of a generation's table, if its collection has substring filters and the
-   * table none yet: an FTS5 table of the live records' tokens (substrings.ts) by seq, kept by
-   * triggers on every write to the table (this process's and others', which register the tokens
-   * function too), filled from the table once. secure-delete: an erased record's tokens leave the
-   * index's pages at once, like its values leave the table's (secure_delete, see erase).
+   * table none yet: an FTS5 table of the live records' tokens (substrings.ts) by seq, filled from the
+   * table once, then kept up to date through a table of the rows changed since (pendingTable, filled
+   * by triggers on every write to the table, any process's): their tokens go in the index together,
+   * a little later (SUBSTRINGS_FLUSH_MS, or with a large commit), and before any find through the
+   * index. Kept row by row, the index cost each commit of one record about 7 pages of the log (an
+   * FTS5 segment of its own and the index's records of them) and twice the statements' time.
+   * secure-delete: an erased record's tokens leave the index's pages at once (erase flushes them),
+   * like its values leave the table's (secure_delete, see erase).
    */
   private createSubstrings(schema: CollectionSchema, generation: number): void {
     const fields = substringFields(schema);
     if (fields.length === 0) return;
     const t = tableName(schema.name, generation);
     const s = substringsTable(t);
-    if (this.exists(s)) return;
-    const tokens = (row: 'NEW' | '') =>
-      `${TOKENS_FUNCTION}(${[`${row}${row && '.'}account_id`, ...fields.map((f) => `${row}${row && '.'}${filterColumn(f)}`)].join(', ')})`;
-    const changed = fields.map((f) => `OLD.${filterColumn(f)} IS NOT NEW.${filterColumn(f)}`).join(' OR ');
+    if (this.exists(s)) return this.keepSubstringsByFlush(schema, generation);
     // Filled with a larger in-memory hash than FTS5's default (hashsize, FILL_HASH_BYTES); set back
-    // to the default after, for the small commits that keep it up to date.
+    // to the default after, for the small flushes that keep it up to date.
     this.db.exec(`
       CREATE VIRTUAL TABLE ${s} USING fts5(tokens, content='', contentless_delete=1, tokenize='ascii', detail='none');
       INSERT INTO ${s} (${s}, rank) VALUES ('secure-delete', 1);
       INSERT INTO ${s} (${s}, rank) VALUES ('hashsize', ${FILL_HASH_BYTES});
-      INSERT INTO ${s} (rowid, tokens) SELECT seq, v FROM (SELECT seq, ${tokens('')} AS v FROM ${t} WHERE deleted = 0) WHERE v != '';
+      INSERT INTO ${s} (rowid, tokens) SELECT seq, v FROM (SELECT seq, ${tokensOf(fields, t)} AS v FROM ${t} WHERE deleted = 0) WHERE v != '';
       INSERT INTO ${s} (${s}, rank) VALUES ('hashsize', ${FTS5_HASH_BYTES});
-      CREATE TRIGGER ${s}_insert AFTER INSERT ON ${t} WHEN NEW.deleted = 0 BEGIN
-        INSERT INTO ${s} (rowid, tokens) SELECT NEW.seq, v FROM (SELECT ${tokens('NEW')} AS v) WHERE v != '';
+    `);
+    this.keepSubstringsByFlush(schema, generation);
+  }
+
+  /**
+   * The table of rows changed since the substring index was last brought up to date, and the
+   * triggers that fill it (replacing those of a store that kept the index row by row): each row by
+   * its seq (the index's rowid), with the rowid of the table's row holding its values now (none once
+   * deleted), and whether the index may hold tokens of it already (to delete first).
+   */
+  private keepSubstringsByFlush(schema: CollectionSchema, generation: number): void {
+    const fields = substringFields(schema);
+    const t = tableName(schema.name, generation);
+    const s = substringsTable(t);
+    const p = pendingTable(t);
+    if (fields.length === 0 || !this.exists(s) || this.exists(p)) return;
+    const changed = fields.map((f) => `OLD.${filterColumn(f)} IS NOT NEW.${filterColumn(f)}`).join(' OR ');
+    this.db.exec(`
+      DROP TRIGGER IF EXISTS ${s}_insert;
+      DROP TRIGGER IF EXISTS ${s}_update;
+      DROP TRIGGER IF EXISTS ${s}_delete;
+      CREATE TABLE ${p} (seq INTEGER PRIMARY KEY, row INTEGER, indexed INTEGER NOT NULL);
+      CREATE TRIGGER ${s}_insert AFTER INSERT ON ${t} BEGIN
+        INSERT INTO ${p} (seq, row, indexed) VALUES (NEW.seq, NEW.rowid, 0) ON CONFLICT (seq) DO UPDATE SET row = excluded.row;
       END;
-      CREATE TRIGGER ${s}_update AFTER UPDATE ON ${t} WHEN OLD.deleted IS NOT NEW.deleted OR ${changed} BEGIN
-        DELETE FROM ${s} WHERE rowid = OLD.seq;
-        INSERT INTO ${s} (rowid, tokens) SELECT NEW.seq, v FROM (SELECT ${tokens('NEW')} AS v) WHERE NEW.deleted = 0 AND v != '';
+      CREATE TRIGGER ${s}_update AFTER UPDATE ON ${t} WHEN OLD.deleted IS NOT NEW.deleted OR OLD.seq IS NOT NEW.seq OR ${changed} BEGIN
+        INSERT INTO ${p} (seq, row, indexed) VALUES (OLD.seq, NULL, 1) ON CONFLICT (seq) DO NOTHING;
+        INSERT INTO ${p} (seq, row, indexed) VALUES (NEW.seq, NEW.rowid, 0) ON CONFLICT (seq) DO UPDATE SET row = excluded.row;
       END;
       CREATE TRIGGER ${s}_delete AFTER DELETE ON ${t} BEGIN
-        DELETE FROM ${s} WHERE rowid = OLD.seq;
+        INSERT INTO ${p} (seq, row, indexed) VALUES (OLD.seq, NULL, 1) ON CONFLICT (seq) DO UPDATE SET row = NULL;
       END;
     `);
     // Statements prepared before it read the table without it.
     this.collections.get(schema.name)?.tables.delete(generation);
+  }
+
+  /**
+   * Takes in the rows waiting for the table's substring index, if it can at once (no waiting for
+   * another process's lock): false when it could not.
+   */
+  private flushAtOnce(table: Table): boolean {
+    if (!table.pending) return false;
+    const busyTimeout = this.db.pragma('busy_timeout', { simple: true }) as number;
+    this.db.pragma('busy_timeout = 0');
+    try {
+      table.pending.flush();
+      return true;
+    } catch {
+      return false;
+    } finally {
+      this.db.pragma(`busy_timeout = ${busyTimeout}`);
+    }
+  }
+
+  /** A flush of the live generation's substring index in SUBSTRINGS_FLUSH_MS, unless one is due; again later should it not be done at once. */
+  private flushSubstringsSoon(collection: string, generation: number, ms = SUBSTRINGS_FLUSH_MS): void {
+    const name = tableName(collection, generation);
+    if (this.substringFlushes.has(name) || !this.table(collection, generation).pending) return;
+    const timer = setTimeout(() => {
+      this.substringFlushes.delete(name);
+      if (!this.db.open) return;
+      try {
+        if (this.selectState.get(collection, generation) !== 'live') return;
+        const table = this.table(collection, generation);
+        if (table.pending?.waiting() && !this.flushAtOnce(table)) this.flushSubstringsSoon(collection, generation, SUBSTRINGS_RETRY_MS);
+      } catch {
+        // Gone meanwhile (dropped, closed): nothing waits for it.
+      }
+    }, ms);
+    this.substringFlushes.set(name, timer.unref());
   }
 
   /** A build promoted, replaced or dropped: once none is left, the connection (the event store's too, in the service) checkpoints as usual again. */
@@ -679,7 +788,8 @@ export class SqliteReadStore implements ReadStore {
   private dropGeneration(collection: string, generation: number): void {
     this.collections.get(collection)?.tables.delete(generation);
     this.endBuild(tableName(collection, generation));
-    this.db.exec(`DROP TABLE IF EXISTS ${tableName(collection, generation)}; DROP TABLE IF EXISTS ${substringsTable(tableName(collection, generation))}`);
+    const t = tableName(collection, generation);
+    this.db.exec(`DROP TABLE IF EXISTS ${t}; DROP TABLE IF EXISTS ${substringsTable(t)}; DROP TABLE IF EXISTS ${pendingTable(t)}`);
     this.setState.run('dropped', Date.now(), collection, generation);
   }
 
@@ -726,6 +836,28 @@ export class SqliteReadStore implements ReadStore {
     };
   }
 
+  /** The rows waiting for a table's substring index (see keepSubstringsByFlush), and what takes them in. */
+  private pendingOf(schema: CollectionSchema, t: string): Pending {
+    const s = substringsTable(t);
+    const p = pendingTable(t);
+    const waiting = this.db.prepare(`SELECT 1 FROM ${p} LIMIT 1`).pluck();
+    const remove = this.db.prepare(`DELETE FROM ${s} WHERE rowid IN (SELECT seq FROM ${p} WHERE indexed = 1)`);
+    const add = this.db.prepare(
+      `INSERT INTO ${s} (rowid, tokens) SELECT seq, v FROM (
+         SELECT ${t}.seq, ${tokensOf(substringFields(schema), t)} AS v FROM ${p} CROSS JOIN ${t} ON ${t}.rowid = ${p}.row WHERE ${t}.deleted = 0
+       ) WHERE v != ''`,
+    );
+    const clear = this.db.prepare(`DELETE FROM ${p}`);
+    const flush = this.db.transaction(() => {
+      remove.run();
+      add.run();
+      clear.run();
+    });
+    const isWaiting = () => waiting.get() !== undefined;
+    // Looked at before the transaction: with nothing waiting, no write lock is taken.
+    return { waiting: isWaiting, flush: () => void (isWaiting() && flush.immediate()) };
+  }
+
   /** The statements of one generation's table, prepared on first use (another process may have made it). */
   private table(collection: string, generation: number): Table {
     const c = this.collection(collection);
@@ -764,6 +896,7 @@ export class SqliteReadStore implements ReadStore {
       selectMany: this.db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE id IN (SELECT value FROM json_each(?))`),
       finds: new Map(),
       substrings: this.exists(substringsTable(name)) ? substringsTable(name) : null,
+      pending: this.exists(pendingTable(name)) ? this.pendingOf(c.schema, name) : null,
     };
     // Statements of generations this process no longer reads go with the new one's arrival.
     for (const old of c.tables.keys()) if (old < generation - 1) c.tables.delete(old);
@@ -779,6 +912,11 @@ const idIndex = (table: string) => `CREATE UNIQUE INDEX IF NOT EXISTS ${table}_b
 
 /** A generation table's substring index: named outside `<collection>__g<n>`, the tables' own pattern. */
 const substringsTable = (table: string) => `substrings_${table}`;
+/** The rows of a generation table changed since its substring index was last brought up to date (see keepSubstringsByFlush). */
+const pendingTable = (table: string) => `substrings_pending_${table}`;
+/** The SQL of a row's substring tokens (substrings.ts), from the table's columns. */
+const tokensOf = (fields: string[], table: string) =>
+  `${TOKENS_FUNCTION}(${[`${table}.account_id`, ...fields.map((f) => `${table}.${filterColumn(f)}`)].join(', ')})`;
 
 /** The SQL function the substring index's triggers call: substringTokens(account, ...values). */
 const TOKENS_FUNCTION = 'substring_tokens';

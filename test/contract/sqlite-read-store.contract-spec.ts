@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { GenerationReplacedError, ReadDocument } from '../../src/read-store/read-store.port';
 import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
+import { substringQuery } from '../../src/read-store/substrings';
 import { openTempSqlite } from '../support/temp-sqlite';
 import { readStoreContract } from './read-store.contract';
 
@@ -285,5 +286,168 @@ describe('SqliteReadStore lists: work bounded by the page, not by the account (2
     const later = { ...doc, id: randomUUID(), seq: 2, fields: { company: 'Later Works' } };
     await store.commit(schema.name, [later], { generation, position: { commit: 40_001n, prepare: 40_001n } });
     expect((await find({ company: 'works' })).companies).toEqual(['Later Works', 'Rebuilt Works']);
+  });
+});
+
+describe('SqliteReadStore substring index: kept up to date through the rows waiting for it', () => {
+  const schema = { name: 'buyers', filters: { email: 'exact-ci' as const, company: 'contains-ci' as const } };
+  const t = 'buyers__g1';
+  let sqlite: ReturnType<typeof openTempSqlite>;
+  let store: SqliteReadStore;
+  let seq = 0;
+  const doc = (company: string): ReadDocument => ({
+    id: randomUUID(),
+    accountId: 'acc',
+    revision: 0,
+    seq: ++seq,
+    deleted: false,
+    created: 1_700_000_000,
+    fields: { company, email: `e${seq}@x.io` },
+  });
+  const commit = (docs: ReadDocument[]) => store.commit(schema.name, docs, { generation: 1, position: { commit: BigInt(seq), prepare: BigInt(seq) } });
+  const find = async (company: string) =>
+    (await store.find(schema.name, { accountId: 'acc', filters: { company }, order: 'newest', offset: 0, limit: 10 })).documents.map((d) => d.fields.company);
+  const waiting = () => sqlite.db.prepare(`SELECT count(*) FROM substrings_pending_${t}`).pluck().get() as number;
+  /** The records the index itself names for a substring, unchecked. */
+  const indexed = (company: string) =>
+    sqlite.db
+      .prepare(`SELECT rowid FROM substrings_${t} WHERE substrings_${t} MATCH ?`)
+      .pluck()
+      .all(substringQuery('acc', 0, company.toLowerCase()));
+
+  beforeEach(async () => {
+    sqlite = openTempSqlite();
+    store = new SqliteReadStore(sqlite.db);
+    await store.ensureCollection(schema);
+  });
+  afterEach(async () => {
+    await store.close();
+    sqlite.dispose();
+  });
+
+  it('leaves a small commit’s tokens waiting, and a find takes them in before it reads, as does the flush a moment later', async () => {
+    const a = doc('Initech');
+    await commit([a]);
+    expect({ waiting: waiting(), indexed: indexed('initech') }).toEqual({ waiting: 1, indexed: [] });
+    expect(await find('nitec')).toEqual(['Initech']);
+    expect({ waiting: waiting(), indexed: indexed('initech') }).toEqual({ waiting: 0, indexed: [a.seq] });
+
+    const b = doc('Hooli');
+    await commit([b]);
+    expect(waiting()).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect({ waiting: waiting(), indexed: indexed('hooli') }).toEqual({ waiting: 0, indexed: [b.seq] });
+    // A change of its value takes the old tokens out; a change of another field waits for nothing.
+    await commit([{ ...b, revision: 1, fields: { ...b.fields, company: 'Pied Piper' } }]);
+    expect(await find('hooli')).toEqual([]);
+    expect({ old: indexed('hooli'), now: indexed('pied') }).toEqual({ old: [], now: [b.seq] });
+    await commit([{ ...b, revision: 2, fields: { company: 'Pied Piper', email: 'new@x.io' } }]);
+    expect(waiting()).toBe(0);
+  });
+
+  it('takes a large commit’s tokens in with it', async () => {
+    await commit(Array.from({ length: 150 }, (_, i) => doc(`Vandelay ${i}`)));
+    expect(waiting()).toBe(0);
+    expect(indexed('vandelay 149')).toHaveLength(1);
+  });
+
+  it('takes an erased record’s tokens out as the erasure is stored, waiting or not', async () => {
+    const [a, b] = [doc('Umbrella Corp'), doc('Umbrella Health')];
+    await commit([a]);
+    await find('umbrella'); // a is indexed
+    await commit([b]); // b waits
+    await store.erase(schema.name, [a.id, b.id]);
+    expect({ waiting: waiting(), indexed: indexed('umbrella') }).toEqual({ waiting: 0, indexed: [] });
+    expect(await find('umbrella')).toEqual([]);
+  });
+
+  it('finds what another process committed, taking its rows in, and follows a change of an exact and a substring field together', async () => {
+    const db = openSqliteDatabase(sqlite.file, { durable: false });
+    const other = new SqliteReadStore(db);
+    await other.ensureCollection(schema);
+    try {
+      const a = doc('Massive Dynamic');
+      await other.commit(schema.name, [a], { generation: 1, position: { commit: 1n, prepare: 1n } });
+      expect(await find('dynamic')).toEqual(['Massive Dynamic']);
+      expect(waiting()).toBe(0);
+      // The upsert's path (an exact filter's value changes too), not the rewrite's.
+      const changed = { ...a, revision: 1, fields: { company: 'Wayne Enterprises', email: 'other@x.io' } };
+      await other.commit(schema.name, [changed], { generation: 1, position: { commit: 2n, prepare: 2n } });
+      expect({ old: await find('dynamic'), now: await find('wayne') }).toEqual({ old: [], now: ['Wayne Enterprises'] });
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('answers a find at once while another process holds the write lock, rows waiting or not', async () => {
+    const db = openSqliteDatabase(sqlite.file, { durable: false });
+    try {
+      const a = doc('Cyberdyne');
+      await commit([a]);
+      await find('cyberdyne');
+      await commit([doc('Cyberdyne Labs')]); // waits for the index
+      db.exec('BEGIN IMMEDIATE');
+      const started = Date.now();
+      // Through the account's rows, not the index, since the waiting row cannot be taken in now.
+      expect(await find('cyberdyne')).toEqual(['Cyberdyne Labs', 'Cyberdyne']);
+      expect(await find('labs')).toEqual(['Cyberdyne Labs']);
+      // Well within the 5 s a write would wait for the lock.
+      expect(Date.now() - started).toBeLessThan(2500);
+      db.exec('ROLLBACK');
+      expect(await find('labs')).toEqual(['Cyberdyne Labs']);
+      expect(waiting()).toBe(0);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('takes an erased record’s tokens out of a generation another process built and promoted since, and out of the one it replaced', async () => {
+    const db = openSqliteDatabase(sqlite.file, { durable: false });
+    const builder = new SqliteReadStore(db);
+    await builder.ensureCollection(schema);
+    try {
+      const [a, b] = [doc('Oscorp'), doc('Oscorp Labs')];
+      await commit([a, b]);
+      await find('oscorp');
+      const generation = await builder.startRebuild(schema.name);
+      await builder.commit(schema.name, [a, b], { generation, position: { commit: 100_000n, prepare: 100_000n } });
+      await store.erase(schema.name, [a.id]); // while the other builds
+      await builder.commit(schema.name, [{ ...a, revision: 1, deleted: true, fields: {} }], { generation, position: { commit: 100_001n, prepare: 100_001n } });
+      await builder.promote(schema.name, generation);
+      await store.erase(schema.name, [b.id]);
+      const index = (g: number, company: string) =>
+        sqlite.db
+          .prepare(`SELECT rowid FROM substrings_buyers__g${g} WHERE substrings_buyers__g${g} MATCH ?`)
+          .pluck()
+          .all(substringQuery('acc', 0, company));
+      expect({ live: index(generation, 'oscorp'), replaced: index(1, 'oscorp') }).toEqual({ live: [], replaced: [] });
+      expect(await find('oscorp')).toEqual([]);
+    } finally {
+      await builder.close();
+    }
+  });
+
+  it('moves a store whose index was kept row by row (before) to the rows waiting, at its next start', async () => {
+    const a = doc('Soylent');
+    await commit([a]);
+    await find('soylent');
+    // The index as the service kept it before: triggers that wrote every row's tokens at once.
+    const s = `substrings_${t}`;
+    sqlite.db.exec(`
+      DROP TABLE substrings_pending_${t};
+      DROP TRIGGER ${s}_insert; DROP TRIGGER ${s}_update; DROP TRIGGER ${s}_delete;
+      CREATE TRIGGER ${s}_update AFTER UPDATE ON ${t} WHEN OLD.f_company IS NOT NEW.f_company BEGIN
+        DELETE FROM ${s} WHERE rowid = OLD.seq;
+        INSERT INTO ${s} (rowid, tokens) SELECT NEW.seq, v FROM (SELECT substring_tokens(NEW.account_id, NEW.f_company) AS v) WHERE v != '';
+      END;
+    `);
+    sqlite.db.prepare(`UPDATE ${t} SET f_company = 'soylent green', revision = 1 WHERE id = ?`).run(a.id);
+    store = new SqliteReadStore(sqlite.db); // the next start (the same file)
+    await store.ensureCollection(schema);
+    expect(await find('green')).toEqual(['Soylent']);
+    const b = doc('Tyrell');
+    await commit([b]);
+    expect(waiting()).toBe(1);
+    expect(await find('tyrell')).toEqual(['Tyrell']);
   });
 });
