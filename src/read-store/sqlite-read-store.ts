@@ -289,29 +289,28 @@ export class SqliteReadStore implements ReadStore {
     const key = `${fields.join(',')}|${query.order}|${query.limit}|${query.after === undefined ? '' : 'after'}`;
     const params = [query.accountId, ...fields.map((f) => filterKey(schema.filters[f], query.filters[f]))];
     const { documents, total } = this.readLive(collection, (table) => {
-      // The count and the page in one snapshot. Through the substring index only where no changed
-      // row waits for it in that snapshot: else the rows are taken in first, and should that not be
-      // possible at once (another process writing, a full disk), the account's rows are checked
-      // one by one instead, which needs no index and no lock.
-      const read = (byIndex: boolean) =>
-        this.db
-          .transaction(() => {
-            const statements = this.findStatements(table, collection, fields, key, query, byIndex);
-            if (statements.bySubstrings && table.pending?.waiting()) return undefined;
-            // Through the substring index, its query comes first: the account's records holding every piece.
-            const match = statements.bySubstrings ? [this.substringsMatch(schema, query)] : [];
-            const { live_generation: live, total } =
-              query.count === false
-                ? { live_generation: this.selectLive.get(collection) ?? null, total: 0 }
-                : (statements.count.get(collection, ...match, ...params) as LiveRow<{ total: number }>);
-            if (live !== table.generation) return { live, documents: [], total };
-            const rows = statements.page.all(...match, ...params, ...(query.after === undefined ? [] : [query.after]), query.offset) as DocumentRow[];
-            return { live, documents: rows.map(toDocument), total };
-          })
-          .deferred();
-      let found = read(true);
-      if (found === undefined && this.flushAtOnce(table)) found = read(true);
-      return found ?? read(false)!;
+      const read = (byIndex: boolean) => {
+        const statements = this.findStatements(table, collection, fields, key, query, byIndex);
+        if (statements.bySubstrings && table.pending?.waiting()) return undefined;
+        // Through the substring index, its query comes first: the account's records holding every piece.
+        const match = statements.bySubstrings ? [this.substringsMatch(schema, query)] : [];
+        const { live_generation: live, total } =
+          query.count === false
+            ? { live_generation: this.selectLive.get(collection) ?? null, total: 0 }
+            : (statements.count.get(collection, ...match, ...params) as LiveRow<{ total: number }>);
+        if (live !== table.generation) return { live, documents: [], total };
+        const rows = statements.page.all(...match, ...params, ...(query.after === undefined ? [] : [query.after]), query.offset) as DocumentRow[];
+        return { live, documents: rows.map(toDocument), total };
+      };
+      if (!table.pending || !readsSubstrings(schema, fields)) return read(true)!;
+      // Through the substring index only where no changed row waits for it, in the snapshot the
+      // count and the page read (one transaction): else the rows are taken in first, and should that
+      // not be possible at once (another process writing, a full disk), the account's rows are
+      // checked one by one instead, which needs no index and no lock.
+      const inOneSnapshot = (byIndex: boolean) => this.db.transaction(() => read(byIndex)).deferred();
+      let found = inOneSnapshot(true);
+      if (found === undefined && this.flushAtOnce(table)) found = inOneSnapshot(true);
+      return found ?? inOneSnapshot(false)!;
     });
     return { documents, total: Math.min(total, COUNT_LIMIT), capped: total > COUNT_LIMIT };
   }
