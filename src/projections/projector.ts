@@ -50,8 +50,8 @@ export const LIVE_BATCH = 500;
 /**
  * How long the stored checkpoint of a read model may stay behind batches with nothing for it (a
  * profile's events, for the customers): they move the checkpoint in memory only, and it is saved
- * with the next batch that holds some, or after this long. A write of nothing but the checkpoint for
- * every other read model's batch cost a transaction per model per write; this way, a few a second.
+ * with the next batch that holds some, or after this long. Saving it with each would be a
+ * transaction per read model per write; this way it is a few a second.
  */
 export const CHECKPOINT_EVERY_MS = 200;
 
@@ -503,8 +503,7 @@ export class Projector {
    * events up to it hold nothing for this model, and the rebuild folded every event before its own).
    */
   private saveCheckpoint(): Promise<void> {
-    clearTimeout(this.saveLater);
-    this.saveLater = undefined;
+    this.cancelSave();
     const position = this.position;
     const name = this.projection.schema.name;
     this.savedAt = performance.now();
@@ -537,15 +536,18 @@ export class Projector {
   private saved(): void {
     this.savedAt = performance.now();
     this.unsaved = false;
-    clearTimeout(this.saveLater);
-    this.saveLater = undefined;
+    this.cancelSave();
   }
 
   /** No save to come, and none under way. */
   private async settleSaves(): Promise<void> {
+    this.cancelSave();
+    await this.saving;
+  }
+
+  private cancelSave(): void {
     clearTimeout(this.saveLater);
     this.saveLater = undefined;
-    await this.saving;
   }
 
   private resolveWaiters(): void {

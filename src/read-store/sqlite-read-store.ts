@@ -131,8 +131,8 @@ const SORT_THREADS = 2;
 
 /**
  * FTS5's in-memory hash of pending tokens while a substring index is filled from its table, and
- * FTS5's default, set back after. Filling the index of 1,000,000 records took as long with 2 MB as
- * with 64 MB (6.3 to 6.5 s, side by side); 8 MB holds 56 MB less at the promotion.
+ * FTS5's default, set back after. A larger hash fills it no faster (docs/benchmarks.md), and holds
+ * more memory at the promotion.
  */
 const FILL_HASH_BYTES = 8 * 1024 * 1024;
 const FTS5_HASH_BYTES = 1024 * 1024;
@@ -190,7 +190,7 @@ export class SqliteReadStore implements ReadStore {
     private readonly db: SqliteDatabase,
     private readonly rowidsInMemory = ROWIDS_IN_MEMORY,
   ) {
-    // The substring indexes' triggers call it (see createSubstrings), in every process that writes.
+    // The substring indexes are filled with it (see createSubstrings), in every process that commits, finds or erases.
     db.function(TOKENS_FUNCTION, { deterministic: true, varargs: true }, (accountId: unknown, ...values: unknown[]) =>
       substringTokens(String(accountId), values.map(String)),
     );
@@ -242,11 +242,12 @@ export class SqliteReadStore implements ReadStore {
     this.collections.set(schema.name, { schema, tables: new Map() });
     this.db
       .transaction(() => {
-        // A store made before the substring index gets one on its live generation, once; one whose
-        // index was kept row by row has it kept through the rows waiting (see createSubstrings), once.
+        // A store made before the substring index gets one on its live generation, once; an index
+        // kept record by record (an earlier version's) is kept through the rows waiting from now
+        // on (see createSubstrings): the live one's, and a retired one's, still read for a while.
         const generations = this.selectGenerations.all(schema.name);
         if (generations.length > 0) {
-          for (const g of generations) if (g.state !== 'dropped' && g.state !== 'building') this.keepSubstringsByFlush(schema, g.generation);
+          for (const g of generations) if (g.state === 'retired') this.keepSubstringsByFlush(schema, g.generation);
           return this.createSubstrings(schema, this.liveGeneration(schema.name));
         }
         this.insertGeneration.run(schema.name, 1, 'live', Date.now());
@@ -687,8 +688,8 @@ export class SqliteReadStore implements ReadStore {
    * table once, then kept up to date through a table of the rows changed since (pendingTable, filled
    * by triggers on every write to the table, any process's): their tokens go in the index together,
    * a little later (SUBSTRINGS_FLUSH_MS, or with a large commit), and before any find through the
-   * index. Kept row by row, the index cost each commit of one record about 7 pages of the log (an
-   * FTS5 segment of its own and the index's records of them) and twice the statements' time.
+   * index: each FTS5 commit writes a segment of its own and the index's records of it, several
+   * pages of the log, which a record written alone would pay in full.
    * secure-delete: an erased record's tokens leave the index's pages at once (erase flushes them),
    * like its values leave the table's (secure_delete, see erase).
    */
@@ -917,7 +918,7 @@ const pendingTable = (table: string) => `substrings_pending_${table}`;
 const tokensOf = (fields: string[], table: string) =>
   `${TOKENS_FUNCTION}(${[`${table}.account_id`, ...fields.map((f) => `${table}.${filterColumn(f)}`)].join(', ')})`;
 
-/** The SQL function the substring index's triggers call: substringTokens(account, ...values). */
+/** The SQL function the substring index is filled with: substringTokens(account, ...values). */
 const TOKENS_FUNCTION = 'substring_tokens';
 
 /** The filters with an index of their own: exact ones; a `contains-ci` filter scans the account's rows. */
