@@ -32,6 +32,8 @@ export interface TestApp {
   http: TestAgent;
   baseUrl: string;
   dataDir: string;
+  /** What the service has logged so far, at its LOG_LEVEL (error unless the suite's env says). */
+  output(): string;
   /** Closes the app; keeps the data directory unless told to remove it. */
   close(options?: { keepData?: boolean }): Promise<void>;
 }
@@ -62,9 +64,10 @@ export async function startTestApp(options: { dataDir?: string; env?: NodeJS.Pro
   if (TEST_WORKERS) return startWorkers(dataDir, accounts, options.env);
   const env = { DATA_DIR: dataDir, LOG_LEVEL: 'error', ...liveStoreEnv(), ...options.env };
   const config = { ...loadConfig(env), accessTokens: accounts };
-  // Its error lines (a store closed on purpose, say) would only clutter the run's output: a passing
-  // run prints the runner's report alone. Suites about the log read a child service's output.
-  const app = await createApp(config, { write: () => undefined });
+  // Kept for the suite, not printed (a store closed on purpose, say, logs an error): a passing run
+  // prints the runner's report alone.
+  let output = '';
+  const app = await createApp(config, { write: (line: string) => void (output += line) });
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -74,6 +77,7 @@ export async function startTestApp(options: { dataDir?: string; env?: NodeJS.Pro
     http: request(baseUrl),
     baseUrl,
     dataDir,
+    output: () => output,
     async close({ keepData = false } = {}) {
       await app.close();
       if (!keepData) rmSync(dataDir, { recursive: true, force: true });
@@ -102,6 +106,7 @@ async function startWorkers(dataDir: string, accounts: Map<string, string>, env:
     http: request(service.url),
     baseUrl: service.url,
     dataDir,
+    output: service.output,
     async close({ keepData = false } = {}) {
       await events.close();
       service.process.kill('SIGTERM');
