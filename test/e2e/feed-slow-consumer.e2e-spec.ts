@@ -120,8 +120,9 @@ describe('a slow consumer of the event stream', () => {
 
   it('slows no other consumer: while several stall, another account’s long-poll and stream get a write at once', async () => {
     const before = cutOffs();
-    const stalled = await Promise.all(Array.from({ length: 8 }, () => open(t.baseUrl, BIG.token)));
-    for (const s of stalled) s.pause();
+    // Each paused as soon as it opens: one that read on while the others opened would have its receive
+    // buffer grown by the kernel, to where it might hold the whole feed and never back up.
+    const stalled = await Promise.all(Array.from({ length: 8 }, () => open(t.baseUrl, BIG.token).then((s) => (s.pause(), s))));
     const start = (await readPage(t.baseUrl, OTHER.token)).cursor;
     const stream = await open(t.baseUrl, OTHER.token, { after: start });
     const polled = readPage(t.baseUrl, OTHER.token, { after: start, wait: 10 });
