@@ -705,7 +705,7 @@ export class SqliteReadStore implements ReadStore {
       CREATE VIRTUAL TABLE ${s} USING fts5(tokens, content='', contentless_delete=1, tokenize='ascii', detail='none');
       INSERT INTO ${s} (${s}, rank) VALUES ('secure-delete', 1);
       INSERT INTO ${s} (${s}, rank) VALUES ('hashsize', ${FILL_HASH_BYTES});
-      INSERT INTO ${s} (rowid, tokens) SELECT seq, v FROM (SELECT seq, ${tokensOf(fields, t)} AS v FROM ${t} WHERE deleted = 0) WHERE v != '';
+      INSERT INTO ${s} (rowid, tokens) SELECT seq, ${tokensOf(fields, t)} FROM ${t} WHERE deleted = 0 AND ${holdsSubstrings(fields, t)};
       INSERT INTO ${s} (${s}, rank) VALUES ('hashsize', ${FTS5_HASH_BYTES});
     `);
     this.keepSubstringsByFlush(schema, generation);
@@ -838,14 +838,14 @@ export class SqliteReadStore implements ReadStore {
 
   /** The rows waiting for a table's substring index (see keepSubstringsByFlush), and what takes them in. */
   private pendingOf(schema: CollectionSchema, t: string): Pending {
+    const fields = substringFields(schema);
     const s = substringsTable(t);
     const p = pendingTable(t);
     const waiting = this.db.prepare(`SELECT 1 FROM ${p} LIMIT 1`).pluck();
     const remove = this.db.prepare(`DELETE FROM ${s} WHERE rowid IN (SELECT seq FROM ${p} WHERE indexed = 1)`);
     const add = this.db.prepare(
-      `INSERT INTO ${s} (rowid, tokens) SELECT seq, v FROM (
-         SELECT ${t}.seq, ${tokensOf(substringFields(schema), t)} AS v FROM ${p} CROSS JOIN ${t} ON ${t}.rowid = ${p}.row WHERE ${t}.deleted = 0
-       ) WHERE v != ''`,
+      `INSERT INTO ${s} (rowid, tokens)
+         SELECT ${t}.seq, ${tokensOf(fields, t)} FROM ${p} CROSS JOIN ${t} ON ${t}.rowid = ${p}.row WHERE ${t}.deleted = 0 AND ${holdsSubstrings(fields, t)}`,
     );
     const clear = this.db.prepare(`DELETE FROM ${p}`);
     const flush = this.db.transaction(() => {
@@ -917,6 +917,13 @@ const pendingTable = (table: string) => `substrings_pending_${table}`;
 /** The SQL of a row's substring tokens (substrings.ts), from the table's columns. */
 const tokensOf = (fields: string[], table: string) =>
   `${TOKENS_FUNCTION}(${[`${table}.account_id`, ...fields.map((f) => `${table}.${filterColumn(f)}`)].join(', ')})`;
+
+/**
+ * The SQL of whether a row has tokens: some substring value not empty (substringTokens gives ''
+ * otherwise). Tested on the columns, not on the tokens made: SQLite would make them twice, once for
+ * the test and once for the value (the subquery that names them is flattened).
+ */
+const holdsSubstrings = (fields: string[], table: string) => `(${fields.map((f) => `${table}.${filterColumn(f)} != ''`).join(' OR ')})`;
 
 /** The SQL function the substring index is filled with: substringTokens(account, ...values). */
 const TOKENS_FUNCTION = 'substring_tokens';
