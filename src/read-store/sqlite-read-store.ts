@@ -921,9 +921,11 @@ const tokensOf = (fields: string[], table: string) =>
 /**
  * The SQL of whether a row has tokens: some substring value not empty (substringTokens gives ''
  * otherwise). Tested on the columns, not on the tokens made: SQLite would make them twice, once for
- * the test and once for the value (the subquery that names them is flattened).
+ * the test and once for the value (the subquery that names them is flattened). None where the
+ * collection has no substring field now (a generation indexed when it had one).
  */
-const holdsSubstrings = (fields: string[], table: string) => `(${fields.map((f) => `${table}.${filterColumn(f)} != ''`).join(' OR ')})`;
+const holdsSubstrings = (fields: string[], table: string) =>
+  fields.length === 0 ? '0' : `(${fields.map((f) => `${table}.${filterColumn(f)} != ''`).join(' OR ')})`;
 
 /** The SQL function the substring index is filled with: substringTokens(account, ...values). */
 const TOKENS_FUNCTION = 'substring_tokens';

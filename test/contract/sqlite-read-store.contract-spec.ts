@@ -366,6 +366,18 @@ describe('SqliteReadStore substring index: kept up to date through the rows wait
     expect((await store.find(schema.name, { accountId: 'acc', filters: { company: 'stark 11' }, order: 'oldest', offset: 0, limit: 20 })).total).toBe(11);
   });
 
+  it('goes on finding and erasing once the collection’s substring field is made exact, over a generation indexed before', async () => {
+    const a = doc('Gringotts');
+    await commit([a]);
+    const exact = { name: schema.name, filters: { email: 'exact-ci' as const, company: 'exact-ci' as const } };
+    const later = new SqliteReadStore(sqlite.db);
+    await later.ensureCollection(exact);
+    const found = await later.find(schema.name, { accountId: 'acc', filters: { company: 'gringotts' }, order: 'newest', offset: 0, limit: 10 });
+    expect(found.documents.map((d) => d.id)).toEqual([a.id]);
+    await later.erase(schema.name, [a.id]);
+    expect(await later.get(schema.name, 'acc', a.id)).toBeNull();
+  });
+
   it('takes a large commit’s tokens in with it', async () => {
     await commit(Array.from({ length: 150 }, (_, i) => doc(`Vandelay ${i}`)));
     expect(waiting()).toBe(0);
