@@ -1,6 +1,5 @@
 import { Logger } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
-import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { comparePositions, EventBatch, EventStore, Position, START, type StoredEvent } from '../event-store/event-store.port';
 import { GenerationReplacedError, ReadDocument, ReadStore } from '../read-store/read-store.port';

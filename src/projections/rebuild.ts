@@ -9,7 +9,7 @@ import { inSpan } from '../tracing/tracing';
  * Larger than the live projector's batches (a rebuild has no reader waiting on it, and each batch is
  * one transaction per read model), but not so large that the service's writes wait long for the lock,
  * nor that the batches held at once (read ahead, opened, folded) outlive the young generation's
- * collections: at 5,000 a million events' rebuild peaked some 200 MB higher, and no faster.
+ * collections, which would copy and promote them: memory, for no speed (docs/benchmarks.md).
  */
 const REBUILD_BATCH = 1000;
 

@@ -310,7 +310,7 @@ export class SqliteReadStore implements ReadStore {
       // checked one by one instead, which needs no index and no lock.
       const inOneSnapshot = (byIndex: boolean) => this.db.transaction(() => read(byIndex)).deferred();
       let found = inOneSnapshot(true);
-      if (found === undefined && this.flushAtOnce(table)) found = inOneSnapshot(true);
+      if (found === undefined && this.flushAtOnce(table.pending)) found = inOneSnapshot(true);
       return found ?? inOneSnapshot(false)!;
     });
     return { documents, total: Math.min(total, COUNT_LIMIT), capped: total > COUNT_LIMIT };
@@ -748,12 +748,11 @@ export class SqliteReadStore implements ReadStore {
    * Takes in the rows waiting for the table's substring index, if it can at once (no waiting for
    * another process's lock): false when it could not.
    */
-  private flushAtOnce(table: Table): boolean {
-    if (!table.pending) return false;
+  private flushAtOnce(pending: Pending): boolean {
     const busyTimeout = this.db.pragma('busy_timeout', { simple: true }) as number;
     this.db.pragma('busy_timeout = 0');
     try {
-      table.pending.flush();
+      pending.flush();
       return true;
     } catch {
       return false;
@@ -771,8 +770,8 @@ export class SqliteReadStore implements ReadStore {
       if (!this.db.open) return;
       try {
         if (this.selectState.get(collection, generation) !== 'live') return;
-        const table = this.table(collection, generation);
-        if (table.pending?.waiting() && !this.flushAtOnce(table)) this.flushSubstringsSoon(collection, generation, SUBSTRINGS_RETRY_MS);
+        const { pending } = this.table(collection, generation);
+        if (pending?.waiting() && !this.flushAtOnce(pending)) this.flushSubstringsSoon(collection, generation, SUBSTRINGS_RETRY_MS);
       } catch {
         // Gone meanwhile (dropped, closed): nothing waits for it.
       }
@@ -920,9 +919,9 @@ const tokensOf = (fields: string[], table: string) =>
 
 /**
  * The SQL of whether a row has tokens: some substring value not empty (substringTokens gives ''
- * otherwise). Tested on the columns, not on the tokens made: SQLite would make them twice, once for
- * the test and once for the value (the subquery that names them is flattened). None where the
- * collection has no substring field now (a generation indexed when it had one).
+ * otherwise). On the columns, so that each row's tokens are made once: a test on the tokens
+ * themselves, through a subquery naming them, makes them twice (SQLite flattens the subquery). None
+ * where the collection has no substring field now (a generation indexed when it had one).
  */
 const holdsSubstrings = (fields: string[], table: string) =>
   fields.length === 0 ? '0' : `(${fields.map((f) => `${table}.${filterColumn(f)} != ''`).join(' OR ')})`;
