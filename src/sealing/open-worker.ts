@@ -11,7 +11,22 @@ import type { OpenAnswer, OpenRequest } from './opening-thread';
 const KEYS_A_READ = 1000;
 
 /** The SQLite key store this thread reads (OpenRequest.keyFile): one file a thread, opened once. */
-let keyStore: { file: string; db: SqliteDatabase; select: Statement<[string], { key_id: string; key: Buffer | null }> } | undefined;
+let keyStore:
+  | {
+      file: string;
+      db: SqliteDatabase;
+      /** The rowid after the last key read: where the next read's keys are likely to start (see readKeys). */
+      next: number;
+      byId: Statement<[string], KeyRow>;
+      following: Statement<[number, number, string], KeyRow>;
+    }
+  | undefined;
+
+interface KeyRow {
+  rowid: number;
+  key_id: string;
+  key: Buffer | null;
+}
 
 parentPort!.on('message', (request: OpenRequest) => {
   const { id, sealed, contexts, keyOf } = request;
@@ -50,8 +65,14 @@ parentPort!.on('message', (request: OpenRequest) => {
 
 /**
  * The keys of `keyIds` as the key store has them now, in order: bytes, or null where destroyed or
- * absent; `absent` names the ids it has no row for. Read as SqliteKeyStore.getMany reads them, through
- * a read-only connection of this thread's own: WAL lets it read beside the store's writer.
+ * absent; `absent` names the ids it has no row for. Read through a read-only connection of this
+ * thread's own: WAL lets it read beside the store's writer.
+ *
+ * A record's key is made with its first event, so the keys of a batch's new records follow one
+ * another in the table's rowid order, as their events do in the log. Each read first takes the
+ * rows that follow the last key found (`next`), as many as it asks for, and looks up by id only
+ * those not among them. Looked up by id, each key costs a page of the id index read at random,
+ * while the rows that follow one another share their pages.
  */
 function readKeys(file: string, keyIds: string[]): { bytes: (Buffer | null)[]; absent: string[] } {
   if (keyStore?.file !== file) {
@@ -61,15 +82,32 @@ function readKeys(file: string, keyIds: string[]): { bytes: (Buffer | null)[]; a
     try {
       // A small page cache: the pages it keeps hold keys, some of them destroyed since (freed, not zeroed).
       db.pragma('cache_size = -256');
-      keyStore = { file, db, select: db.prepare('SELECT key_id, key FROM data_keys WHERE key_id IN (SELECT value FROM json_each(?))') };
+      keyStore = {
+        file,
+        db,
+        next: 1,
+        byId: db.prepare('SELECT rowid, key_id, key FROM data_keys WHERE key_id IN (SELECT value FROM json_each(?))'),
+        // `+key_id`: the rows in rowid order, the ids only tested (not looked up in their index).
+        following: db.prepare('SELECT rowid, key_id, key FROM data_keys WHERE rowid >= ? AND rowid < ? AND +key_id IN (SELECT value FROM json_each(?))'),
+      };
     } catch (error) {
       db.close();
       throw error;
     }
   }
+  const store = keyStore;
   const found = new Map<string, Buffer | null>();
   for (let from = 0; from < keyIds.length; from += KEYS_A_READ) {
-    for (const row of keyStore.select.all(JSON.stringify(keyIds.slice(from, from + KEYS_A_READ)))) found.set(row.key_id, row.key);
+    const ids = keyIds.slice(from, from + KEYS_A_READ);
+    let last = 0;
+    const take = (row: KeyRow) => {
+      found.set(row.key_id, row.key);
+      if (row.rowid > last) last = row.rowid;
+    };
+    for (const row of store.following.all(store.next, store.next + ids.length, JSON.stringify(ids))) take(row);
+    const rest = ids.filter((keyId) => !found.has(keyId));
+    if (rest.length > 0) for (const row of store.byId.all(JSON.stringify(rest))) take(row);
+    if (last > 0) store.next = last + 1;
   }
   const absent = keyIds.filter((keyId) => !found.has(keyId));
   return { bytes: keyIds.map((keyId) => found.get(keyId) ?? null), absent };
