@@ -1,6 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import { comparePositions, Position, START } from '../event-store/event-store.port';
-import { checkpointAndTruncate, SqliteDatabase, TEXT_KEY } from '../storage/sqlite-database';
+import { checkpointAndTruncate, SqliteDatabase, TEXT_KEY, transactions } from '../storage/sqlite-database';
 import { sqliteFailure } from '../storage/store-unavailable.error';
 import {
   Checkpoint,
@@ -164,6 +164,7 @@ const tableName = (collection: string, generation: number) => `${collection}__g$
  */
 export class SqliteReadStore implements ReadStore {
   private readonly collections = new Map<string, Collection>();
+  private readonly transaction: ReturnType<typeof transactions>;
   /** By table name. */
   private readonly builds = new Map<string, Build>();
   /** The connection's own wal_autocheckpoint, given back once no build is left (see startRebuild). */
@@ -190,6 +191,7 @@ export class SqliteReadStore implements ReadStore {
     private readonly db: SqliteDatabase,
     private readonly rowidsInMemory = ROWIDS_IN_MEMORY,
   ) {
+    this.transaction = transactions(db);
     // The substring indexes are filled with it (see createSubstrings), in every process that commits, finds or erases.
     db.function(TOKENS_FUNCTION, { deterministic: true, varargs: true }, (accountId: unknown, ...values: unknown[]) =>
       substringTokens(String(accountId), values.map(String)),
@@ -240,20 +242,18 @@ export class SqliteReadStore implements ReadStore {
       if (!NAME.test(name) || name.includes('__')) throw new Error(`Invalid collection or field name: ${name}`);
     }
     this.collections.set(schema.name, { schema, tables: new Map() });
-    this.db
-      .transaction(() => {
-        // A store made before the substring index gets one on its live generation, once; an index
-        // kept record by record (an earlier version's) is kept through the rows waiting from now
-        // on (see createSubstrings): the live one's, and a retired one's, still read for a while.
-        const generations = this.selectGenerations.all(schema.name);
-        if (generations.length > 0) {
-          for (const g of generations) if (g.state === 'retired') this.keepSubstringsByFlush(schema, g.generation);
-          return this.createSubstrings(schema, this.liveGeneration(schema.name));
-        }
-        this.insertGeneration.run(schema.name, 1, 'live', Date.now());
-        this.createTable(schema, 1, { indexed: true });
-      })
-      .immediate();
+    this.transaction.immediate(() => {
+      // A store made before the substring index gets one on its live generation, once; an index
+      // kept record by record (an earlier version's) is kept through the rows waiting from now
+      // on (see createSubstrings): the live one's, and a retired one's, still read for a while.
+      const generations = this.selectGenerations.all(schema.name);
+      if (generations.length > 0) {
+        for (const g of generations) if (g.state === 'retired') this.keepSubstringsByFlush(schema, g.generation);
+        return this.createSubstrings(schema, this.liveGeneration(schema.name));
+      }
+      this.insertGeneration.run(schema.name, 1, 'live', Date.now());
+      this.createTable(schema, 1, { indexed: true });
+    });
   }
 
   async getMany(collection: string, ids: string[], generation?: number): Promise<Map<string, ReadDocument>> {
@@ -308,7 +308,7 @@ export class SqliteReadStore implements ReadStore {
       // count and the page read (one transaction): else the rows are taken in first, and should that
       // not be possible at once (another process writing, a full disk), the account's rows are
       // checked one by one instead, which needs no index and no lock.
-      const inOneSnapshot = (byIndex: boolean) => this.db.transaction(() => read(byIndex)).deferred();
+      const inOneSnapshot = (byIndex: boolean) => this.transaction.deferred(() => read(byIndex));
       let found = inOneSnapshot(true);
       if (found === undefined && this.flushAtOnce(table.pending)) found = inOneSnapshot(true);
       return found ?? inOneSnapshot(false)!;
@@ -420,70 +420,68 @@ export class SqliteReadStore implements ReadStore {
     // (should the transaction fail, commit lets the table go).
     const first = build?.nextRowid ?? 0;
     let nextRowid = first;
-    this.db
-      .transaction(() => {
-        const state = this.assertWritable(collection, generation);
-        const table = this.table(collection, generation);
-        if (state === 'building' && !build) {
-          throw new Error(`Generation ${generation} of ${collection} is being built by another process`);
+    this.transaction.immediate(() => {
+      const state = this.assertWritable(collection, generation);
+      const table = this.table(collection, generation);
+      if (state === 'building' && !build) {
+        throw new Error(`Generation ${generation} of ${collection} is being built by another process`);
+      }
+      if (build?.needsIdIndex) {
+        this.db.exec(idIndex(name));
+        build.needsIdIndex = false;
+      }
+      const kinds = filterFields.map((f) => schema.filters[f]);
+      // A document's values, in the table's column order; `at` it in `into`, from `from`. Returns where it ended.
+      const valuesOf = (d: ReadDocument, into: unknown[], from: number) => {
+        let at = from;
+        into[at++] = d.id;
+        into[at++] = d.accountId;
+        into[at++] = d.revision;
+        into[at++] = d.seq;
+        into[at++] = d.deleted ? 1 : 0;
+        into[at++] = d.created;
+        into[at++] = JSON.stringify(d.fields);
+        for (let f = 0; f < filterFields.length; f++) into[at++] = filterKey(kinds[f], d.fields[filterFields[f]] ?? '');
+        return at;
+      };
+      // New rows of a build, waiting to go in INSERT_ROWS at a time: each its rowid, then its values.
+      const perRow = 1 + DOCUMENT_COLUMNS.length + filterFields.length;
+      const waiting: unknown[] = build?.rowids ? new Array(INSERT_ROWS * perRow) : [];
+      let filled = 0;
+      const insertWaiting = () => {
+        if (filled === waiting.length) build!.insertMany.run(waiting);
+        else for (let at = 0; at < filled; at += perRow) build!.insert.run(waiting.slice(at, at + perRow));
+        filled = 0;
+      };
+      for (const d of documents) {
+        if (!build?.rowids) {
+          const values: unknown[] = new Array(perRow - 1);
+          valuesOf(d, values, 0);
+          // A new record (revision 0) has no row to rewrite.
+          if (d.revision === 0 || !table.rewrite(values)) table.upsert().run(...values);
+          continue;
         }
-        if (build?.needsIdIndex) {
-          this.db.exec(idIndex(name));
-          build.needsIdIndex = false;
+        const rowid = build.rowids.add(d.id, nextRowid);
+        if (rowid === undefined) {
+          waiting[filled] = nextRowid++;
+          filled = valuesOf(d, waiting, filled + 1);
+          if (filled === waiting.length) insertWaiting();
+        } else {
+          // Its row may be among those waiting (a document given twice).
+          if (rowid >= first) insertWaiting();
+          const values: unknown[] = new Array(perRow - 1);
+          valuesOf(d, values, 0);
+          build.update.run(...values.slice(1), rowid, d.revision);
         }
-        const kinds = filterFields.map((f) => schema.filters[f]);
-        // A document's values, in the table's column order; `at` it in `into`, from `from`. Returns where it ended.
-        const valuesOf = (d: ReadDocument, into: unknown[], from: number) => {
-          let at = from;
-          into[at++] = d.id;
-          into[at++] = d.accountId;
-          into[at++] = d.revision;
-          into[at++] = d.seq;
-          into[at++] = d.deleted ? 1 : 0;
-          into[at++] = d.created;
-          into[at++] = JSON.stringify(d.fields);
-          for (let f = 0; f < filterFields.length; f++) into[at++] = filterKey(kinds[f], d.fields[filterFields[f]] ?? '');
-          return at;
-        };
-        // New rows of a build, waiting to go in INSERT_ROWS at a time: each its rowid, then its values.
-        const perRow = 1 + DOCUMENT_COLUMNS.length + filterFields.length;
-        const waiting: unknown[] = build?.rowids ? new Array(INSERT_ROWS * perRow) : [];
-        let filled = 0;
-        const insertWaiting = () => {
-          if (filled === waiting.length) build!.insertMany.run(waiting);
-          else for (let at = 0; at < filled; at += perRow) build!.insert.run(waiting.slice(at, at + perRow));
-          filled = 0;
-        };
-        for (const d of documents) {
-          if (!build?.rowids) {
-            const values: unknown[] = new Array(perRow - 1);
-            valuesOf(d, values, 0);
-            // A new record (revision 0) has no row to rewrite.
-            if (d.revision === 0 || !table.rewrite(values)) table.upsert().run(...values);
-            continue;
-          }
-          const rowid = build.rowids.add(d.id, nextRowid);
-          if (rowid === undefined) {
-            waiting[filled] = nextRowid++;
-            filled = valuesOf(d, waiting, filled + 1);
-            if (filled === waiting.length) insertWaiting();
-          } else {
-            // Its row may be among those waiting (a document given twice).
-            if (rowid >= first) insertWaiting();
-            const values: unknown[] = new Array(perRow - 1);
-            valuesOf(d, values, 0);
-            build.update.run(...values.slice(1), rowid, d.revision);
-          }
-        }
-        if (filled > 0) insertWaiting();
-        // A large batch's tokens go in the substring index with it, a small one's a little later.
-        if (documents.length >= SUBSTRINGS_FLUSH_AT) table.pending?.flush();
-        // The checkpoint only moves forward, whatever order writers (other processes too) arrive in.
-        const saved = positionOf(this.selectGeneration.get(collection, generation)!);
-        const next = saved && comparePositions(position, saved) <= 0 ? saved : position;
-        this.saveCheckpoint.run(next.commit.toString(), next.prepare.toString(), Date.now(), collection, generation);
-      })
-      .immediate();
+      }
+      if (filled > 0) insertWaiting();
+      // A large batch's tokens go in the substring index with it, a small one's a little later.
+      if (documents.length >= SUBSTRINGS_FLUSH_AT) table.pending?.flush();
+      // The checkpoint only moves forward, whatever order writers (other processes too) arrive in.
+      const saved = positionOf(this.selectGeneration.get(collection, generation)!);
+      const next = saved && comparePositions(position, saved) <= 0 ? saved : position;
+      this.saveCheckpoint.run(next.commit.toString(), next.prepare.toString(), Date.now(), collection, generation);
+    });
     if (documents.length > 0 && documents.length < SUBSTRINGS_FLUSH_AT) this.flushSubstringsSoon(collection, generation);
     if (!build?.rowids) return;
     build.nextRowid = nextRowid;
@@ -507,16 +505,14 @@ export class SqliteReadStore implements ReadStore {
 
   async startRebuild(collection: string): Promise<number> {
     const { schema } = this.collection(collection);
-    const generation = this.db
-      .transaction(() => {
-        const rows = this.selectGenerations.all(collection);
-        for (const row of rows.filter((r) => r.state === 'building')) this.dropGeneration(collection, row.generation);
-        const next = Math.max(0, ...rows.map((r) => r.generation)) + 1;
-        this.insertGeneration.run(collection, next, 'building', Date.now());
-        this.createTable(schema, next, { indexed: false });
-        return next;
-      })
-      .immediate();
+    const generation = this.transaction.immediate(() => {
+      const rows = this.selectGenerations.all(collection);
+      for (const row of rows.filter((r) => r.state === 'building')) this.dropGeneration(collection, row.generation);
+      const next = Math.max(0, ...rows.map((r) => r.generation)) + 1;
+      this.insertGeneration.run(collection, next, 'building', Date.now());
+      this.createTable(schema, next, { indexed: false });
+      return next;
+    });
     this.builds.set(tableName(collection, generation), this.prepareBuild(schema, generation));
     // This connection now fills a table in large batches: checkpoint the WAL less often, since each
     // checkpoint syncs and copies back pages the next batches dirty again. Commits stay atomic and
@@ -529,25 +525,21 @@ export class SqliteReadStore implements ReadStore {
   async promote(collection: string, generation: number): Promise<void> {
     const { schema } = this.collection(collection);
     // Built before the swap, in a transaction of its own so a refused promotion keeps them.
-    this.db
-      .transaction(() => {
-        if (this.selectState.get(collection, generation) === 'building') this.createIndexes(schema, generation);
-      })
-      .immediate();
-    this.db
-      .transaction(() => {
-        const rows = this.selectGenerations.all(collection);
-        const building = rows.find((r) => r.generation === generation && r.state === 'building');
-        if (!building) throw new GenerationReplacedError(collection, generation);
-        const live = rows.find((r) => r.state === 'live')!;
-        if (comparePositions(positionOf(building) ?? START, positionOf(live) ?? START) < 0) {
-          throw new RebuildBehindError(collection);
-        }
-        const now = Date.now();
-        this.setState.run('retired', now, collection, live.generation);
-        this.setState.run('live', now, collection, generation);
-      })
-      .immediate();
+    this.transaction.immediate(() => {
+      if (this.selectState.get(collection, generation) === 'building') this.createIndexes(schema, generation);
+    });
+    this.transaction.immediate(() => {
+      const rows = this.selectGenerations.all(collection);
+      const building = rows.find((r) => r.generation === generation && r.state === 'building');
+      if (!building) throw new GenerationReplacedError(collection, generation);
+      const live = rows.find((r) => r.state === 'live')!;
+      if (comparePositions(positionOf(building) ?? START, positionOf(live) ?? START) < 0) {
+        throw new RebuildBehindError(collection);
+      }
+      const now = Date.now();
+      this.setState.run('retired', now, collection, live.generation);
+      this.setState.run('live', now, collection, generation);
+    });
     // Indexed and live now: written like any live generation from here on.
     this.endBuild(tableName(collection, generation));
     if (this.builds.size === 0) await this.truncateLog();
@@ -555,11 +547,9 @@ export class SqliteReadStore implements ReadStore {
 
   async abandonRebuild(collection: string, generation: number): Promise<void> {
     try {
-      this.db
-        .transaction(() => {
-          if (this.selectState.get(collection, generation) === 'building') this.dropGeneration(collection, generation);
-        })
-        .immediate();
+      this.transaction.immediate(() => {
+        if (this.selectState.get(collection, generation) === 'building') this.dropGeneration(collection, generation);
+      });
     } finally {
       // Over for this process even when the drop failed (the next rebuild drops it) or another process had dropped it.
       this.endBuild(tableName(collection, generation));
@@ -572,19 +562,17 @@ export class SqliteReadStore implements ReadStore {
       .map((f) => `, ${filterColumn(f)} = ''`)
       .join('');
     try {
-      this.db
-        .transaction(() => {
-          for (const row of this.selectGenerations.all(collection)) {
-            if (row.state === 'dropped') continue;
-            const scrub = this.db.prepare(`UPDATE ${tableName(collection, row.generation)} SET fields = '{}', deleted = 1${blanks} WHERE id = ?`);
-            for (const id of ids) scrub.run(id);
-            // The erased records' tokens leave the substring index now, not at the next flush (the
-            // table looked at afresh: another process may have promoted it since this one read it).
-            const t = tableName(collection, row.generation);
-            if (row.state !== 'building' && this.exists(pendingTable(t))) this.pendingOf(schema, t).flush();
-          }
-        })
-        .immediate();
+      this.transaction.immediate(() => {
+        for (const row of this.selectGenerations.all(collection)) {
+          if (row.state === 'dropped') continue;
+          const scrub = this.db.prepare(`UPDATE ${tableName(collection, row.generation)} SET fields = '{}', deleted = 1${blanks} WHERE id = ?`);
+          for (const id of ids) scrub.run(id);
+          // The erased records' tokens leave the substring index now, not at the next flush (the
+          // table looked at afresh: another process may have promoted it since this one read it).
+          const t = tableName(collection, row.generation);
+          if (row.state !== 'building' && this.exists(pendingTable(t))) this.pendingOf(schema, t).flush();
+        }
+      });
       await checkpointAndTruncate(this.db);
     } catch (error) {
       throw sqliteFailure(error);
@@ -593,18 +581,16 @@ export class SqliteReadStore implements ReadStore {
 
   async dropRetired(collection: string, graceMs: number): Promise<void> {
     const before = Date.now() - graceMs;
-    const dropped = this.db
-      .transaction(() => {
-        let count = 0;
-        for (const row of this.selectGenerations.all(collection)) {
-          if (row.state === 'retired' && row.updated_at <= before) {
-            this.dropGeneration(collection, row.generation);
-            count++;
-          }
+    const dropped = this.transaction.immediate(() => {
+      let count = 0;
+      for (const row of this.selectGenerations.all(collection)) {
+        if (row.state === 'retired' && row.updated_at <= before) {
+          this.dropGeneration(collection, row.generation);
+          count++;
         }
-        return count;
-      })
-      .immediate();
+      }
+      return count;
+    });
     // A dropped table's pages are zeroed (secure_delete) through the log: as many as the table held.
     if (dropped > 0 && this.builds.size === 0) await this.truncateLog();
   }

@@ -18,6 +18,21 @@ export type SqliteDatabase = BetterSqlite3.Database;
  */
 export const TEXT_KEY = '? COLLATE BINARY';
 
+/** Runs `work` in a transaction (a savepoint inside one) and returns what it returns. */
+export type InTransaction = <T>(work: () => T) => T;
+
+/**
+ * One transaction function for any work, made once per connection: `db.transaction(fn)` builds five
+ * functions each call, a cost a read model's commit would pay on every write.
+ */
+export function transactions(db: SqliteDatabase): { immediate: InTransaction; deferred: InTransaction } {
+  const run = db.transaction((work: () => unknown) => work());
+  return {
+    immediate: <T>(work: () => T) => run.immediate(work) as T,
+    deferred: <T>(work: () => T) => run.deferred(work) as T,
+  };
+}
+
 /**
  * Opens a connection to one of the embedded default's SQLite files. WAL lets readers run beside the
  * writer. A `durable` connection (the event store's, the key store's) is opened at
