@@ -1,4 +1,4 @@
-// `npm run bench -- memory [--creates N] [--records N | --no-account | --account-only] [--connections N] [--settings default,small]`
+// `npm run bench -- memory [--creates N] [--records N | --no-account | --account-only] [--connections N] [--settings default,small,middle]`
 // Where the serving process's memory goes, and what the 256 MiB settings (docs/operators.md, Memory)
 // cost. Starts the built service as users run it (bench/service.ts) twice side by side on fresh data:
 // with the default settings (npm start's Node flags) and with the 256 MiB ones. Drives the HTTP
@@ -10,10 +10,10 @@
 // peak and the plateau (the mean of the last quarter of the samples) of each kind, and each
 // phase's throughput for the two settings with their ratio: the cost of the small settings.
 // Then, unless --no-account, seeds an account of 1,000,000 customers through the event store port
-// (bench/seed.ts), folds them with the operators' rebuild under the 256 MiB settings (its peak
-// anonymous memory sampled the same way) and measures the two settings again on that data (a copy
-// each): reads of the million, lists, creates into the account.
-import { spawn } from 'node:child_process';
+// (bench/seed.ts), and starts each setting's service on a copy of those events, whose read models
+// it catches up by itself, as a service does on a store its read models are far behind (its peak
+// sampled the same way, and how long until it answered), then measures the settings again on that
+// data: reads of the million, lists, creates into the account.
 import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -24,7 +24,7 @@ import { openEventStore } from '../src/stores/stores.module';
 import { generatorName, LoadResult, LoadSpec } from './load-worker';
 import { cpuTicks, load1, numberArg } from './measure';
 import { seedCustomers } from './seed';
-import { load, ROOT, Service, serviceNodeFlags, startService, stopService } from './service';
+import { load, Service, serviceNodeFlags, startService, stopService } from './service';
 
 const TOKEN = 'memory-token';
 const ACCOUNT = 'account-0';
@@ -45,17 +45,17 @@ interface Setting {
  */
 export const SMALL: Setting = {
   name: '256 MiB',
-  nodeFlags: ['--max-semi-space-size=16', '--max-old-space-size=128'],
-  env: { MALLOC_ARENA_MAX: '2', RECORD_CACHE_SIZE: '2000', KEY_CACHE_SIZE: '2000' },
+  nodeFlags: ['--max-semi-space-size=8', '--max-old-space-size=96'],
+  env: { MALLOC_ARENA_MAX: '2', RECORD_CACHE_SIZE: '2000', KEY_CACHE_SIZE: '2000', REBUILD_ROWIDS: '250000' },
 };
 
 const DEFAULT: Setting = { name: 'default', nodeFlags: [], env: {} };
 
-/** Smaller still (docs/operators.md, Memory): half the young generation, a smaller old one. */
-const TIGHT: Setting = {
-  name: 'tight',
-  nodeFlags: ['--max-semi-space-size=8', '--max-old-space-size=96'],
-  env: { MALLOC_ARENA_MAX: '2', RECORD_CACHE_SIZE: '2000', KEY_CACHE_SIZE: '2000' },
+/** Between the two (docs/operators.md, Memory): twice the young generation, a larger old one. */
+const MIDDLE: Setting = {
+  name: '16/128',
+  nodeFlags: ['--max-semi-space-size=16', '--max-old-space-size=128'],
+  env: { MALLOC_ARENA_MAX: '2', RECORD_CACHE_SIZE: '2000', KEY_CACHE_SIZE: '2000', REBUILD_ROWIDS: '250000' },
 };
 
 const KINDS = ['resident', 'anonymous', 'file', 'js_heap', 'native'] as const;
@@ -207,7 +207,7 @@ export async function main(args: string[]): Promise<void> {
     creates: numberArg(args, '--creates', 100_000),
     records: args.includes('--no-account') ? undefined : numberArg(args, '--records', 1_000_000),
     connections: numberArg(args, '--connections', 32),
-    settings: wanted.map((w) => ({ default: DEFAULT, small: SMALL, tight: TIGHT })[w] ?? unknownSetting(w)),
+    settings: wanted.map((w) => ({ default: DEFAULT, small: SMALL, middle: MIDDLE })[w] ?? unknownSetting(w)),
     autocannon: args.includes('--autocannon'),
     accountOnly: args.includes('--account-only'),
   };
@@ -223,23 +223,11 @@ export async function main(args: string[]): Promise<void> {
       const seeded = mkdtempSync(join(tmpdir(), 'pcs-memory-account-'));
       dirs.push(seeded);
       const file = join(seeded, 'service.sqlite');
-      let started = Date.now();
+      const started = Date.now();
       const { sampleIds } = await seedCustomers(file, { customers: options.records, accounts: 1, listedEmail: LISTED_EMAIL });
       await (await openEventStore({ sqliteFile: file }, RECORD_KINDS)).close();
       console.log(`\nSeeded and sealed ${options.records.toLocaleString('en')} customers of one account in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
-      started = Date.now();
-      for (const setting of [SMALL, DEFAULT]) {
-        try {
-          const rebuild = await cliRebuild(seeded, setting);
-          console.log(
-            `CLI rebuild (\`projections rebuild all\`) with the ${setting.name} settings: ${((Date.now() - started) / 1000).toFixed(1)} s; ${peaks(rebuild)} (load ${load1()})`,
-          );
-          break;
-        } catch (error) {
-          console.log(`CLI rebuild with the ${setting.name} settings failed: ${(error as Error).message.slice(0, 300)}`);
-          started = Date.now();
-        }
-      }
+      // Events only: each service catches its read models up by itself (see measureRun).
       const copies = options.settings.map(() => mkdtempSync(join(tmpdir(), 'pcs-memory-copy-')));
       dirs.push(...copies);
       for (const copy of copies) for (const name of readdirSync(seeded)) copyFileSync(join(seeded, name), join(copy, name));
@@ -253,7 +241,7 @@ export async function main(args: string[]): Promise<void> {
 }
 
 function unknownSetting(name: string): never {
-  throw new Error(`--settings takes default, small and tight; got ${name}`);
+  throw new Error(`--settings takes default, small and middle; got ${name}`);
 }
 
 const describe = (s: Setting) =>
@@ -277,9 +265,13 @@ async function measureRun(title: string, dataDirs: string[], options: Options, c
   const results = new Map<string, (LoadResult & { cpuSeconds: number })[]>();
   try {
     for (const [i, setting] of options.settings.entries()) {
+      const started = Date.now();
       const service = await startService(dataDirs[i], { workers: 1, accessTokens: `${TOKEN}:${ACCOUNT}`, env: setting.env, nodeFlags: setting.nodeFlags });
+      // Sampled from the start: on events its read models have not folded, the service catches up first (lists answer 503 meanwhile).
+      const sampler = new Sampler(service.child.pid!, new URL('/metrics', service.url).href);
+      services.push({ ...service, sampler, startSample: 0, cpu: 0 });
       await until200(service, '/v1/customers?limit=1');
-      services.push({ ...service, sampler: new Sampler(service.child.pid!, new URL('/metrics', service.url).href), startSample: 0, cpu: 0 });
+      console.log(`${setting.name}: answering after ${((Date.now() - started) / 1000).toFixed(1)} s; until then ${peaks(sampler.summary())} (load ${load1()})`);
     }
     // The records the reads and updates hit: seeded through the API here, or the million's sample.
     const ids: Ids[] = [];
@@ -294,6 +286,8 @@ async function measureRun(title: string, dataDirs: string[], options: Options, c
     for (const service of services) {
       service.startSample = service.sampler.samples.length;
       service.cpu = cpuTicks(service.child.pid!);
+      // Readiness counted under the load only: while catching up, not ready is the right answer.
+      Object.assign(service.sampler.ready, { polls: 0, notReady: 0 });
     }
     const made = services.map(() => 0);
     const started = Date.now();
@@ -371,23 +365,7 @@ async function measureRun(title: string, dataDirs: string[], options: Options, c
   }
 }
 
-/** The operators' rebuild of every read model, in a process of its own run with `setting`, its split sampled. */
-async function cliRebuild(dataDir: string, setting: Setting): Promise<ReturnType<Sampler['summary']>> {
-  const child = spawn(process.execPath, [...setting.nodeFlags, join(ROOT, 'dist', 'cli.js'), 'projections', 'rebuild', 'all', '--grace-seconds', '0'], {
-    cwd: dataDir,
-    env: { PATH: process.env.PATH, DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...setting.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let err = '';
-  child.stdout.resume();
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const sampler = new Sampler(child.pid!);
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  sampler.stop();
-  if (code !== 0) throw new Error(`rebuild exited with ${code}: ${err.slice(-2000)}`);
-  return sampler.summary();
-}
-
+/** Asks until the answer is 200; a connection the service closed meanwhile (a keep-alive socket reused as it closed) is asked again. */
 async function until200(service: Service, path: string): Promise<void> {
   for (;;) {
     const status = await new Promise<number>((resolve, reject) => {
@@ -397,8 +375,9 @@ async function until200(service: Service, path: string): Promise<void> {
       });
       req.on('error', reject);
       req.end();
-    });
+    }).catch(() => 0);
     if (status === 200) return;
+    if (service.child.exitCode !== null) throw new Error(`The service exited with ${service.child.exitCode}:\n${service.output().slice(-2000)}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
