@@ -22,8 +22,8 @@ export const TEXT_KEY = '? COLLATE BINARY';
 export type InTransaction = <T>(work: () => T) => T;
 
 /**
- * One transaction function for any work, made once per connection: `db.transaction(fn)` builds five
- * functions each call, a cost a read model's commit would pay on every write.
+ * One transaction function for any work, made once per connection: `db.transaction(fn)` builds four
+ * wrapper functions and their properties each call, a cost a read model's commit would pay on every write.
  */
 export function transactions(db: SqliteDatabase): { immediate: InTransaction; deferred: InTransaction } {
   const run = db.transaction((work: () => unknown) => work());
