@@ -271,7 +271,8 @@ async function measureRun(title: string, dataDirs: string[], options: Options, c
       const sampler = new Sampler(service.child.pid!, new URL('/metrics', service.url).href);
       services.push({ ...service, sampler, startSample: 0, cpu: 0 });
       await until200(service, '/v1/customers?limit=1');
-      console.log(`${setting.name}: answering after ${((Date.now() - started) / 1000).toFixed(1)} s; until then ${peaks(sampler.summary())} (load ${load1()})`);
+      const until = sampler.samples.length > 0 ? `; until then ${peaks(sampler.summary())}` : ''; // none: it answered at once
+      console.log(`${setting.name}: answering after ${((Date.now() - started) / 1000).toFixed(1)} s${until} (load ${load1()})`);
     }
     // The records the reads and updates hit: seeded through the API here, or the million's sample.
     const ids: Ids[] = [];
