@@ -65,8 +65,8 @@ parentPort!.on('message', (request: OpenRequest) => {
 
 /**
  * The keys of `keyIds` as the key store has them now, in order: bytes, or null where destroyed or
- * absent; `absent` names the ids it has no row for. Read through a read-only connection of this
- * thread's own: WAL lets it read beside the store's writer.
+ * absent; `absent` names the ids it has no row for. Read from `data_keys` as SqliteKeyStore makes it,
+ * through a read-only connection of this thread's own: WAL lets it read beside the store's writer.
  *
  * A record's key is made with its first event, so the keys of a batch's new records follow one
  * another in the table's rowid order, as their events do in the log. Each read first takes the

@@ -19,7 +19,7 @@ export type SqliteDatabase = BetterSqlite3.Database;
 export const TEXT_KEY = '? COLLATE BINARY';
 
 /** Runs `work` in a transaction (a savepoint inside one) and returns what it returns. */
-export type InTransaction = <T>(work: () => T) => T;
+type InTransaction = <T>(work: () => T) => T;
 
 /**
  * One transaction function for any work, made once per connection: `db.transaction(fn)` builds four
