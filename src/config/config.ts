@@ -50,7 +50,7 @@ export interface AppConfig {
   feedHeartbeatMs: number;
   /** Folded records the writer keeps per record kind (RecordWriter): a write to one of them reads only the events after it. */
   recordCacheSize: number;
-  /** Records' data keys kept (DataKeys), as KeyObjects: a read or write of one goes to no key store. */
+  /** Records' data keys kept (DataKeys): a read or write of one goes to no key store. */
   keyCacheSize: number;
   /**
    * Documents per read model a rebuild on SQLite finds by rowid, through a table in memory (about 50

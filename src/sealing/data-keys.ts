@@ -13,23 +13,22 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
 /**
- * The cached keys (DataKeys) as KeyObjects: the cipher and HMAC set-up imports raw key bytes on every
- * call (OpenSSL 3), a KeyObject once. Only for keys kept to be used again: a million KeyObjects of
- * keys used once (a rebuild opens each record's values once) would hold up garbage collection. The
- * opening thread (open-worker.ts) makes one per key for the batch it opens and lets it go, which
- * costs less than one raw import, so `open` takes a KeyObject too.
+ * A key as node:crypto takes it: a KeyObject, made for the work at hand and let go. Given raw bytes,
+ * the cipher and HMAC set-up imports them on every call (OpenSSL 3), which costs more than making a
+ * KeyObject. None is kept with the cached keys: the cache turns over with every create, so each one
+ * would outlive the young generation and die in the old one, where its native handle is freed in
+ * the pause of a major garbage collection (thousands of them, the longest part of that pause).
+ * Work that uses a key many times (a read of a record's events) makes its KeyObject once.
  */
-const keyObjects = new WeakMap<Uint8Array, KeyObject>();
-
-const cipherKey = (key: Uint8Array | KeyObject): KeyObject | Uint8Array => (key instanceof KeyObject ? key : (keyObjects.get(key) ?? key));
+export const keyObject = (key: Uint8Array | KeyObject): KeyObject => (key instanceof KeyObject ? key : createSecretKey(key));
 
 /**
  * AES-256-GCM: authenticated, so a sealed value moved to another event (`context`, the event's id)
  * or altered does not open. Sealed: base64 of iv | ciphertext | tag.
  */
-export function seal(key: Buffer, plaintext: string, context: string): string {
+export function seal(key: Uint8Array | KeyObject, plaintext: string, context: string): string {
   const iv = randomBytesPooled(IV_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', cipherKey(key), iv);
+  const cipher = createCipheriv('aes-256-gcm', keyObject(key), iv);
   cipher.setAAD(Buffer.from(context));
   const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
   return Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64');
@@ -37,7 +36,7 @@ export function seal(key: Buffer, plaintext: string, context: string): string {
 
 export function open(key: Uint8Array | KeyObject, sealed: string, context: string): string {
   const bytes = Buffer.from(sealed, 'base64');
-  const decipher = createDecipheriv('aes-256-gcm', cipherKey(key), bytes.subarray(0, IV_BYTES));
+  const decipher = createDecipheriv('aes-256-gcm', keyObject(key), bytes.subarray(0, IV_BYTES));
   decipher.setAAD(Buffer.from(context));
   decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
   const plaintext = decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)).toString('utf8');
@@ -56,7 +55,7 @@ export function openOrNull(key: Uint8Array | KeyObject | undefined, sealed: stri
 }
 
 /** A keyed digest: compares request bodies without keeping a guessable hash of their personal data. */
-export const digest = (key: Buffer, text: string) => createHmac('sha256', cipherKey(key)).update(text).digest('hex');
+export const digest = (key: Uint8Array | KeyObject, text: string) => createHmac('sha256', keyObject(key)).update(text).digest('hex');
 
 /** The Nest token of the app's DataKeys. */
 export const DATA_KEYS = Symbol('DataKeys');
@@ -181,7 +180,6 @@ export class DataKeys {
   }
 
   private keep(keyId: string, key: Buffer): void {
-    keyObjects.set(key, createSecretKey(key));
     this.cache.set(keyId, key);
   }
 

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import {
   type AppendResult,
   type EventBatch,
@@ -10,7 +11,7 @@ import {
   type SubscribeOptions,
 } from '../event-store/event-store.port';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
-import { DataKeys, openOrNull, seal } from './data-keys';
+import { DataKeys, keyObject, openOrNull, seal } from './data-keys';
 import { OpeningThread } from './opening-thread';
 
 /** What sealing needs of a kind of record (records/record.ts's RecordKind is one). */
@@ -100,7 +101,7 @@ export class SealedEventStore implements EventStore {
     }
     const keyId = keyStreamOf(streamId);
     // A snapshot's record has its key already: it is never the first to make it.
-    const key = await this.keys.forWriting(keyId, { isNew: expected === 'no_stream' && keyId === streamId });
+    const key = keyObject(await this.keys.forWriting(keyId, { isNew: expected === 'no_stream' && keyId === streamId }));
     // Unbounded only if no subscription took them (it stopped): then start again.
     if (this.appendedHere.size >= APPENDED_KEPT) this.appendedHere.clear();
     const sealed = events.map((event) => {
@@ -260,13 +261,19 @@ export class SealedEventStore implements EventStore {
     await this.checkErased([...keyIds].filter((keyId) => !keys.has(keyId)));
     const keyOf = (event: StoredEvent) => keys.get(keyStreamOf(event.streamId)) ?? undefined;
     const valuesOf = (event: StoredEvent) => (event.data as unknown as SealedData).sealed;
+    // Opened here: each key's KeyObject made once for the batch (a record's history opens many values with one key).
+    const objects = new Map<Buffer, KeyObject>();
+    const keyObjectOf = (key: Buffer) => objects.get(key) ?? objects.set(key, keyObject(key)).get(key)!;
     const opened = inThread
       ? await this.thread.open(
           sealed.map(valuesOf),
           sealed.map((e) => e.id),
           sealed.map(keyOf),
         )
-      : sealed.map((event) => openOrNull(keyOf(event), valuesOf(event), event.id));
+      : sealed.map((event) => {
+          const key = keyOf(event);
+          return openOrNull(key && keyObjectOf(key), valuesOf(event), event.id);
+        });
     sealed.forEach((event, i) => setValues(event, opened[i]));
     return events;
   }
