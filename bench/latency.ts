@@ -5,8 +5,9 @@
 // times each request from when it was due. Per route: p50, p99 and the longest latency, the
 // service's CPU per request (its threads together), how busy its main thread was (the share of the
 // run's time it ran: near 100 %, requests queue behind one another), the bytes it wrote to storage
-// per request, and the event loop's delay over the run (the service's own
-// `event_loop_delay_seconds`). The floor: a bare NestJS + Express route (bench/floor.ts), which
+// per request, the event loop's delay over the run (the service's own
+// `event_loop_delay_seconds`), and how long its event store's appends took, each to the end of its
+// disk sync (`event_store_call_duration_seconds`, as the bucket their p99 and their longest fall in). The floor: a bare NestJS + Express route (bench/floor.ts), which
 // shares no code with the service, at the same rate: what the machine, Node and the generator
 // cost; and the same app's POST as a durable write, appended to a file and answered once an
 // fdatasync covers it (group-committed): what this disk costs a durable write. With --profile the service runs under `--cpu-prof`, and the event loop's stalls over 5 ms
@@ -37,11 +38,41 @@ function fixedRate(spec: FixedRateSpec): Promise<FixedRateResult> {
   });
 }
 
-/** The service's event-loop delay since the last scrape (which this one resets), ms. */
-async function loopDelay(service: Service): Promise<{ p99: number; max: number }> {
+interface Scrape {
+  /** The event-loop delay since the scrape before (each scrape resets it), ms. */
+  delay: { p99: number; max: number };
+  /** The event store's appends so far, each to the end of its disk sync: how many took at most `le` seconds, by bucket. */
+  appends: Map<string, number>;
+}
+
+/** What the service's own /metrics says of its event loop and its appends. */
+async function scrape(service: Service): Promise<Scrape> {
   const text = (await call(service, 'GET', '/metrics')).text;
   const of = (quantile: string) => Number(text.match(new RegExp(`^event_loop_delay_seconds\\{quantile="${quantile}"[^}]*\\} (\\S+)$`, 'm'))?.[1] ?? NaN) * 1000;
-  return { p99: of('0.99'), max: of('1') };
+  const appends = new Map<string, number>();
+  for (const [, labels, count] of text.matchAll(/^event_store_call_duration_seconds_bucket\{([^}]*)\} (\S+)$/gm)) {
+    if (!labels.includes('operation="appendToStream"') || !labels.includes('outcome="ok"')) continue;
+    const le = labels.match(/le="([^"]+)"/)![1];
+    appends.set(le, (appends.get(le) ?? 0) + Number(count));
+  }
+  return { delay: { p99: of('0.99'), max: of('1') }, appends };
+}
+
+/**
+ * The appends between two scrapes: the histogram bucket their p99 and their longest fall in, as
+ * "≤ bound" in ms. A write's latency well past its append's is the event loop's or the queue's; one
+ * near it is the event store's, mostly the disk's sync.
+ */
+function appendBounds(before: Scrape, after: Scrape): string {
+  const bounds = [...after.appends.keys()].sort((a, b) => (a === '+Inf' ? 1 : b === '+Inf' ? -1 : Number(a) - Number(b)));
+  const within = bounds.map((le) => (after.appends.get(le) ?? 0) - (before.appends.get(le) ?? 0));
+  const total = within[within.length - 1] ?? 0;
+  if (total === 0) return '–';
+  const bound = (count: number) => {
+    const le = bounds[within.findIndex((n) => n >= count)];
+    return le === '+Inf' ? `> ${Number(bounds[bounds.length - 2]) * 1000}` : `≤ ${Number(le) * 1000}`;
+  };
+  return `${bound(Math.ceil(total * 0.99))} / ${bound(total)}`;
 }
 
 export async function main(args: string[]): Promise<void> {
@@ -82,13 +113,15 @@ export async function main(args: string[]): Promise<void> {
       ['profiles: create', service, { method: 'POST', paths: ['/v1/profiles'], body: { email: 'new@example.com' }, rename: true }],
     ];
     console.log(`Load average ${load1()} at the start.\n`);
-    console.log('| route | p50 ms | p99 ms | max ms | event-loop delay p99 / max, ms | CPU µs/request | main thread busy | KB written/request |');
-    console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+    console.log(
+      '| route | p50 ms | p99 ms | max ms | event-loop delay p99 / max, ms | appends p99 / max, ms | CPU µs/request | main thread busy | KB written/request |',
+    );
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const [name, target, spec] of rows.filter(([name]) => !only || name.includes(only))) {
       const run = (seconds: number) => fixedRate({ ...spec, url: target.url, token: TOKEN, rate, durationSeconds: seconds, connections: CONNECTIONS });
       await run(WARM_UP_SECONDS);
       const own = target === service;
-      if (own) await loopDelay(service);
+      const before = own ? await scrape(service) : undefined;
       const pid = target.child.pid!;
       const [ticks, mainTicks, bytes, started] = [cpuTicks(pid), cpuTicks(pid, { mainThread: true }), writtenBytes(pid), performance.now()];
       const result = await run(durationSeconds);
@@ -99,9 +132,11 @@ export async function main(args: string[]): Promise<void> {
         throw new Error(
           `${name}: ${result.failures} of ${result.requests} requests failed (${JSON.stringify(result.failed)})\n${target.output().slice(-2000)}`,
         );
-      const delay = own ? await loopDelay(service) : undefined;
+      const after = own ? await scrape(service) : undefined;
+      const delay = after ? `${after.delay.p99.toFixed(1)} / ${after.delay.max.toFixed(0)}` : '–';
+      const appends = before && after ? appendBounds(before, after) : '–';
       console.log(
-        `| ${name} | ${result.p50.toFixed(1)} | ${result.p99.toFixed(1)} | ${result.max.toFixed(0)} | ${delay ? `${delay.p99.toFixed(1)} / ${delay.max.toFixed(0)}` : '–'} | ${cpu.toFixed(0)} | ${(busy * 100).toFixed(0)} % | ${written.toFixed(1)} |`,
+        `| ${name} | ${result.p50.toFixed(1)} | ${result.p99.toFixed(1)} | ${result.max.toFixed(0)} | ${delay} | ${appends} | ${cpu.toFixed(0)} | ${(busy * 100).toFixed(0)} % | ${written.toFixed(1)} |`,
       );
       if (result.senderLateMax > 20) console.log(`  (the generator itself ran up to ${result.senderLateMax.toFixed(0)} ms late: the machine is busy)`);
     }
