@@ -114,11 +114,14 @@ parentPort.once('message', () => { clearInterval(timer); db.close(); parentPort.
  *
  * Checkpoints: SQLite copies the WAL into the database in the connection that commits, once the
  * WAL passes 1,000 pages: a thousand page writes and two fsyncs on the event loop. A thread of its
- * own checkpoints the file every CHECKPOINT_EVERY_MS instead, and the commit's own checkpoint waits
- * for COMMIT_CHECKPOINT_PAGES, there only should the thread fall behind. Checkpoints sync the WAL
- * before copying it into the database, as SQLite does at NORMAL. Not more often: once a checkpoint
- * has copied the whole log, the next commit starts it over and fsyncs its new header, on the event
- * loop: checkpointing more often puts many such fsyncs a second on the main thread.
+ * own checkpoints the file every CHECKPOINT_EVERY_MS instead, syncing the WAL before copying it
+ * into the database, as SQLite does at NORMAL; the commit's own checkpoint waits for
+ * COMMIT_CHECKPOINT_PAGES. The log starts over (from its first page) only at a commit that finds it
+ * wholly copied, and fsyncs its new header there, on the event loop (a fraction of a millisecond).
+ * Under steady writes a commit lands during every checkpoint of the thread's, so the log grows to
+ * COMMIT_CHECKPOINT_PAGES and the commit's own checkpoint starts it over: about once a second at
+ * 1,000 creates a second, copying what the thread has not yet and syncing the database file: a few
+ * milliseconds on the event loop (docs/benchmarks.md, the latency section).
  *
  * `forDurable` gives none for a connection that is not durable: there, everything counts as synced.
  */
