@@ -30,9 +30,8 @@ interface KeyRow {
 
 parentPort!.on('message', (request: OpenRequest) => {
   const { id, sealed, contexts, keyOf } = request;
-  // Each key of the batch made a KeyObject once: a decipher given raw key bytes imports them on
-  // every call (OpenSSL 3), which costs more than making the KeyObject, even for a key that opens
-  // one value only (as in a rebuild, where most records have one event).
+  // Each key of the batch made a KeyObject once (see keyObject in data-keys.ts), even for a key
+  // that opens one value only (as in a rebuild, where most records have one event).
   const keys = new Map<number, KeyObject>();
   let absent: string[] | undefined;
   let keyBytes: (k: number) => Uint8Array | null;

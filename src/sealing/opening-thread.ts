@@ -36,8 +36,8 @@ const SCRIPT = join(__dirname, 'open-worker.js');
 
 /**
  * A worker thread that opens sealed values, so that a rebuild or a catch-up decrypts one batch
- * while the main thread folds the one before it: opening (AES-GCM in node:crypto, with each key's
- * raw bytes, most of it the cipher's set-up) costs a fold as much as everything else does.
+ * while the main thread folds the one before it: opening (AES-GCM in node:crypto, most of it the
+ * cipher's set-up) costs a fold as much as everything else does.
  *
  * Only where the service runs as built: run from its TypeScript sources (the in-process tests) there
  * is no script for the thread, and `available` is false.

@@ -1,5 +1,6 @@
+import type { KeyObject } from 'node:crypto';
 import type { EventStore, StoredEvent } from '../event-store/event-store.port';
-import { DataKeys, digest, seal } from './data-keys';
+import { DataKeys, digest, keyObject, seal } from './data-keys';
 import { type SealedKind, versioned } from './sealed-event-store';
 
 const PAGE = 5000;
@@ -49,6 +50,9 @@ export async function sealPlaintextEvents(
 
 /** Events of schema version 1 as they are to be stored again: sealed, and at the version that says so. */
 class PlaintextSealer {
+  /** The page's records' keys, each made a KeyObject once (see keyObject). */
+  private pageKeys = new Map<string, KeyObject>();
+
   constructor(
     private readonly store: PlaintextEvents,
     private readonly keys: DataKeys,
@@ -59,6 +63,7 @@ class PlaintextSealer {
     // The page's record keys in one go: made together, they share one transaction of the key store.
     const recordStreams = new Set(page.filter((e) => this.kindOf(e.streamId) && Object.keys(e.data).length > 0).map((e) => e.streamId));
     await Promise.all([...recordStreams].map((streamId) => this.keys.forWriting(streamId)));
+    this.pageKeys = new Map();
     const replaced: StoredEvent[] = [];
     for (const event of page) {
       replaced.push({ ...versioned(event), data: await this.sealedData(event) });
@@ -77,7 +82,7 @@ class PlaintextSealer {
   private async sealedValues({ streamId, id, data }: StoredEvent): Promise<Record<string, unknown>> {
     const fields = Object.keys(data);
     if (fields.length === 0) return data;
-    const key = await this.keys.forWriting(streamId);
+    const key = await this.keyOf(streamId);
     return { fields, sealed: seal(key, JSON.stringify(fields.map((f) => data[f])), id) };
   }
 
@@ -85,7 +90,7 @@ class PlaintextSealer {
   private async sealedClaim({ fingerprint, recordId }: { fingerprint: string; recordId: string }): Promise<Record<string, unknown>> {
     const streamId = await this.recordStream(recordId);
     // A claim whose create never ran has no record, and nothing to compare against any more.
-    return { recordId, fingerprint: streamId ? digest(await this.keys.forWriting(streamId), fingerprint) : '' };
+    return { recordId, fingerprint: streamId ? digest(await this.keyOf(streamId), fingerprint) : '' };
   }
 
   /** A stored answer, sealed with the key of the record it created. */
@@ -93,8 +98,14 @@ class PlaintextSealer {
     // The body is the create's envelope: {data: {Customer: {id, ...}}, ...}.
     const [label, record] = Object.entries((body as { data: Record<string, { id: string }> }).data)[0];
     const kind = this.kinds.find((k) => k.label === label)!;
-    const key = await this.keys.forWriting(`${kind.streamPrefix}-${record.id}`);
+    const key = await this.keyOf(`${kind.streamPrefix}-${record.id}`);
     return { revision, sealed: seal(key, JSON.stringify(body), streamId) };
+  }
+
+  private async keyOf(streamId: string): Promise<KeyObject> {
+    let key = this.pageKeys.get(streamId);
+    if (!key) this.pageKeys.set(streamId, (key = keyObject(await this.keys.forWriting(streamId))));
+    return key;
   }
 
   private kindOf(streamId: string): SealedKind | undefined {

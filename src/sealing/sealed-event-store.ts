@@ -101,24 +101,29 @@ export class SealedEventStore implements EventStore {
     }
     const keyId = keyStreamOf(streamId);
     // A snapshot's record has its key already: it is never the first to make it.
-    const key = keyObject(await this.keys.forWriting(keyId, { isNew: expected === 'no_stream' && keyId === streamId }));
-    // Unbounded only if no subscription took them (it stopped): then start again.
-    if (this.appendedHere.size >= APPENDED_KEPT) this.appendedHere.clear();
-    const sealed = events.map((event) => {
-      const fields = Object.keys(event.data);
-      if (fields.length === 0) return versioned(event);
-      const values = JSON.stringify(fields.map((f) => event.data[f]));
-      // Not a snapshot's: no subscription of the service's follows snapshot streams to take them.
-      if (this.subscriptions > 0 && keyId === streamId) this.appendedHere.set(event.id, values);
-      const data: SealedData = { fields, sealed: seal(key, values, event.id) };
-      return { ...versioned(event), data: data as unknown as Record<string, unknown> };
-    });
+    const sealed = this.sealValues(keyId === streamId, events, await this.keys.forWriting(keyId, { isNew: expected === 'no_stream' && keyId === streamId }));
     try {
       return await this.inner.appendToStream(streamId, sealed, expected);
     } catch (error) {
       for (const event of events) this.appendedHere.delete(event.id);
       throw error;
     }
+  }
+
+  /** The events with their values sealed, apart from the append's wait: its KeyObject is let go before the disk's sync. */
+  private sealValues(ownKey: boolean, events: NewEvent[], keyBytes: Buffer): NewEvent[] {
+    const key = keyObject(keyBytes);
+    // Unbounded only if no subscription took them (it stopped): then start again.
+    if (this.appendedHere.size >= APPENDED_KEPT) this.appendedHere.clear();
+    return events.map((event) => {
+      const fields = Object.keys(event.data);
+      if (fields.length === 0) return versioned(event);
+      const values = JSON.stringify(fields.map((f) => event.data[f]));
+      // Not a snapshot's: no subscription of the service's follows snapshot streams to take them.
+      if (this.subscriptions > 0 && ownKey) this.appendedHere.set(event.id, values);
+      const data: SealedData = { fields, sealed: seal(key, values, event.id) };
+      return { ...versioned(event), data: data as unknown as Record<string, unknown> };
+    });
   }
 
   async readStream(streamId: string, fromRevision?: number, maxCount?: number): Promise<StoredEvent[]> {
@@ -261,21 +266,28 @@ export class SealedEventStore implements EventStore {
     await this.checkErased([...keyIds].filter((keyId) => !keys.has(keyId)));
     const keyOf = (event: StoredEvent) => keys.get(keyStreamOf(event.streamId)) ?? undefined;
     const valuesOf = (event: StoredEvent) => (event.data as unknown as SealedData).sealed;
-    // Opened here: each key's KeyObject made once for the batch (a record's history opens many values with one key).
-    const objects = new Map<Buffer, KeyObject>();
-    const keyObjectOf = (key: Buffer) => objects.get(key) ?? objects.set(key, keyObject(key)).get(key)!;
     const opened = inThread
       ? await this.thread.open(
           sealed.map(valuesOf),
           sealed.map((e) => e.id),
           sealed.map(keyOf),
         )
-      : sealed.map((event) => {
-          const key = keyOf(event);
-          return openOrNull(key && keyObjectOf(key), valuesOf(event), event.id);
-        });
+      : this.openHere(sealed, keys, valuesOf);
     sealed.forEach((event, i) => setValues(event, opened[i]));
     return events;
+  }
+
+  /** Opens the values on this thread, with one KeyObject per key for the batch (a record's history opens many values with one key). */
+  private openHere(sealed: StoredEvent[], keys: Map<string, Buffer | null>, valuesOf: (event: StoredEvent) => string): (string | null)[] {
+    const objects = new Map<string, KeyObject | undefined>();
+    return sealed.map((event) => {
+      const keyId = keyStreamOf(event.streamId);
+      if (!objects.has(keyId)) {
+        const bytes = keys.get(keyId);
+        objects.set(keyId, bytes ? keyObject(bytes) : undefined);
+      }
+      return openOrNull(objects.get(keyId), valuesOf(event), event.id);
+    });
   }
 
   /**
