@@ -86,8 +86,12 @@ const syncData = (fd: number) => new Promise<void>((resolve, reject) => fdatasyn
 
 /** How often the checkpoint thread copies the WAL into the database (see WalSync). */
 const CHECKPOINT_EVERY_MS = 250;
-/** The WAL's size, in pages (about 40 MB), at which a commit checkpoints it itself: the thread has fallen behind. */
-const COMMIT_CHECKPOINT_PAGES = 10_000;
+/**
+ * The WAL's size, in pages (about 160 MB), at which a commit checkpoints it itself (see WalSync): the
+ * larger, the rarer that checkpoint on the event loop, and the larger the file on disk. Reads do
+ * not slow with it: they look up only the pages the thread has not copied yet.
+ */
+const COMMIT_CHECKPOINT_PAGES = 40_000;
 
 /**
  * The checkpoint thread's script (given as text, so it runs the same from the sources and as
@@ -119,7 +123,7 @@ parentPort.once('message', () => { clearInterval(timer); db.close(); parentPort.
  * COMMIT_CHECKPOINT_PAGES. The log starts over (from its first page) only at a commit that finds it
  * wholly copied, and fsyncs its new header there, on the event loop (a fraction of a millisecond).
  * Under steady writes a commit lands during every checkpoint of the thread's, so the log grows to
- * COMMIT_CHECKPOINT_PAGES and the commit's own checkpoint starts it over: about once a second at
+ * COMMIT_CHECKPOINT_PAGES and the commit's own checkpoint starts it over: every 3 or 4 seconds at
  * 1,000 creates a second, copying what the thread has not yet and syncing the database file: a few
  * milliseconds on the event loop (docs/benchmarks.md, the latency section).
  *
