@@ -288,7 +288,8 @@ export class SqliteEventStore implements EventStore {
 
   /**
    * Every event is sealed now: later starts skip the search. The log may still hold frames of the
-   * rows as they were; every erasure truncates it before it answers, so none outlives the next one.
+   * rows as they were; where the read models are in SQLite too, every erasure truncates it before it
+   * answers, so none outlives the next one.
    * (Not truncated here: with WORKERS, the workers start together, and one's truncation would wait
    * on the others' reads.)
    */

@@ -147,7 +147,11 @@ const SUBSTRINGS_FLUSH_AT = 100;
 /** How long a flush that could not be done at once (another process writing, a full disk) waits to try again. */
 const SUBSTRINGS_RETRY_MS = 1000;
 
-/** WAL pages (about 40 MB) a rebuilding connection lets accumulate before checkpointing. */
+/**
+ * WAL pages (about 40 MB) a rebuilding connection lets accumulate before checkpointing, where it
+ * would checkpoint sooner: a connection of the read models' own (the events in EventStoreDB), whose
+ * default is 1,000. The event store's durable connection, which they share on SQLite, already waits longer.
+ */
 const REBUILD_WAL_CHECKPOINT_PAGES = 10_000;
 
 /** The column a filter reads: values of case-insensitive filters are stored lowercased. */

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import BetterSqlite3 from 'better-sqlite3';
 import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -87,9 +88,10 @@ const syncData = (fd: number) => new Promise<void>((resolve, reject) => fdatasyn
 /** How often the checkpoint thread copies the WAL into the database (see WalSync). */
 const CHECKPOINT_EVERY_MS = 250;
 /**
- * The WAL's size, in pages (about 160 MB), at which a commit checkpoints it itself (see WalSync): the
- * larger, the rarer that checkpoint on the event loop, and the larger the file on disk. Reads do
- * not slow with it: they look up only the pages the thread has not copied yet.
+ * The WAL's size, in pages (about 165 MB), at which a commit checkpoints it itself (see WalSync): the
+ * larger, the rarer that checkpoint on the event loop, and the larger the file on disk. A read
+ * searches only the WAL index's hash tables (4,096 frames each) past the last checkpoint: one or
+ * two while the thread keeps up.
  */
 const COMMIT_CHECKPOINT_PAGES = 40_000;
 
@@ -123,9 +125,10 @@ parentPort.once('message', () => { clearInterval(timer); db.close(); parentPort.
  * COMMIT_CHECKPOINT_PAGES. The log starts over (from its first page) only at a commit that finds it
  * wholly copied, and fsyncs its new header there, on the event loop (a fraction of a millisecond).
  * Under steady writes a commit lands during every checkpoint of the thread's, so the log grows to
- * COMMIT_CHECKPOINT_PAGES and the commit's own checkpoint starts it over: every 3 or 4 seconds at
- * 1,000 creates a second, copying what the thread has not yet and syncing the database file: a few
- * milliseconds on the event loop (docs/benchmarks.md, the latency section).
+ * COMMIT_CHECKPOINT_PAGES; then a commit's own checkpoint copies what the thread has not yet and
+ * syncs the WAL and the database file, and the next write starts the log over: every 3 or 4 seconds
+ * at 1,000 creates a second, a few milliseconds on the event loop (docs/benchmarks.md, the latency
+ * section).
  *
  * `forDurable` gives none for a connection that is not durable: there, everything counts as synced.
  */
@@ -148,8 +151,13 @@ export class WalSync {
       workerData: { driver: require.resolve('better-sqlite3'), file, everyMs: CHECKPOINT_EVERY_MS },
     });
     this.checkpointsEnded = new Promise((resolve) => this.checkpoints.once('exit', resolve));
-    // Should the thread fail, the commits' own checkpoints go on as before: nothing else depends on it.
-    this.checkpoints.on('error', () => undefined);
+    // Should the thread fail, the commits' own checkpoints go on: nothing else depends on it. But
+    // each then copies up to COMMIT_CHECKPOINT_PAGES on the event loop: the operators hear of it.
+    this.checkpoints.on('error', (error) =>
+      new Logger('Storage').warn(
+        `The thread checkpointing ${file} failed (${error.message}): commits checkpoint its write-ahead log themselves, on the event loop, until the service restarts`,
+      ),
+    );
     this.checkpoints.unref();
   }
 
