@@ -24,6 +24,18 @@ const TAG_BYTES = 16;
  */
 export const keyObject = (key: Uint8Array | KeyObject): KeyObject => (key instanceof KeyObject ? key : createSecretKey(key));
 
+/** Each key's KeyObject made once, at its first use (`bytesOf`: its bytes, or nothing where it is gone): for work that opens many values with few keys. */
+export function keyObjectsOnce<K>(bytesOf: (k: K) => Uint8Array | null | undefined): (k: K) => KeyObject | undefined {
+  const made = new Map<K, KeyObject | undefined>();
+  return (k) => {
+    if (!made.has(k)) {
+      const bytes = bytesOf(k);
+      made.set(k, bytes ? createSecretKey(bytes) : undefined);
+    }
+    return made.get(k);
+  };
+}
+
 /**
  * AES-256-GCM: authenticated, so a sealed value moved to another event (`context`, the event's id)
  * or altered does not open. Sealed: base64 of iv | ciphertext | tag.

@@ -1,10 +1,9 @@
 // The script of OpeningThread's worker: opens each batch it is sent and answers with the plaintexts.
 import type { Statement } from 'better-sqlite3';
-import { createSecretKey, KeyObject } from 'node:crypto';
 import { parentPort } from 'node:worker_threads';
 import { Database, SqliteDatabase } from '../storage/sqlite-database';
 import { KEY_BYTES } from '../key-store/key-store.port';
-import { openOrNull } from './data-keys';
+import { keyObjectsOnce, openOrNull } from './data-keys';
 import type { OpenAnswer, OpenRequest } from './opening-thread';
 
 /** Keys read at once: json_each takes any number, but the rows of one read are held together. */
@@ -30,9 +29,6 @@ interface KeyRow {
 
 parentPort!.on('message', (request: OpenRequest) => {
   const { id, sealed, contexts, keyOf } = request;
-  // Each key of the batch made a KeyObject once (see keyObject in data-keys.ts), even for a key
-  // that opens one value only (as in a rebuild, where most records have one event).
-  const keys = new Map<number, KeyObject>();
   let absent: string[] | undefined;
   let keyBytes: (k: number) => Uint8Array | null;
   if (request.keyFile !== undefined) {
@@ -48,16 +44,9 @@ parentPort!.on('message', (request: OpenRequest) => {
     const table = request.keyTable!;
     keyBytes = (k) => table.subarray(k * KEY_BYTES, (k + 1) * KEY_BYTES);
   }
-  const keyAt = (k: number) => {
-    if (k < 0) return undefined;
-    let key = keys.get(k);
-    if (!key) {
-      const bytes = keyBytes(k);
-      if (!bytes) return undefined;
-      keys.set(k, (key = createSecretKey(bytes)));
-    }
-    return key;
-  };
+  // Each key of the batch made a KeyObject once (see keyObject in data-keys.ts), even for a key
+  // that opens one value only (as in a rebuild, where most records have one event).
+  const keyAt = keyObjectsOnce((k: number) => (k < 0 ? null : keyBytes(k)));
   const opened = sealed.map((value, i) => openOrNull(keyAt(keyOf[i]), value, contexts[i]));
   parentPort!.postMessage({ id, opened, ...(absent ? { absent } : {}) } satisfies OpenAnswer);
 });

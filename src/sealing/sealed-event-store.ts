@@ -1,4 +1,3 @@
-import type { KeyObject } from 'node:crypto';
 import {
   type AppendResult,
   type EventBatch,
@@ -11,7 +10,7 @@ import {
   type SubscribeOptions,
 } from '../event-store/event-store.port';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
-import { DataKeys, keyObject, openOrNull, seal } from './data-keys';
+import { DataKeys, keyObject, keyObjectsOnce, openOrNull, seal } from './data-keys';
 import { OpeningThread } from './opening-thread';
 
 /** What sealing needs of a kind of record (records/record.ts's RecordKind is one). */
@@ -279,15 +278,8 @@ export class SealedEventStore implements EventStore {
 
   /** Opens the values on this thread, with one KeyObject per key for the batch (a record's history opens many values with one key). */
   private openHere(sealed: StoredEvent[], keys: Map<string, Buffer | null>, valuesOf: (event: StoredEvent) => string): (string | null)[] {
-    const objects = new Map<string, KeyObject | undefined>();
-    return sealed.map((event) => {
-      const keyId = keyStreamOf(event.streamId);
-      if (!objects.has(keyId)) {
-        const bytes = keys.get(keyId);
-        objects.set(keyId, bytes ? keyObject(bytes) : undefined);
-      }
-      return openOrNull(objects.get(keyId), valuesOf(event), event.id);
-    });
+    const keyOf = keyObjectsOnce((keyId: string) => keys.get(keyId));
+    return sealed.map((event) => openOrNull(keyOf(keyStreamOf(event.streamId)), valuesOf(event), event.id));
   }
 
   /**
