@@ -3,6 +3,7 @@
 //   node dist-bench/bench/floor.js nest-born <bytes>   the same, its requests born with Express's prototypes, as the service's are
 //   node dist-bench/bench/floor.js node <bytes>   raw node:http, the limit of this machine and Node
 //   node dist-bench/bench/floor.js nest-durable <bytes>   the bare NestJS app, whose POST is a durable write (below)
+//   node dist-bench/bench/floor.js nest-durable-64k <bytes>   the same, each write padded to 64 KiB (about what the service's create writes)
 // Each answers with one constant JSON body of about <bytes> bytes and prints its address.
 import 'reflect-metadata';
 import { Body, Controller, Get, Module, Post } from '@nestjs/common';
@@ -42,9 +43,10 @@ class BornPrototypesAdapter extends ExpressAdapter {
 /**
  * The least a durable write costs on this disk: each request's body appended to one file (in the
  * temp dir, the service's file system), answered once an fdatasync off the event loop covers it;
- * requests that come during a sync share the next one (a group commit).
+ * requests that come during a sync share the next one (a group commit). Each line is padded to
+ * `padTo` characters: the disk's cost of writing as much per request as the service does.
  */
-async function durableLog(): Promise<(line: string) => Promise<void>> {
+async function durableLog(padTo: number): Promise<(line: string) => Promise<void>> {
   const dir = mkdtempSync(join(tmpdir(), 'pcs-floor-'));
   process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   const file = await open(join(dir, 'log'), 'a');
@@ -62,14 +64,15 @@ async function durableLog(): Promise<(line: string) => Promise<void>> {
   };
   return (line) =>
     new Promise((resolve) => {
-      writeSync(file.fd, line);
+      writeSync(file.fd, line.padEnd(padTo));
       waiting.push(resolve);
       if (!syncing) void syncAll();
     });
 }
 
-async function nest(body: object, bornPrototypes: boolean, durable: boolean): Promise<string> {
-  const append = durable ? await durableLog() : undefined;
+/** `durable`: the POST is a durable write of at least that many bytes (0: the body alone); none: the POST answers at once. */
+async function nest(body: object, bornPrototypes: boolean, durable?: number): Promise<string> {
+  const append = durable === undefined ? undefined : await durableLog(durable);
   @Controller()
   class FloorController {
     @Get('*path')
@@ -87,7 +90,7 @@ async function nest(body: object, bornPrototypes: boolean, durable: boolean): Pr
   @Module({ controllers: [FloorController] })
   class FloorModule {}
   const adapter = bornPrototypes ? new BornPrototypesAdapter() : new ExpressAdapter();
-  const app = await NestFactory.create(FloorModule, adapter, { logger: false, bodyParser: durable });
+  const app = await NestFactory.create(FloorModule, adapter, { logger: false, bodyParser: durable !== undefined });
   await app.listen(0, '127.0.0.1');
   return `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
 }
@@ -105,4 +108,5 @@ const [kind, bytes] = process.argv.slice(2);
 const body = constantBody(Number(bytes));
 // Exits on SIGTERM, so that a profile taken with --cpu-prof is written.
 process.once('SIGTERM', () => process.exit(0));
-void (kind === 'node' ? node(body) : nest(body, kind === 'nest-born', kind === 'nest-durable')).then((url) => console.log(`Listening on ${url}`));
+const DURABLE: Record<string, number> = { 'nest-durable': 0, 'nest-durable-64k': 64 * 1024 };
+void (kind === 'node' ? node(body) : nest(body, kind === 'nest-born', DURABLE[kind])).then((url) => console.log(`Listening on ${url}`));

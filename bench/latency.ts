@@ -10,7 +10,9 @@
 // disk sync (`event_store_call_duration_seconds`, as the bucket their p99 and their longest fall in). The floor: a bare NestJS + Express route (bench/floor.ts), which
 // shares no code with the service, at the same rate: what the machine, Node and the generator
 // cost; and the same app's POST as a durable write, appended to a file and answered once an
-// fdatasync covers it (group-committed): what this disk costs a durable write. With --profile the service runs under `--cpu-prof`, and the event loop's stalls over 5 ms
+// fdatasync covers it (group-committed): what this disk costs a durable write; and the same padded
+// to 64 KB a write, about what the service writes per create (its log's pages, then their
+// checkpoint): what this disk costs that many bytes a request, its stalls under that load included. With --profile the service runs under `--cpu-prof`, and the event loop's stalls over 5 ms
 // are listed by cause (bench/stalls.ts); the latencies of that run include the profiler's cost.
 import { fork } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
@@ -92,6 +94,7 @@ export async function main(args: string[]): Promise<void> {
   });
   let floor: Service | undefined;
   let durableFloor: Service | undefined;
+  let paddedFloor: Service | undefined;
   try {
     const customers = await createMany(service, 'customers', (i) => ({ name: `customer ${i}`, email: LISTED_EMAIL, company: 'Bench Co' }));
     await createMany(service, 'profiles', (i) => ({ name: `profile ${i}`, email: LISTED_EMAIL, site: 'https://bench.example.com' }));
@@ -99,6 +102,7 @@ export async function main(args: string[]): Promise<void> {
     const bytes = (await call(service, 'GET', items[0])).text.length;
     floor = await startYardstick('nest', bytes);
     durableFloor = await startYardstick('nest-durable', bytes);
+    paddedFloor = await startYardstick('nest-durable-64k', bytes);
     const rows: [string, Service, Load][] = [
       ['floor: bare NestJS route', floor, { method: 'GET', paths: ['/v1/customers'] }],
       ['customers: read', service, { method: 'GET', paths: items }],
@@ -106,6 +110,11 @@ export async function main(args: string[]): Promise<void> {
       [
         'floor: bare NestJS route, durable write (fdatasync)',
         durableFloor,
+        { method: 'POST', paths: ['/v1/customers'], body: { email: 'new@example.com', company: 'Bench Co' }, rename: true },
+      ],
+      [
+        'floor: durable write of 64 KB',
+        paddedFloor,
         { method: 'POST', paths: ['/v1/customers'], body: { email: 'new@example.com', company: 'Bench Co' }, rename: true },
       ],
       ['customers: create', service, { method: 'POST', paths: ['/v1/customers'], body: { email: 'new@example.com', company: 'Bench Co' }, rename: true }],
@@ -145,6 +154,7 @@ export async function main(args: string[]): Promise<void> {
     await stopService(service);
     if (floor) await stopService(floor);
     if (durableFloor) await stopService(durableFloor);
+    if (paddedFloor) await stopService(paddedFloor);
   }
   if (profile) {
     const [file] = readdirSync(profileDir);

@@ -7,8 +7,13 @@ import { outsideTraces } from '../tracing/tracing';
 
 /** Keys kept in memory at most; rebuilds fetch theirs a batch at a time anyway. */
 const KEYS_KEPT = 10_000;
-/** New records' ids whose keys are made ahead, per kind: made this many at a time, when fewer than half are left. */
-const SPARE_KEYS = 32;
+/**
+ * New records' ids whose keys are made ahead, per kind: made this many at a time, when fewer than
+ * half are left. Half lasts 128 ms at 1,000 creates a second: a create waits for the key store's
+ * disk only if a group's sync takes longer than that (smaller groups ran out during the disk's
+ * slower syncs, docs/benchmarks.md).
+ */
+export const SPARE_KEYS = 256;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 

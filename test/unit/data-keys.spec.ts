@@ -1,4 +1,4 @@
-import { DataKeys } from '../../src/sealing/data-keys';
+import { DataKeys, SPARE_KEYS } from '../../src/sealing/data-keys';
 import { SqliteKeyStore } from '../../src/key-store/sqlite-key-store';
 import { openTempSqlite } from '../support/temp-sqlite';
 
@@ -30,11 +30,11 @@ describe('DataKeys.newRecordId', () => {
   it('hands out new ids whose keys are on disk already, made ahead in groups', async () => {
     const first = await keys.newRecordId('customer-');
     await settled();
-    // Nothing was ready: its own key, and a group of 32 made ahead.
-    expect(obtain).toHaveBeenCalledTimes(33);
+    // Nothing was ready: its own key, and a group made ahead.
+    expect(obtain).toHaveBeenCalledTimes(1 + SPARE_KEYS);
     const ids: string[] = [];
-    for (let i = 0; i < 16; i++) ids.push(await keys.newRecordId('customer-'));
-    expect(obtain).toHaveBeenCalledTimes(33); // taken from the group: no key store call of their own
+    for (let i = 0; i < SPARE_KEYS / 2; i++) ids.push(await keys.newRecordId('customer-'));
+    expect(obtain).toHaveBeenCalledTimes(1 + SPARE_KEYS); // taken from the group: no key store call of their own
 
     const all = [first, ...ids];
     for (const id of all) expect(id).toMatch(UUID_V4);
@@ -42,28 +42,28 @@ describe('DataKeys.newRecordId', () => {
     const stored = await keyStore.getMany(all.map((id) => `customer-${id}`));
     expect([...stored.values()].filter((key) => key?.length === 32)).toHaveLength(all.length);
 
-    // 16 left: the next call takes one, leaving fewer than half, and the one after starts the next group.
+    // Half left: the next call takes one, leaving fewer than half, and the one after starts the next group.
     await keys.newRecordId('customer-');
     await keys.newRecordId('customer-');
-    expect(obtain).toHaveBeenCalledTimes(65);
+    expect(obtain).toHaveBeenCalledTimes(1 + 2 * SPARE_KEYS);
     // Another prefix has groups of its own.
     await keys.newRecordId('profile-');
     await settled();
-    expect(obtain).toHaveBeenCalledTimes(98); // its own key and a group of 32, all of that prefix
-    expect(obtain.mock.calls.slice(65).filter(([keyId]) => (keyId as string).startsWith('profile-'))).toHaveLength(33);
+    expect(obtain).toHaveBeenCalledTimes(2 + 3 * SPARE_KEYS); // its own key and a group, all of that prefix
+    expect(obtain.mock.calls.slice(1 + 2 * SPARE_KEYS).filter(([keyId]) => (keyId as string).startsWith('profile-'))).toHaveLength(1 + SPARE_KEYS);
   });
 
   it('makes the key at once when the group made ahead failed, and tries a group again on the next call', async () => {
-    for (let i = 0; i < 32; i++) obtain.mockRejectedValueOnce(new Error('key store unavailable'));
+    for (let i = 0; i < SPARE_KEYS; i++) obtain.mockRejectedValueOnce(new Error('key store unavailable'));
     const id = await keys.newRecordId('customer-');
     expect((await keyStore.getMany([`customer-${id}`])).get(`customer-${id}`)).toHaveLength(32);
     await settled();
-    expect(obtain).toHaveBeenCalledTimes(33);
+    expect(obtain).toHaveBeenCalledTimes(1 + SPARE_KEYS);
 
     await keys.newRecordId('customer-');
     await settled();
-    expect(obtain).toHaveBeenCalledTimes(66); // its own again, and a new group
+    expect(obtain).toHaveBeenCalledTimes(2 + 2 * SPARE_KEYS); // its own again, and a new group
     await keys.newRecordId('customer-');
-    expect(obtain).toHaveBeenCalledTimes(66); // from that group
+    expect(obtain).toHaveBeenCalledTimes(2 + 2 * SPARE_KEYS); // from that group
   });
 });
