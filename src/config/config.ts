@@ -100,7 +100,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     instanceId: newInstanceId(),
     feedHeartbeatMs: integer(env, 'FEED_HEARTBEAT_MS', 10_000, 100, 15_000),
     // An LRU cache takes the room for all its entries when it is made (about 30 bytes each): bounded
-    // so that a setting cannot take the heap before the first request. Keys: at least the 2 × 32 made ahead.
+    // so that a setting cannot take the heap before the first request.
     recordCacheSize: integer(env, 'RECORD_CACHE_SIZE', 10_000, 1, 1_000_000),
     keyCacheSize: integer(env, 'KEY_CACHE_SIZE', 10_000, 64, 1_000_000),
     rebuildRowids: integer(env, 'REBUILD_ROWIDS', 2_000_000, 0, 100_000_000),

@@ -87,8 +87,11 @@ export const DATA_KEYS = Symbol('DataKeys');
  */
 export class DataKeys {
   private readonly cache: LRUCache<string, Buffer>;
-  /** By key-id prefix: new records' ids whose keys are made, stored durably and cached (see newRecordId). */
-  private readonly spare = new Map<string, string[]>();
+  /**
+   * By key-id prefix: new records' ids with their keys, made and stored durably (see newRecordId).
+   * Kept apart from the cache, which the reads of other records would push them out of.
+   */
+  private readonly spare = new Map<string, { id: string; key: Buffer }[]>();
   private readonly refilling = new Set<string>();
 
   constructor(
@@ -113,7 +116,7 @@ export class DataKeys {
    * then waits for no key store write of its own. The keys are made ahead in groups (one
    * transaction and one sync for SPARE_KEYS on SQLite), in the background. With none ready (the
    * first create, or a key store failing), the key is made at once, as without this. Ids made
-   * ahead and never used (at most SPARE_KEYS per kind when the process stops) leave keys that no
+   * ahead and never used (fewer than 1.5 × SPARE_KEYS per kind when the process stops) leave keys that no
    * record uses: random bytes, nothing personal.
    */
   async newRecordId(keyIdPrefix: string): Promise<string> {
@@ -122,22 +125,23 @@ export class DataKeys {
     // Not part of the request that sets it off: its trace shows no key it does not use.
     if (spare.length < SPARE_KEYS / 2 && !this.refilling.has(keyIdPrefix)) void outsideTraces(() => this.makeAhead(keyIdPrefix, spare));
     const ready = spare.pop();
-    if (ready !== undefined) return ready;
+    if (ready) {
+      this.keep(keyIdPrefix + ready.id, ready.key);
+      return ready.id;
+    }
     const id = randomUUID();
     await this.forWriting(keyIdPrefix + id, { isNew: true });
     return id;
   }
 
-  private async makeAhead(keyIdPrefix: string, spare: string[]): Promise<void> {
+  private async makeAhead(keyIdPrefix: string, spare: { id: string; key: Buffer }[]): Promise<void> {
     this.refilling.add(keyIdPrefix);
     try {
       const ids = Array.from({ length: SPARE_KEYS }, () => randomUUID());
       const keys = await Promise.all(ids.map((id) => this.store.obtain(keyIdPrefix + id, { isNew: true })));
       ids.forEach((id, i) => {
         const key = keys[i];
-        if (!key) return; // destroyed: not a new id after all
-        this.keep(keyIdPrefix + id, key);
-        spare.push(id);
+        if (key) spare.push({ id, key }); // else destroyed: not a new id after all
       });
     } catch {
       // Nothing to report here: a create finding none ready makes its own key and meets the failure itself.

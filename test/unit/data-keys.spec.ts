@@ -53,6 +53,24 @@ describe('DataKeys.newRecordId', () => {
     expect(obtain.mock.calls.slice(1 + 2 * SPARE_KEYS).filter(([keyId]) => (keyId as string).startsWith('profile-'))).toHaveLength(1 + SPARE_KEYS);
   });
 
+  it('keeps the keys made ahead apart from the cache: reads of other records do not push them out', async () => {
+    const small = new DataKeys(keyStore, 64);
+    await small.newRecordId('customer-');
+    await settled();
+    const made = obtain.mock.calls.length;
+    // Other records' keys read through the cache, many times its size.
+    const others = Array.from({ length: 500 }, (_, i) => `profile-${i}`);
+    for (const keyId of others) await keyStore.obtain(keyId, { isNew: true });
+    await small.forReading(others);
+    obtain.mockClear();
+
+    const id = await small.newRecordId('customer-');
+    const key = await small.forWriting(`customer-${id}`);
+    expect(obtain).not.toHaveBeenCalled(); // handed out with its key: no key store call
+    expect((await keyStore.getMany([`customer-${id}`])).get(`customer-${id}`)).toEqual(key);
+    expect(made).toBe(1 + SPARE_KEYS);
+  });
+
   it('makes the key at once when the group made ahead failed, and tries a group again on the next call', async () => {
     for (let i = 0; i < SPARE_KEYS; i++) obtain.mockRejectedValueOnce(new Error('key store unavailable'));
     const id = await keys.newRecordId('customer-');
