@@ -14,6 +14,8 @@ const KEYS_KEPT = 10_000;
  * slower syncs, docs/benchmarks.md).
  */
 export const SPARE_KEYS = 256;
+/** Keys asked of the key store at once while making SPARE_KEYS: on MongoDB, one insert and one pooled connection each. */
+export const KEYS_MADE_AT_ONCE = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
@@ -113,8 +115,8 @@ export class DataKeys {
 
   /**
    * An id for a new record, its key (`keyIdPrefix` + id) already made, on disk and cached: a create
-   * then waits for no key store write of its own. The keys are made ahead in groups (one
-   * transaction and one sync for SPARE_KEYS on SQLite), in the background. With none ready (the
+   * then waits for no key store write of its own. The keys are made ahead in groups of SPARE_KEYS,
+   * KEYS_MADE_AT_ONCE at a time (one transaction and one sync on SQLite), in the background. With none ready (the
    * first create, or a key store failing), the key is made at once, as without this. Ids made
    * ahead and never used (fewer than 1.5 × SPARE_KEYS per kind when the process stops) leave keys that no
    * record uses: random bytes, nothing personal.
@@ -137,12 +139,14 @@ export class DataKeys {
   private async makeAhead(keyIdPrefix: string, spare: { id: string; key: Buffer }[]): Promise<void> {
     this.refilling.add(keyIdPrefix);
     try {
-      const ids = Array.from({ length: SPARE_KEYS }, () => randomUUID());
-      const keys = await Promise.all(ids.map((id) => this.store.obtain(keyIdPrefix + id, { isNew: true })));
-      ids.forEach((id, i) => {
-        const key = keys[i];
-        if (key) spare.push({ id, key }); // else destroyed: not a new id after all
-      });
+      for (let made = 0; made < SPARE_KEYS; made += KEYS_MADE_AT_ONCE) {
+        const ids = Array.from({ length: KEYS_MADE_AT_ONCE }, () => randomUUID());
+        const keys = await Promise.all(ids.map((id) => this.store.obtain(keyIdPrefix + id, { isNew: true })));
+        ids.forEach((id, i) => {
+          const key = keys[i];
+          if (key) spare.push({ id, key }); // else destroyed: not a new id after all
+        });
+      }
     } catch {
       // Nothing to report here: a create finding none ready makes its own key and meets the failure itself.
     } finally {

@@ -1,4 +1,4 @@
-import { DataKeys, SPARE_KEYS } from '../../src/sealing/data-keys';
+import { DataKeys, KEYS_MADE_AT_ONCE, SPARE_KEYS } from '../../src/sealing/data-keys';
 import { SqliteKeyStore } from '../../src/key-store/sqlite-key-store';
 import { openTempSqlite } from '../support/temp-sqlite';
 
@@ -9,11 +9,23 @@ describe('DataKeys.newRecordId', () => {
   let keyStore: SqliteKeyStore;
   let keys: DataKeys;
   let obtain: jest.SpyInstance;
+  /** The most key store calls under way at once. */
+  let mostAtOnce: number;
   beforeEach(() => {
     keysDb = openTempSqlite();
     keyStore = new SqliteKeyStore(keysDb.db);
     keys = new DataKeys(keyStore);
-    obtain = jest.spyOn(keyStore, 'obtain');
+    const original = keyStore.obtain.bind(keyStore);
+    let underWay = 0;
+    mostAtOnce = 0;
+    obtain = jest.spyOn(keyStore, 'obtain').mockImplementation(async (...args) => {
+      mostAtOnce = Math.max(mostAtOnce, ++underWay);
+      try {
+        return await original(...args);
+      } finally {
+        underWay--;
+      }
+    });
   });
   afterEach(async () => {
     obtain.mockRestore();
@@ -21,10 +33,14 @@ describe('DataKeys.newRecordId', () => {
     keysDb.dispose();
   });
 
-  /** Every key the store was asked for so far has been made (or failed), and what waited on them has run. */
+  /** Every key the store was asked for has been made (or failed), what waited on them has run, and nothing more was asked. */
   const settled = async () => {
-    await Promise.allSettled(obtain.mock.results.map((r) => r.value));
-    await new Promise(setImmediate);
+    let asked;
+    do {
+      asked = obtain.mock.calls.length;
+      await Promise.allSettled(obtain.mock.results.map((r) => r.value));
+      await new Promise(setImmediate);
+    } while (obtain.mock.calls.length !== asked);
   };
 
   it('hands out new ids whose keys are on disk already, made ahead in groups', async () => {
@@ -44,13 +60,18 @@ describe('DataKeys.newRecordId', () => {
 
     // Half left: the next call takes one, leaving fewer than half, and the one after starts the next group.
     await keys.newRecordId('customer-');
+    await settled();
+    expect(obtain).toHaveBeenCalledTimes(1 + SPARE_KEYS);
     await keys.newRecordId('customer-');
+    await settled();
     expect(obtain).toHaveBeenCalledTimes(1 + 2 * SPARE_KEYS);
     // Another prefix has groups of its own.
     await keys.newRecordId('profile-');
     await settled();
     expect(obtain).toHaveBeenCalledTimes(2 + 3 * SPARE_KEYS); // its own key and a group, all of that prefix
     expect(obtain.mock.calls.slice(1 + 2 * SPARE_KEYS).filter(([keyId]) => (keyId as string).startsWith('profile-'))).toHaveLength(1 + SPARE_KEYS);
+    // A group is asked for a few at a time (on MongoDB, a pooled connection each), beside a create's own key.
+    expect(mostAtOnce).toBe(KEYS_MADE_AT_ONCE + 1);
   });
 
   it('keeps the keys made ahead apart from the cache: reads of other records do not push them out', async () => {
@@ -72,16 +93,17 @@ describe('DataKeys.newRecordId', () => {
   });
 
   it('makes the key at once when the group made ahead failed, and tries a group again on the next call', async () => {
-    for (let i = 0; i < SPARE_KEYS; i++) obtain.mockRejectedValueOnce(new Error('key store unavailable'));
+    // The group's first keys fail: it stops there.
+    for (let i = 0; i < KEYS_MADE_AT_ONCE; i++) obtain.mockRejectedValueOnce(new Error('key store unavailable'));
     const id = await keys.newRecordId('customer-');
     expect((await keyStore.getMany([`customer-${id}`])).get(`customer-${id}`)).toHaveLength(32);
     await settled();
-    expect(obtain).toHaveBeenCalledTimes(1 + SPARE_KEYS);
+    expect(obtain).toHaveBeenCalledTimes(1 + KEYS_MADE_AT_ONCE);
 
     await keys.newRecordId('customer-');
     await settled();
-    expect(obtain).toHaveBeenCalledTimes(2 + 2 * SPARE_KEYS); // its own again, and a new group
+    expect(obtain).toHaveBeenCalledTimes(2 + KEYS_MADE_AT_ONCE + SPARE_KEYS); // its own again, and a new group
     await keys.newRecordId('customer-');
-    expect(obtain).toHaveBeenCalledTimes(2 + 2 * SPARE_KEYS); // from that group
+    expect(obtain).toHaveBeenCalledTimes(2 + KEYS_MADE_AT_ONCE + SPARE_KEYS); // from that group
   });
 });
