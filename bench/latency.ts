@@ -7,13 +7,14 @@
 // run's time it ran: near 100 %, requests queue behind one another), the bytes it wrote to storage
 // per request, the event loop's delay over the run (the service's own
 // `event_loop_delay_seconds`), and how long its event store's appends took, each to the end of its
-// disk sync (`event_store_call_duration_seconds`, as the bucket their p99 and their longest fall in). The floor: a bare NestJS + Express route (bench/floor.ts), which
-// shares no code with the service, at the same rate: what the machine, Node and the generator
-// cost; and the same app's POST as a durable write, appended to a file and answered once an
-// fdatasync covers it (group-committed): what this disk costs a durable write; and the same padded
-// to 64 KB a write, about what the service writes per create (its log's pages, then their
-// checkpoint): what this disk costs that many bytes a request, its stalls under that load included. With --profile the service runs under `--cpu-prof`, and the event loop's stalls over 5 ms
-// are listed by cause (bench/stalls.ts); the latencies of that run include the profiler's cost.
+// disk sync (`event_store_call_duration_seconds`, as the bucket their p99 and their longest fall
+// in). The floors (bench/floor.ts), which share no code with the service, at the same rate: a bare
+// NestJS + Express route, what the machine, Node and the generator cost; the same app's POST as a
+// durable write, appended to a file and answered once an fdatasync covers it (group-committed),
+// what this disk costs a durable write; and the same padded to 64 KB a write, about what the
+// service writes per create, what this disk costs that many bytes a request. With --profile the
+// service runs under `--cpu-prof`, and the event loop's stalls over 5 ms are listed by cause
+// (bench/stalls.ts); the latencies of that run include the profiler's cost.
 import { fork } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -10,8 +10,7 @@ const KEYS_KEPT = 10_000;
 /**
  * New records' ids whose keys are made ahead, per kind: made this many at a time, when fewer than
  * half are left. Half lasts 128 ms at 1,000 creates a second: a create waits for the key store's
- * disk only if a group's sync takes longer than that (smaller groups ran out during the disk's
- * slower syncs, docs/benchmarks.md).
+ * disk only when its syncs are slower than that.
  */
 export const SPARE_KEYS = 256;
 /** Keys asked of the key store at once while making SPARE_KEYS: on MongoDB, one insert and one pooled connection each. */
@@ -116,10 +115,10 @@ export class DataKeys {
   /**
    * An id for a new record, its key (`keyIdPrefix` + id) already made, on disk and cached: a create
    * then waits for no key store write of its own. The keys are made ahead in groups of SPARE_KEYS,
-   * KEYS_MADE_AT_ONCE at a time (one transaction and one sync on SQLite), in the background. With none ready (the
-   * first create, or a key store failing), the key is made at once, as without this. Ids made
-   * ahead and never used (fewer than 1.5 × SPARE_KEYS per kind when the process stops) leave keys that no
-   * record uses: random bytes, nothing personal.
+   * KEYS_MADE_AT_ONCE at a time (one transaction and one sync on SQLite), in the background. With
+   * none ready (the first create, or a key store failing), the key is made at once, as without
+   * this. Ids made ahead and never used (fewer than 1.5 × SPARE_KEYS per kind when the process
+   * stops) leave keys that no record uses: random bytes, nothing personal.
    */
   async newRecordId(keyIdPrefix: string): Promise<string> {
     let spare = this.spare.get(keyIdPrefix);
