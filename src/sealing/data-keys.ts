@@ -8,9 +8,10 @@ import { outsideTraces } from '../tracing/tracing';
 /** Keys kept in memory at most; rebuilds fetch theirs a batch at a time anyway. */
 const KEYS_KEPT = 10_000;
 /**
- * New records' ids whose keys are made ahead, per kind: made this many at a time, when fewer than
- * half are left. Half lasts 128 ms at 1,000 creates a second: a create waits for the key store's
- * disk only when its syncs are slower than that.
+ * New records' ids whose keys are made ahead, per kind: a group of this many, started when fewer
+ * than half are left. Half lasts 128 ms at 1,000 creates a second: a create waits for the key
+ * store only when its first round trip of a group takes longer, or each one longer than 32 ms
+ * (KEYS_MADE_AT_ONCE a round trip).
  */
 export const SPARE_KEYS = 256;
 /** Keys asked of the key store at once while making SPARE_KEYS: on MongoDB, one insert and one pooled connection each. */
@@ -115,10 +116,10 @@ export class DataKeys {
   /**
    * An id for a new record, its key (`keyIdPrefix` + id) already made, on disk and cached: a create
    * then waits for no key store write of its own. The keys are made ahead in groups of SPARE_KEYS,
-   * KEYS_MADE_AT_ONCE at a time (one transaction and one sync on SQLite), in the background. With
-   * none ready (the first create, or a key store failing), the key is made at once, as without
-   * this. Ids made ahead and never used (fewer than 1.5 × SPARE_KEYS per kind when the process
-   * stops) leave keys that no record uses: random bytes, nothing personal.
+   * KEYS_MADE_AT_ONCE at a time (each one transaction and one sync on SQLite), in the background.
+   * With none ready (the first create, or a key store failing), the key is made at once, as
+   * without this. Ids made ahead and never used (fewer than 1.5 × SPARE_KEYS per kind when the
+   * process stops) leave keys that no record uses: random bytes, nothing personal.
    */
   async newRecordId(keyIdPrefix: string): Promise<string> {
     let spare = this.spare.get(keyIdPrefix);
@@ -140,14 +141,16 @@ export class DataKeys {
     try {
       for (let made = 0; made < SPARE_KEYS; made += KEYS_MADE_AT_ONCE) {
         const ids = Array.from({ length: KEYS_MADE_AT_ONCE }, () => randomUUID());
-        const keys = await Promise.all(ids.map((id) => this.store.obtain(keyIdPrefix + id, { isNew: true })));
+        // Settled, every one: a key made is handed out even when others failed, and no call is left running.
+        const keys = await Promise.allSettled(ids.map((id) => this.store.obtain(keyIdPrefix + id, { isNew: true })));
         ids.forEach((id, i) => {
           const key = keys[i];
-          if (key) spare.push({ id, key }); // else destroyed: not a new id after all
+          // Null: destroyed, so not a new id after all.
+          if (key.status === 'fulfilled' && key.value) spare.push({ id, key: key.value });
         });
+        // Nothing to report here: a create finding none ready makes its own key and meets the failure itself.
+        if (keys.some((key) => key.status === 'rejected')) return;
       }
-    } catch {
-      // Nothing to report here: a create finding none ready makes its own key and meets the failure itself.
     } finally {
       this.refilling.delete(keyIdPrefix);
     }

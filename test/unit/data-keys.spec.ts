@@ -1,3 +1,4 @@
+import type { KeyStore } from '../../src/key-store/key-store.port';
 import { DataKeys, KEYS_MADE_AT_ONCE, SPARE_KEYS } from '../../src/sealing/data-keys';
 import { SqliteKeyStore } from '../../src/key-store/sqlite-key-store';
 import { openTempSqlite } from '../support/temp-sqlite';
@@ -43,7 +44,7 @@ describe('DataKeys.newRecordId', () => {
     } while (obtain.mock.calls.length !== asked);
   };
 
-  it('hands out new ids whose keys are on disk already, made ahead in groups', async () => {
+  it('hands out new ids whose keys are stored already, made ahead in groups', async () => {
     const first = await keys.newRecordId('customer-');
     await settled();
     // Nothing was ready: its own key, and a group made ahead.
@@ -81,7 +82,7 @@ describe('DataKeys.newRecordId', () => {
     const made = obtain.mock.calls.length;
     // Other records' keys read through the cache, many times its size.
     const others = Array.from({ length: 500 }, (_, i) => `profile-${i}`);
-    for (const keyId of others) await keyStore.obtain(keyId, { isNew: true });
+    await Promise.all(others.map((keyId) => keyStore.obtain(keyId, { isNew: true })));
     await small.forReading(others);
     obtain.mockClear();
 
@@ -105,5 +106,38 @@ describe('DataKeys.newRecordId', () => {
     expect(obtain).toHaveBeenCalledTimes(2 + KEYS_MADE_AT_ONCE + SPARE_KEYS); // its own again, and a new group
     await keys.newRecordId('customer-');
     expect(obtain).toHaveBeenCalledTimes(2 + KEYS_MADE_AT_ONCE + SPARE_KEYS); // from that group
+  });
+
+  it('hands out the keys of each round trip of a group as it ends, and keeps those made when a later one fails', async () => {
+    /** A key store whose answers the test gives. */
+    const asked: { keyId: string; resolve: (key: Buffer) => void; reject: (error: Error) => void }[] = [];
+    const store = {
+      obtain: (keyId: string) => new Promise<Buffer>((resolve, reject) => asked.push({ keyId, resolve, reject })),
+    } as unknown as KeyStore;
+    const scripted = new DataKeys(store);
+    const turn = () => new Promise(setImmediate);
+
+    // None ready: a group's first round trip, and the create's own key, asked last.
+    const first = scripted.newRecordId('customer-');
+    expect(asked).toHaveLength(KEYS_MADE_AT_ONCE + 1);
+    asked[KEYS_MADE_AT_ONCE].resolve(Buffer.alloc(32, 1));
+    await first;
+    const firstTrip = asked.slice(0, KEYS_MADE_AT_ONCE);
+    firstTrip.forEach((a) => a.resolve(Buffer.alloc(32, 2)));
+    await turn();
+    // The next round trip is under way, and the first one's ids are handed out meanwhile.
+    expect(asked).toHaveLength(2 * KEYS_MADE_AT_ONCE + 1);
+    const handed = [await scripted.newRecordId('customer-')];
+    expect(firstTrip.map((a) => a.keyId)).toContain(`customer-${handed[0]}`);
+
+    // One key of the second round trip fails: the others are kept, and the group stops there.
+    const secondTrip = asked.slice(KEYS_MADE_AT_ONCE + 1);
+    secondTrip[0].reject(new Error('key store unavailable'));
+    secondTrip.slice(1).forEach((a) => a.resolve(Buffer.alloc(32, 3)));
+    await turn();
+    expect(asked).toHaveLength(2 * KEYS_MADE_AT_ONCE + 1);
+    for (let i = 0; i < 2 * KEYS_MADE_AT_ONCE - 2; i++) handed.push(await scripted.newRecordId('customer-'));
+    const made = [...firstTrip, ...secondTrip.slice(1)].map((a) => a.keyId).sort();
+    expect(handed.map((id) => `customer-${id}`).sort()).toEqual(made);
   });
 });
