@@ -2,6 +2,7 @@ import {
   MongoBulkWriteError,
   MongoClient,
   MongoClientOptions,
+  MongoDriverError,
   MongoError,
   MongoNetworkError,
   MongoNotConnectedError,
@@ -100,7 +101,15 @@ const UNAVAILABLE_CODES = new Set([
   13436, // NotPrimaryOrSecondary
 ]);
 
+/**
+ * A connection pool that gave none: every connection busy for waitQueueTimeoutMS, or the pool closed
+ * (the client closing). The driver's index does not export these classes (lib/cmap/errors.js): known
+ * by their names.
+ */
+const POOL_GAVE_NONE = new Set(['MongoWaitQueueTimeoutError', 'MongoPoolClosedError']);
+
 function isUnavailable(error: unknown): boolean {
+  if (error instanceof MongoDriverError && POOL_GAVE_NONE.has(error.name)) return true;
   if (
     error instanceof MongoServerSelectionError ||
     error instanceof MongoNetworkError ||

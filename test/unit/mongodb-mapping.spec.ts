@@ -168,6 +168,18 @@ describe('MongoDB mapping', () => {
     expect(translateMongoError(server)).toBe(server);
   });
 
+  it('turns a connection pool that gave no connection into StoreUnavailableError', () => {
+    // The driver's own classes (lib/cmap/errors.js), which its index does not export.
+    const { WaitQueueTimeoutError, PoolClosedError } = jest.requireActual<{
+      WaitQueueTimeoutError: new (message: string, address: string) => Error;
+      PoolClosedError: new (pool: { address: string }) => Error;
+    }>('mongodb/lib/cmap/errors');
+    const busy = translateMongoError(new WaitQueueTimeoutError('Timed out while checking out a connection from connection pool', '127.0.0.1:27017'));
+    expect(busy).toBeInstanceOf(StoreUnavailableError);
+    expect((busy as Error).message).toBe('MongoDB is unreachable: Timed out while checking out a connection from connection pool');
+    expect(translateMongoError(new PoolClosedError({ address: '127.0.0.1:27017' }))).toBeInstanceOf(StoreUnavailableError);
+  });
+
   it('sees through the bulk write error the driver wraps around a lost connection or a timeout', () => {
     // What the driver throws when a bulk write gets no answer (lib/bulk/common.js: "a driver related error not a bulk op error").
     for (const cause of [new MongoNetworkError('connection 3 to 127.0.0.1:27017 closed'), new MongoOperationTimeoutError('Timed out during socket read')]) {
