@@ -1,12 +1,14 @@
 import {
   MongoBulkWriteError,
   MongoClient,
+  MongoClientClosedError,
   MongoClientOptions,
   MongoDriverError,
   MongoError,
   MongoNetworkError,
   MongoNotConnectedError,
   MongoOperationTimeoutError,
+  MongoServerClosedError,
   MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
@@ -102,9 +104,9 @@ const UNAVAILABLE_CODES = new Set([
 ]);
 
 /**
- * A connection pool that gave none: every connection busy for waitQueueTimeoutMS, or the pool closed
- * (the client closing). The driver's index does not export these classes (lib/cmap/errors.js): known
- * by their names.
+ * A connection pool that gave none: none free or opened within waitQueueTimeoutMS, or the pool
+ * closed (the client closing, or its server removed from the topology). The driver's index does not
+ * export these classes (lib/cmap/errors.js): known by their names.
  */
 const POOL_GAVE_NONE = new Set(['MongoWaitQueueTimeoutError', 'MongoPoolClosedError']);
 
@@ -115,7 +117,10 @@ function isUnavailable(error: unknown): boolean {
     error instanceof MongoNetworkError ||
     error instanceof MongoOperationTimeoutError ||
     error instanceof MongoTopologyClosedError ||
-    error instanceof MongoNotConnectedError
+    error instanceof MongoNotConnectedError ||
+    // The server an operation picked closing or removed, or the client closing under it.
+    error instanceof MongoServerClosedError ||
+    error instanceof MongoClientClosedError
   ) {
     return true;
   }

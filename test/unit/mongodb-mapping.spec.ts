@@ -2,8 +2,11 @@ import fc from 'fast-check';
 import {
   MongoBulkWriteError,
   MongoClient,
+  MongoClientClosedError,
+  MongoDriverError,
   MongoNetworkError,
   MongoOperationTimeoutError,
+  MongoServerClosedError,
   MongoServerError,
   MongoServerSelectionError,
   type WriteError,
@@ -168,7 +171,7 @@ describe('MongoDB mapping', () => {
     expect(translateMongoError(server)).toBe(server);
   });
 
-  it('turns a connection pool that gave no connection into StoreUnavailableError', () => {
+  it('turns a connection pool that gave no connection, or a server or client closing, into StoreUnavailableError', () => {
     // The driver's own classes (lib/cmap/errors.js), which its index does not export.
     const { WaitQueueTimeoutError, PoolClosedError } = jest.requireActual<{
       WaitQueueTimeoutError: new (message: string, address: string) => Error;
@@ -178,6 +181,12 @@ describe('MongoDB mapping', () => {
     expect(busy).toBeInstanceOf(StoreUnavailableError);
     expect((busy as Error).message).toBe('MongoDB is unreachable: Timed out while checking out a connection from connection pool');
     expect(translateMongoError(new PoolClosedError({ address: '127.0.0.1:27017' }))).toBeInstanceOf(StoreUnavailableError);
+    // The server or the client closing under an operation.
+    expect(translateMongoError(new MongoServerClosedError())).toBeInstanceOf(StoreUnavailableError);
+    expect(translateMongoError(new MongoClientClosedError())).toBeInstanceOf(StoreUnavailableError);
+    // Another driver error is not the store's absence: it stays as it is.
+    const misuse = new MongoDriverError('something else');
+    expect(translateMongoError(misuse)).toBe(misuse);
   });
 
   it('sees through the bulk write error the driver wraps around a lost connection or a timeout', () => {
