@@ -10,8 +10,8 @@ const KEYS_KEPT = 10_000;
 /**
  * New records' ids whose keys are made ahead, per kind: a group of this many, started when fewer
  * than half are left. Half lasts 128 ms at 1,000 creates a second: a create waits for the key
- * store only when its first round trip of a group takes longer, or each one longer than 32 ms
- * (KEYS_MADE_AT_ONCE a round trip).
+ * store only when it answers slower than that, over 128 ms for a round trip (KEYS_MADE_AT_ONCE
+ * keys), or over 32 ms for each of several in a row.
  */
 export const SPARE_KEYS = 256;
 /** Keys asked of the key store at once while making SPARE_KEYS: on MongoDB, one insert and one pooled connection each. */
