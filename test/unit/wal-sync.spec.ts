@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -60,6 +60,20 @@ describe('WalSync on a durable SQLite connection', () => {
     const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000 });
     expect(child.stderr).toBe('');
     expect(child.stdout).toBe('closed\n');
+  });
+
+  it('starts the log over under steady writes, long before a commit would checkpoint it itself', async () => {
+    // A commit lands during each of the thread's checkpoints, so the thread alone never leaves the
+    // log wholly copied, and the log would grow to the commits' own checkpoint (about 165 MB).
+    const insert = db.prepare('INSERT INTO notes VALUES (?)');
+    const row = 'x'.repeat(16_000); // five pages
+    let largest = 0;
+    for (let n = 0; n < 3_000; n++) {
+      insert.run(row);
+      if (n % 50 === 0) largest = Math.max(largest, statSync(file('-wal')).size);
+      await sleep(1); // steady, over several of the thread's rounds
+    }
+    expect(largest).toBeLessThan(36 * 1024 * 1024); // 3,000 rows make a log of over 60 MB
   });
 
   it('truncates the WAL beside the checkpoint thread, waiting out a checkpoint it is running', async () => {
