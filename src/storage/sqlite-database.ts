@@ -105,7 +105,8 @@ const COMMIT_CHECKPOINT_PAGES = 40_000;
  * built): its own connection to the file, a PASSIVE checkpoint every `everyMs`. At NORMAL the
  * checkpoint syncs the WAL before copying it; it syncs the database file only when it has copied
  * the whole log, which under steady writes never happens (a commit lands during every checkpoint),
- * so the thread syncs what it copied itself. It reports the log's size after each checkpoint.
+ * so the thread syncs what it copied itself. It reports each checkpoint's result: `busy` (another
+ * was under way), `log` (the frames in the log when it began), `checkpointed` (copied so far).
  */
 const CHECKPOINT_SCRIPT = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -115,11 +116,11 @@ db.pragma('synchronous = NORMAL');
 const file = openSync(workerData.file, 'r');
 let last = '';
 const timer = setInterval(() => {
-  const [{ log, checkpointed }] = db.pragma('wal_checkpoint(PASSIVE)');
-  const now = log + '/' + checkpointed; // unchanged: nothing copied since the last sync
-  if (checkpointed > 0 && now !== last) fdatasyncSync(file);
+  const [result] = db.pragma('wal_checkpoint(PASSIVE)');
+  const now = result.log + '/' + result.checkpointed; // unchanged: nothing copied since the last sync
+  if (result.checkpointed > 0 && now !== last) fdatasyncSync(file);
   last = now;
-  parentPort.postMessage(log);
+  parentPort.postMessage(result);
 }, workerData.everyMs);
 parentPort.once('message', () => { clearInterval(timer); db.close(); closeSync(file); parentPort.close(); });
 `;
@@ -141,9 +142,9 @@ parentPort.once('message', () => { clearInterval(timer); db.close(); closeSync(f
  * under steady writes the thread never leaves it (a commit lands during each of its checkpoints).
  * So once the log passes RESTART_PAGES, the connection checkpoints it itself as soon as the thread
  * reports: it copies only what was committed during the thread's checkpoint, and syncs the log and
- * the database file, which the thread has just synced; the next commit starts the log over. About a
- * millisecond on the event loop, every second or two at 1,000 creates a second (docs/benchmarks.md,
- * the latency section). The commit's own checkpoint waits for COMMIT_CHECKPOINT_PAGES.
+ * the database file, which the thread has just synced; the next commit starts the log over (and
+ * syncs its new header). With another process writing the file, its commits during that checkpoint
+ * put the restart off to a later report. The commit's own checkpoint waits for COMMIT_CHECKPOINT_PAGES.
  *
  * `forDurable` gives none for a connection that is not durable: there, everything counts as synced.
  */
@@ -167,8 +168,10 @@ export class WalSync {
       workerData: { driver: require.resolve('better-sqlite3'), file: db.name, everyMs: CHECKPOINT_EVERY_MS },
     });
     this.checkpointsEnded = new Promise((resolve) => this.checkpoints.once('exit', resolve));
-    this.checkpoints.on('message', (pages: number) => {
-      if (pages < RESTART_PAGES || this.closed) return;
+    this.checkpoints.on('message', ({ busy, log, checkpointed }: { busy: number; log: number; checkpointed: number }) => {
+      // Only once the thread has copied all it saw: else this copy, and the sync of what the thread
+      // copied but did not sync, would be on the event loop.
+      if (busy || checkpointed !== log || log < RESTART_PAGES || this.closed) return;
       try {
         db.pragma('wal_checkpoint(PASSIVE)');
       } catch (error) {
