@@ -88,39 +88,42 @@ const syncData = (fd: number) => new Promise<void>((resolve, reject) => fdatasyn
 /** How often the checkpoint thread copies the WAL into the database (see WalSync). */
 const CHECKPOINT_EVERY_MS = 250;
 /**
- * The WAL's size, in pages (16 MB), past which the connection checkpoints it itself right after the
- * thread has, so that the next commit starts the log over (see WalSync). The larger, the rarer those
- * few milliseconds on the event loop, and the larger the file on disk and the longer a restart's
- * recovery reads it.
+ * The WAL's size, in pages (16 MB), past which the checkpoint thread starts it over (see WalSync):
+ * the larger, the rarer the commits' wait for that, and the larger the file on disk and the longer
+ * a restart's recovery reads it.
  */
 const RESTART_PAGES = 4_096;
 /**
  * The WAL's size, in pages (about 165 MB), at which a commit checkpoints it itself, should the
- * thread not (it failed): a larger copy on the event loop than RESTART_PAGES', but the file stays bounded.
+ * thread not (it failed, or readers kept it from starting the log over): the file stays bounded.
  */
 const COMMIT_CHECKPOINT_PAGES = 40_000;
 
 /**
  * The checkpoint thread's script (given as text, so it runs the same from the sources and as
- * built): its own connection to the file, a PASSIVE checkpoint every `everyMs`. At NORMAL the
- * checkpoint syncs the WAL before copying it; it syncs the database file only when it has copied
- * the whole log, which under steady writes never happens (a commit lands during every checkpoint),
- * so the thread syncs what it copied itself. It reports each checkpoint's result: `busy` (another
- * was under way), `log` (the frames in the log when it began), `checkpointed` (copied so far).
+ * built): its own connection to the file, and every `everyMs`:
+ * - a PASSIVE checkpoint, beside the commits. At NORMAL it syncs the WAL before copying, but the
+ *   database file only once it has copied the whole log, which under steady writes it never has (a
+ *   commit lands during it), so the thread syncs what it copied itself;
+ * - past `restartPages`, a RESTART checkpoint: it holds the write lock while it copies what was
+ *   committed meanwhile and syncs the log and the database file, and starts the log over unless a
+ *   reader is in it (then the next commit does). With no busy timeout, it gives way at once to a
+ *   commit under way: the next round tries again.
  */
 const CHECKPOINT_SCRIPT = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { fdatasyncSync, openSync, closeSync } = require('node:fs');
 const db = new (require(workerData.driver))(workerData.file);
 db.pragma('synchronous = NORMAL');
+db.pragma('busy_timeout = 0');
 const file = openSync(workerData.file, 'r');
 let last = '';
 const timer = setInterval(() => {
-  const [result] = db.pragma('wal_checkpoint(PASSIVE)');
-  const now = result.log + '/' + result.checkpointed; // unchanged: nothing copied since the last sync
-  if (result.checkpointed > 0 && now !== last) fdatasyncSync(file);
+  const [{ log, checkpointed }] = db.pragma('wal_checkpoint(PASSIVE)');
+  const now = log + '/' + checkpointed; // unchanged: nothing copied since the last sync
+  if (checkpointed > 0 && now !== last) fdatasyncSync(file);
   last = now;
-  parentPort.postMessage(result);
+  if (log >= workerData.restartPages && checkpointed === log) db.pragma('wal_checkpoint(RESTART)');
 }, workerData.everyMs);
 parentPort.once('message', () => { clearInterval(timer); db.close(); closeSync(file); parentPort.close(); });
 `;
@@ -138,13 +141,11 @@ parentPort.once('message', () => { clearInterval(timer); db.close(); closeSync(f
  * Checkpoints: SQLite copies the WAL into the database in the connection that commits, once the
  * WAL passes 1,000 pages: a thousand page writes and two fsyncs on the event loop. A thread of its
  * own checkpoints the file every CHECKPOINT_EVERY_MS instead, and syncs the database file after.
- * The log starts over (from its first page) only at a commit that finds it wholly copied, which
- * under steady writes the thread never leaves it (a commit lands during each of its checkpoints).
- * So once the log passes RESTART_PAGES, the connection checkpoints it itself as soon as the thread
- * reports: it copies only what was committed during the thread's checkpoint, and syncs the log and
- * the database file, which the thread has just synced; the next commit starts the log over (and
- * syncs its new header). With another process writing the file, its commits during that checkpoint
- * put the restart off to a later report. The commit's own checkpoint waits for COMMIT_CHECKPOINT_PAGES.
+ * The log starts over (from its first page) only once wholly copied with no commit since, which
+ * under steady writes a checkpoint beside the commits never leaves it. So once the log passes
+ * RESTART_PAGES, the thread copies the rest holding the write lock: commits (every process's) wait
+ * for those few milliseconds, in SQLite's busy handler, on their event loops. The commit's own
+ * checkpoint waits for COMMIT_CHECKPOINT_PAGES.
  *
  * `forDurable` gives none for a connection that is not durable: there, everything counts as synced.
  */
@@ -157,33 +158,21 @@ export class WalSync {
   private readonly checkpointsEnded: Promise<unknown>;
 
   private constructor(
-    db: SqliteDatabase,
     /** The WAL file, kept open: SQLite keeps it while a connection is open. */
     private readonly wal: number,
     private readonly mark: () => number,
+    file: string,
   ) {
-    const logger = new Logger('Storage');
     this.checkpoints = new Worker(CHECKPOINT_SCRIPT, {
       eval: true,
-      workerData: { driver: require.resolve('better-sqlite3'), file: db.name, everyMs: CHECKPOINT_EVERY_MS },
+      workerData: { driver: require.resolve('better-sqlite3'), file, everyMs: CHECKPOINT_EVERY_MS, restartPages: RESTART_PAGES },
     });
     this.checkpointsEnded = new Promise((resolve) => this.checkpoints.once('exit', resolve));
-    this.checkpoints.on('message', ({ busy, log, checkpointed }: { busy: number; log: number; checkpointed: number }) => {
-      // Only once the thread has copied all it saw: else this copy, and the sync of what the thread
-      // copied but did not sync, would be on the event loop.
-      if (busy || checkpointed !== log || log < RESTART_PAGES || this.closed) return;
-      try {
-        db.pragma('wal_checkpoint(PASSIVE)');
-      } catch (error) {
-        // The commits' own checkpoint still bounds the log; what failed here fails a commit too.
-        logger.warn(`Could not checkpoint ${db.name} after its checkpoint thread (${(error as Error).message})`);
-      }
-    });
     // Should the thread fail, the commits' own checkpoints go on: nothing else depends on it. But
     // each then copies up to COMMIT_CHECKPOINT_PAGES on the event loop: the operators hear of it.
     this.checkpoints.on('error', (error) =>
-      logger.warn(
-        `The thread checkpointing ${db.name} failed (${error.message}): commits checkpoint its write-ahead log themselves, on the event loop, until the service restarts`,
+      new Logger('Storage').warn(
+        `The thread checkpointing ${file} failed (${error.message}): commits checkpoint its write-ahead log themselves, on the event loop, until the service restarts`,
       ),
     );
     this.checkpoints.unref();
@@ -194,7 +183,7 @@ export class WalSync {
     db.pragma('synchronous = NORMAL');
     db.pragma(`wal_autocheckpoint = ${COMMIT_CHECKPOINT_PAGES}`);
     // The mode is the database file's, in case this open makes the file.
-    return new WalSync(db, openSync(`${db.name}-wal`, 'a', 0o600), mark);
+    return new WalSync(openSync(`${db.name}-wal`, 'a', 0o600), mark, db.name);
   }
 
   /** Resolves once every commit up to `mark` is on disk: at the end of the sync under way if that covers it, else of the next. */

@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -73,6 +73,33 @@ describe('WalSync on a durable SQLite connection', () => {
       if (n % 50 === 0) largest = Math.max(largest, statSync(file('-wal')).size);
       await sleep(1); // steady, over several of the thread's rounds
     }
+    expect(largest).toBeLessThan(36 * 1024 * 1024); // 3,000 rows make a log of over 60 MB
+  });
+
+  it('starts the log over while another process writes steadily, its commits waiting out the copy', async () => {
+    db.prepare('INSERT INTO notes VALUES (?)').run('first'); // the table, before the other process writes
+    const script = `
+      const db = new (require(${JSON.stringify(require.resolve('better-sqlite3'))}))(${JSON.stringify(file())});
+      db.pragma('busy_timeout = 5000');
+      db.pragma('synchronous = NORMAL');
+      db.pragma('wal_autocheckpoint = 0'); // only the thread checkpoints
+      const insert = db.prepare('INSERT INTO notes VALUES (?)');
+      const row = 'x'.repeat(16000);
+      let n = 0;
+      const timer = setInterval(() => { insert.run(row); if (++n === 3000) { clearInterval(timer); db.close(); } }, 1);`;
+    const writer = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let errors = '';
+    writer.stderr.on('data', (chunk) => (errors += chunk));
+    const exited = new Promise<number | null>((resolve) => writer.once('exit', resolve));
+    let largest = 0;
+    let done = false;
+    void exited.then(() => (done = true));
+    while (!done) {
+      largest = Math.max(largest, statSync(file('-wal')).size);
+      await sleep(20);
+    }
+    expect(await exited).toBe(0);
+    expect(errors).toBe('');
     expect(largest).toBeLessThan(36 * 1024 * 1024); // 3,000 rows make a log of over 60 MB
   });
 
