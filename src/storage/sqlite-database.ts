@@ -106,26 +106,27 @@ const COMMIT_CHECKPOINT_PAGES = 40_000;
  *   database file only once it has copied the whole log, which under steady writes it never has (a
  *   commit lands during it), so the thread syncs what it copied itself;
  * - past `restartPages`, a RESTART checkpoint: it holds the write lock while it copies what was
- *   committed meanwhile and syncs the log and the database file, and starts the log over unless a
- *   reader is in it (then the next commit does). With no busy timeout, it gives way at once to a
- *   commit under way: the next round tries again.
+ *   committed meanwhile and syncs the log and the database file, so that the next commit finds the
+ *   log wholly copied and starts it over. With no busy timeout, it gives way at once to a commit
+ *   under way, or copies only up to a reader still in the log: the next round tries again.
+ * It syncs the database file through a descriptor WalSync opened: closing one here would drop the
+ * process's POSIX locks on the file, its SQLite connections' included.
  */
 const CHECKPOINT_SCRIPT = `
 const { parentPort, workerData } = require('node:worker_threads');
-const { fdatasyncSync, openSync, closeSync } = require('node:fs');
+const { fdatasyncSync } = require('node:fs');
 const db = new (require(workerData.driver))(workerData.file);
 db.pragma('synchronous = NORMAL');
 db.pragma('busy_timeout = 0');
-const file = openSync(workerData.file, 'r');
 let last = '';
 const timer = setInterval(() => {
   const [{ log, checkpointed }] = db.pragma('wal_checkpoint(PASSIVE)');
   const now = log + '/' + checkpointed; // unchanged: nothing copied since the last sync
-  if (checkpointed > 0 && now !== last) fdatasyncSync(file);
+  if (checkpointed > 0 && now !== last) fdatasyncSync(workerData.fd);
   last = now;
   if (log >= workerData.restartPages && checkpointed === log) db.pragma('wal_checkpoint(RESTART)');
 }, workerData.everyMs);
-parentPort.once('message', () => { clearInterval(timer); db.close(); closeSync(file); parentPort.close(); });
+parentPort.once('message', () => { clearInterval(timer); db.close(); parentPort.close(); });
 `;
 
 /**
@@ -144,8 +145,9 @@ parentPort.once('message', () => { clearInterval(timer); db.close(); closeSync(f
  * The log starts over (from its first page) only once wholly copied with no commit since, which
  * under steady writes a checkpoint beside the commits never leaves it. So once the log passes
  * RESTART_PAGES, the thread copies the rest holding the write lock: commits (every process's) wait
- * for those few milliseconds, in SQLite's busy handler, on their event loops. The commit's own
- * checkpoint waits for COMMIT_CHECKPOINT_PAGES.
+ * for those few milliseconds, in SQLite's busy handler (asleep 1 ms, then 2, 5, …), on their event
+ * loops; the next commit starts the log over, and syncs its new header there (a fraction of a
+ * millisecond). The commit's own checkpoint waits for COMMIT_CHECKPOINT_PAGES.
  *
  * `forDurable` gives none for a connection that is not durable: there, everything counts as synced.
  */
@@ -158,21 +160,23 @@ export class WalSync {
   private readonly checkpointsEnded: Promise<unknown>;
 
   private constructor(
+    private readonly db: SqliteDatabase,
     /** The WAL file, kept open: SQLite keeps it while a connection is open. */
     private readonly wal: number,
+    /** The database file, read-only, for the thread's syncs of it (see CHECKPOINT_SCRIPT). */
+    private readonly file: number,
     private readonly mark: () => number,
-    file: string,
   ) {
     this.checkpoints = new Worker(CHECKPOINT_SCRIPT, {
       eval: true,
-      workerData: { driver: require.resolve('better-sqlite3'), file, everyMs: CHECKPOINT_EVERY_MS, restartPages: RESTART_PAGES },
+      workerData: { driver: require.resolve('better-sqlite3'), file: db.name, fd: file, everyMs: CHECKPOINT_EVERY_MS, restartPages: RESTART_PAGES },
     });
     this.checkpointsEnded = new Promise((resolve) => this.checkpoints.once('exit', resolve));
     // Should the thread fail, the commits' own checkpoints go on: nothing else depends on it. But
     // each then copies up to COMMIT_CHECKPOINT_PAGES on the event loop: the operators hear of it.
     this.checkpoints.on('error', (error) =>
       new Logger('Storage').warn(
-        `The thread checkpointing ${file} failed (${error.message}): commits checkpoint its write-ahead log themselves, on the event loop, until the service restarts`,
+        `The thread checkpointing ${db.name} failed (${error.message}): commits checkpoint its write-ahead log themselves, on the event loop, until the service restarts`,
       ),
     );
     this.checkpoints.unref();
@@ -183,7 +187,7 @@ export class WalSync {
     db.pragma('synchronous = NORMAL');
     db.pragma(`wal_autocheckpoint = ${COMMIT_CHECKPOINT_PAGES}`);
     // The mode is the database file's, in case this open makes the file.
-    return new WalSync(openSync(`${db.name}-wal`, 'a', 0o600), mark, db.name);
+    return new WalSync(db, openSync(`${db.name}-wal`, 'a', 0o600), openSync(db.name, 'r'), mark);
   }
 
   /** Resolves once every commit up to `mark` is on disk: at the end of the sync under way if that covers it, else of the next. */
@@ -201,9 +205,10 @@ export class WalSync {
   }
 
   /**
-   * Waits out the sync and the checkpoint under way, then closes the file (before or after the
-   * connection). Once only, however often called: a second closeSync of the descriptor would close
-   * whatever file the process has opened under that number since.
+   * Waits out the sync and the checkpoint under way, then closes the connection (its store's owner
+   * may close it again: better-sqlite3 does nothing then), and only after it the files' descriptors
+   * (see CHECKPOINT_SCRIPT; any other connection of this process to the file is closed before). Once only, however often called: a second closeSync of a descriptor
+   * would close whatever file the process has opened under that number since.
    */
   close(): Promise<void> {
     return (this.closing ??= this.closeOnce());
@@ -214,6 +219,8 @@ export class WalSync {
     this.checkpoints.ref(); // unreferenced so as not to hold the process open, but its end is awaited here
     this.checkpoints.postMessage('stop');
     await Promise.all([this.syncing?.catch(() => undefined), this.checkpointsEnded]);
+    this.db.close();
     closeSync(this.wal);
+    closeSync(this.file);
   }
 }
