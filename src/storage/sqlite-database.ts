@@ -207,8 +207,9 @@ export class WalSync {
   /**
    * Waits out the sync and the checkpoint under way, then closes the connection (its store's owner
    * may close it again: better-sqlite3 does nothing then), and only after it the files' descriptors
-   * (see CHECKPOINT_SCRIPT; any other connection of this process to the file is closed before). Once only, however often called: a second closeSync of a descriptor
-   * would close whatever file the process has opened under that number since.
+   * (see CHECKPOINT_SCRIPT; any other connection of this process to the file is closed before).
+   * Once only, however often called: a second closeSync of a descriptor would close whatever file
+   * the process has opened under that number since.
    */
   close(): Promise<void> {
     return (this.closing ??= this.closeOnce());
