@@ -28,8 +28,15 @@ export class StoreFullError extends StoreUnavailableError {
 /** What a write finds when the disk has no room: SQLite's code, or the file system's (open, fdatasync of the WAL). */
 const NO_SPACE = new Set(['SQLITE_FULL', 'ENOSPC', 'EDQUOT']);
 
-/** A SQLite store's failure as its port surfaces it: a full disk is StoreFullError, anything else as it is. */
+/**
+ * A SQLite store's failure as its port surfaces it: a full disk is StoreFullError; a file another
+ * connection kept locked past the busy timeout (a checkpoint thread's sync of it stalled by the
+ * disk, another process's long transaction) is the store unavailable; anything else as it is.
+ */
 export function sqliteFailure(error: unknown): unknown {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && NO_SPACE.has(code) ? new StoreFullError('SQLite', code) : error;
+  if (typeof code !== 'string') return error;
+  if (NO_SPACE.has(code)) return new StoreFullError('SQLite', code);
+  if (code.startsWith('SQLITE_BUSY')) return new StoreUnavailableError('SQLite', `its file stayed locked past the busy timeout (${code})`);
+  return error;
 }

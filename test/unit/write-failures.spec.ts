@@ -39,9 +39,16 @@ describe('sqliteFailure', () => {
     expect((translated as Error).message).toBe(`SQLite cannot write: no space left on its disk (${code})`);
   });
 
+  it.each(['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT'])('makes %s (locked past the busy timeout) the store unavailable, not full', (code) => {
+    const translated = sqliteFailure(Object.assign(new Error('database is locked'), { code }));
+    expect(translated).toBeInstanceOf(StoreUnavailableError);
+    expect(translated).not.toBeInstanceOf(StoreFullError);
+    expect((translated as Error).message).toBe(`SQLite is unreachable: its file stayed locked past the busy timeout (${code})`);
+  });
+
   it('leaves any other error as it is', () => {
-    const busy = Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
-    expect(sqliteFailure(busy)).toBe(busy);
+    const constraint = Object.assign(new Error('UNIQUE constraint failed: events.event_id'), { code: 'SQLITE_CONSTRAINT_UNIQUE' });
+    expect(sqliteFailure(constraint)).toBe(constraint);
     expect(sqliteFailure(undefined)).toBeUndefined();
   });
 });
