@@ -118,12 +118,11 @@ const { fdatasyncSync } = require('node:fs');
 const db = new (require(workerData.driver))(workerData.file);
 db.pragma('synchronous = NORMAL');
 db.pragma('busy_timeout = 0');
-let last = '';
+let copied = 0; // the frames copied at the last round: none since, nothing to sync
 const timer = setInterval(() => {
   const [{ log, checkpointed }] = db.pragma('wal_checkpoint(PASSIVE)');
-  const now = log + '/' + checkpointed; // unchanged: nothing copied since the last sync
-  if (checkpointed > 0 && now !== last) fdatasyncSync(workerData.fd);
-  last = now;
+  if (checkpointed > 0 && checkpointed !== copied) fdatasyncSync(workerData.fd);
+  copied = checkpointed;
   if (log >= workerData.restartPages && checkpointed === log) db.pragma('wal_checkpoint(RESTART)');
 }, workerData.everyMs);
 parentPort.once('message', () => { clearInterval(timer); db.close(); parentPort.close(); });
