@@ -16,6 +16,12 @@ const KEYS_KEPT = 10_000;
 export const SPARE_KEYS = 256;
 /** Keys asked of the key store at once while making SPARE_KEYS: on MongoDB, one insert and one pooled connection each. */
 export const KEYS_MADE_AT_ONCE = 32;
+/**
+ * A group that failed (the key store down, its disk full) is tried again after this long, then
+ * after twice as long each time it fails again, up to KEYS_RETRY_MOST_MS.
+ */
+export const KEYS_RETRY_FIRST_MS = 250;
+const KEYS_RETRY_MOST_MS = 5_000;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
@@ -94,7 +100,10 @@ export class DataKeys {
    * Kept apart from the cache, which the reads of other records would push them out of.
    */
   private readonly spare = new Map<string, { id: string; key: Buffer }[]>();
+  /** The prefixes whose group is being made, or waits to be tried again (see makeAhead). */
   private readonly refilling = new Set<string>();
+  private readonly retries = new Set<NodeJS.Timeout>();
+  private closed = false;
 
   constructor(
     readonly store: KeyStore,
@@ -136,10 +145,17 @@ export class DataKeys {
     return id;
   }
 
-  private async makeAhead(keyIdPrefix: string, spare: { id: string; key: Buffer }[]): Promise<void> {
+  /**
+   * A group that fails is tried again by itself, after a pause that grows while it goes on failing,
+   * rather than at the next create: until a write to the key store succeeds, readiness says its
+   * writes fail (on every worker, which tell one another), and the worker whose group failed may
+   * take no create for a while. Creates meanwhile make their own keys.
+   */
+  private async makeAhead(keyIdPrefix: string, spare: { id: string; key: Buffer }[], retryMs = KEYS_RETRY_FIRST_MS): Promise<void> {
     this.refilling.add(keyIdPrefix);
+    let failed = false;
     try {
-      for (let made = 0; made < SPARE_KEYS; made += KEYS_MADE_AT_ONCE) {
+      for (let made = 0; made < SPARE_KEYS && !failed; made += KEYS_MADE_AT_ONCE) {
         const ids = Array.from({ length: KEYS_MADE_AT_ONCE }, () => randomUUID());
         // Settled, every one: a key made is handed out even when others failed, and no call is left running.
         const keys = await Promise.allSettled(ids.map((id) => this.store.obtain(keyIdPrefix + id, { isNew: true })));
@@ -149,10 +165,18 @@ export class DataKeys {
           if (key.status === 'fulfilled' && key.value) spare.push({ id, key: key.value });
         });
         // Nothing to report here: a create finding none ready makes its own key and meets the failure itself.
-        if (keys.some((key) => key.status === 'rejected')) return;
+        failed = keys.some((key) => key.status === 'rejected');
       }
     } finally {
-      this.refilling.delete(keyIdPrefix);
+      if (failed && !this.closed) {
+        const retry = setTimeout(() => {
+          this.retries.delete(retry);
+          void outsideTraces(() => this.makeAhead(keyIdPrefix, spare, Math.min(2 * retryMs, KEYS_RETRY_MOST_MS)));
+        }, retryMs).unref();
+        this.retries.add(retry);
+      } else {
+        this.refilling.delete(keyIdPrefix);
+      }
     }
   }
 
@@ -201,6 +225,13 @@ export class DataKeys {
       this.forget(keyId);
     }
     return destroyed;
+  }
+
+  /** Stops the groups' retries, then closes the key store. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const retry of this.retries) clearTimeout(retry);
+    await this.store.close();
   }
 
   async destroy(keyId: string, erasedBy: string): Promise<void> {

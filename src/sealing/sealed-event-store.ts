@@ -188,7 +188,7 @@ export class SealedEventStore implements EventStore {
   async close(): Promise<void> {
     await this.thread?.close();
     await this.inner.close();
-    await this.keys.store.close();
+    await this.keys.close();
   }
 
   private async nextAsStored(batches: AsyncIterator<EventBatch>): Promise<EventBatch | undefined> {

@@ -1,5 +1,5 @@
 import type { KeyStore } from '../../src/key-store/key-store.port';
-import { DataKeys, KEYS_MADE_AT_ONCE, SPARE_KEYS } from '../../src/sealing/data-keys';
+import { DataKeys, KEYS_MADE_AT_ONCE, KEYS_RETRY_FIRST_MS, SPARE_KEYS } from '../../src/sealing/data-keys';
 import { SqliteKeyStore } from '../../src/key-store/sqlite-key-store';
 import { openTempSqlite } from '../support/temp-sqlite';
 
@@ -93,19 +93,47 @@ describe('DataKeys.newRecordId', () => {
     expect(made).toBe(1 + SPARE_KEYS);
   });
 
-  it('makes the key at once when the group made ahead failed, and tries a group again on the next call', async () => {
+  it('makes the key at once when the group made ahead failed, and tries the group again by itself, waiting longer each time it fails', async () => {
     // The group's first keys fail: it stops there.
-    for (let i = 0; i < KEYS_MADE_AT_ONCE; i++) obtain.mockRejectedValueOnce(new Error('key store unavailable'));
+    const failing = () => {
+      for (let i = 0; i < KEYS_MADE_AT_ONCE; i++) obtain.mockRejectedValueOnce(new Error('key store unavailable'));
+    };
+    failing();
     const id = await keys.newRecordId('customer-');
     expect((await keyStore.getMany([`customer-${id}`])).get(`customer-${id}`)).toHaveLength(32);
     await settled();
     expect(obtain).toHaveBeenCalledTimes(1 + KEYS_MADE_AT_ONCE);
 
+    // A create meanwhile makes its own key, and starts no group beside the one waiting.
     await keys.newRecordId('customer-');
     await settled();
-    expect(obtain).toHaveBeenCalledTimes(2 + KEYS_MADE_AT_ONCE + SPARE_KEYS); // its own again, and a new group
+    expect(obtain).toHaveBeenCalledTimes(2 + KEYS_MADE_AT_ONCE);
+
+    // With no create, the group is tried again after the first pause; failing again, after twice as long.
+    failing();
+    const waited = async (calls: number) => {
+      const started = Date.now();
+      while (obtain.mock.calls.length < calls) await new Promise((resolve) => setTimeout(resolve, 10));
+      await settled();
+      return Date.now() - started;
+    };
+    expect(await waited(2 + 2 * KEYS_MADE_AT_ONCE)).toBeGreaterThanOrEqual(KEYS_RETRY_FIRST_MS - 20);
+    expect(obtain).toHaveBeenCalledTimes(2 + 2 * KEYS_MADE_AT_ONCE);
+    expect(await waited(2 + 3 * KEYS_MADE_AT_ONCE + 1)).toBeGreaterThanOrEqual(2 * KEYS_RETRY_FIRST_MS - 20);
+    // That one succeeded: the whole group, and the next creates take from it.
+    expect(obtain).toHaveBeenCalledTimes(2 + 2 * KEYS_MADE_AT_ONCE + SPARE_KEYS);
     await keys.newRecordId('customer-');
-    expect(obtain).toHaveBeenCalledTimes(2 + KEYS_MADE_AT_ONCE + SPARE_KEYS); // from that group
+    expect(obtain).toHaveBeenCalledTimes(2 + 2 * KEYS_MADE_AT_ONCE + SPARE_KEYS);
+  });
+
+  it('tries a failed group no more once closed', async () => {
+    for (let i = 0; i < KEYS_MADE_AT_ONCE; i++) obtain.mockRejectedValueOnce(new Error('key store unavailable'));
+    await keys.newRecordId('customer-');
+    await settled();
+    const asked = obtain.mock.calls.length;
+    await keys.close();
+    await new Promise((resolve) => setTimeout(resolve, 2 * KEYS_RETRY_FIRST_MS));
+    expect(obtain).toHaveBeenCalledTimes(asked);
   });
 
   it('hands out the keys of each round trip of a group as it ends, and keeps those made when a later one fails', async () => {
