@@ -17,8 +17,8 @@ export const SPARE_KEYS = 256;
 /** Keys asked of the key store at once while making SPARE_KEYS: on MongoDB, one insert and one pooled connection each. */
 export const KEYS_MADE_AT_ONCE = 32;
 /**
- * A group that failed (the key store down, its disk full) is tried again after this long, then
- * after twice as long each time it fails again, up to KEYS_RETRY_MOST_MS.
+ * The keys a group failed to make (the key store down, its disk full) are asked for again after
+ * this long, then after twice as long each time they fail again, up to KEYS_RETRY_MOST_MS.
  */
 export const KEYS_RETRY_FIRST_MS = 250;
 const KEYS_RETRY_MOST_MS = 5_000;
@@ -146,17 +146,19 @@ export class DataKeys {
   }
 
   /**
-   * A group that fails is tried again by itself, after a pause that grows while it goes on failing,
-   * rather than at the next create: until a write to the key store succeeds, readiness says its
-   * writes fail (on every worker, which tell one another), and the worker whose group failed may
-   * take no create for a while. Creates meanwhile make their own keys.
+   * Makes `wanted` keys for new ids, KEYS_MADE_AT_ONCE at a time. Should some fail, the group stops
+   * there, and the keys it still wants are asked for again by themselves, after a pause that grows
+   * while they go on failing, rather than at the next create: until a write to the key store
+   * succeeds, readiness says its writes fail (on every worker, which tell one another), and the
+   * worker whose group failed may take no create for a while. Creates meanwhile take the keys
+   * left, then make their own.
    */
-  private async makeAhead(keyIdPrefix: string, spare: { id: string; key: Buffer }[], retryMs = KEYS_RETRY_FIRST_MS): Promise<void> {
+  private async makeAhead(keyIdPrefix: string, spare: { id: string; key: Buffer }[], wanted = SPARE_KEYS, retryMs = KEYS_RETRY_FIRST_MS): Promise<void> {
     this.refilling.add(keyIdPrefix);
     let failed = false;
     try {
-      for (let made = 0; made < SPARE_KEYS && !failed; made += KEYS_MADE_AT_ONCE) {
-        const ids = Array.from({ length: KEYS_MADE_AT_ONCE }, () => randomUUID());
+      while (wanted > 0 && !failed && !this.closed) {
+        const ids = Array.from({ length: Math.min(KEYS_MADE_AT_ONCE, wanted) }, () => randomUUID());
         // Settled, every one: a key made is handed out even when others failed, and no call is left running.
         const keys = await Promise.allSettled(ids.map((id) => this.store.obtain(keyIdPrefix + id, { isNew: true })));
         ids.forEach((id, i) => {
@@ -165,13 +167,15 @@ export class DataKeys {
           if (key.status === 'fulfilled' && key.value) spare.push({ id, key: key.value });
         });
         // Nothing to report here: a create finding none ready makes its own key and meets the failure itself.
-        failed = keys.some((key) => key.status === 'rejected');
+        const failures = keys.filter((key) => key.status === 'rejected').length;
+        wanted -= ids.length - failures;
+        failed = failures > 0;
       }
     } finally {
       if (failed && !this.closed) {
         const retry = setTimeout(() => {
           this.retries.delete(retry);
-          void outsideTraces(() => this.makeAhead(keyIdPrefix, spare, Math.min(2 * retryMs, KEYS_RETRY_MOST_MS)));
+          void outsideTraces(() => this.makeAhead(keyIdPrefix, spare, wanted, Math.min(2 * retryMs, KEYS_RETRY_MOST_MS)));
         }, retryMs).unref();
         this.retries.add(retry);
       } else {
