@@ -58,6 +58,12 @@ const ON_LEADER = { requiresLeader: true } as const;
 /** Events read at once when looking for the head past the server's own events at the end of the log. */
 const HEAD_PAGE = 32;
 /**
+ * The head's search reads each page after the first four times as long as the one before, up to
+ * this many events: a node idle for long ends its log with thousands of its own events (its
+ * `$stats-…` stream's, one every 30 s by default), which then take a few reads, not one a page.
+ */
+const HEAD_PAGE_MOST = 4_096;
+/**
  * Pages of the log's end a silent subscription's watchdog reads at most, looking for an event of
  * its own past it. A healthy one is never that far behind: the server sends it a checkpoint at the
  * end of a catch-up (no earlier than the start of its last page) and then every 32 events it
@@ -212,21 +218,21 @@ export class EventStoreDbEventStore implements EventStore {
 
   private async readHead(client: EventStoreDBClient): Promise<Position> {
     let from: Position | typeof END = END;
-    for (;;) {
-      const page: Position[] = [];
+    for (let maxCount = HEAD_PAGE; ; maxCount = Math.min(4 * maxCount, HEAD_PAGE_MOST)) {
+      let last: Position | undefined;
       let head: Position | undefined;
-      await this.eachEvent(client, client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: HEAD_PAGE, ...ON_LEADER }), (resolved) => {
+      await this.eachEvent(client, client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount, ...ON_LEADER }), (resolved) => {
         const event = resolved.event;
-        if (!event?.position) return;
+        if (!event?.position || head) return;
         const position = { commit: event.position.commit, prepare: event.position.prepare };
         // A page read from a position may start with the event at that position: the last page's.
         if (from !== END && comparePositions(position, from) >= 0) return;
-        page.push(position);
-        if (!head && !isSystemStream(event.streamId)) head = position;
+        last = position;
+        if (!isSystemStream(event.streamId)) head = position;
       });
       if (head) return head;
-      if (page.length === 0) return START;
-      from = page[page.length - 1];
+      if (!last) return START;
+      from = last;
     }
   }
 

@@ -284,6 +284,19 @@ describe('EventStoreDB adapter: the head is where a subscription can get to (fin
     expect(await s.headPosition()).toEqual({ commit: 2800n, prepare: 2800n });
   });
 
+  it("reads past thousands of the server's own events in a few reads, each longer than the one before", async () => {
+    // A node idle for days: its $stats stream's events at the end of the log.
+    const stats = Array.from({ length: 10_000 }, (_, i): ScriptedEvent => ({
+      streamId: '$stats-127.0.0.1:2113',
+      revision: 20_000 - i,
+      commit: 100_000n - BigInt(i),
+    }));
+    const s = await open({ read: (call) => answerReadBackwards(call, [...stats, ...log]) });
+    expect(await s.headPosition()).toEqual({ commit: 2800n, prepare: 2800n });
+    // 32, 128, 512, 2,048, 4,096 and 4,096 events: past the 10,000 in six reads, where pages of 32 took 313.
+    expect(server!.reads.map((call) => describeRead(call).count)).toEqual([32, 128, 512, 2048, 4096, 4096]);
+  });
+
   it("is START when the log holds only the server's own events", async () => {
     const s = await open({ read: (call) => answerReadBackwards(call, log.slice(0, 2)) });
     expect(await s.headPosition()).toEqual(START);
