@@ -285,7 +285,7 @@ describe('EventStoreDB adapter: the head is where a subscription can get to (fin
   });
 
   it("reads past thousands of the server's own events in a few reads, each longer than the one before", async () => {
-    // A node idle for days: its $stats stream's events at the end of the log.
+    // A node idle for days with WriteStatsToDb on: its $stats stream's events at the end of the log.
     const stats = Array.from({ length: 10_000 }, (_, i): ScriptedEvent => ({
       streamId: '$stats-127.0.0.1:2113',
       revision: 20_000 - i,
@@ -295,6 +295,13 @@ describe('EventStoreDB adapter: the head is where a subscription can get to (fin
     expect(await s.headPosition()).toEqual({ commit: 2800n, prepare: 2800n });
     // 32, 128, 512, 2,048, 4,096 and 4,096 events: past the 10,000 in six reads, where pages of 32 took 313.
     expect(server!.reads.map((call) => describeRead(call).count)).toEqual([32, 128, 512, 2048, 4096, 4096]);
+  });
+
+  it('cancels the read of a page once the head is found in it', async () => {
+    // The page's first event is the head; the rest never comes (the call stays open).
+    const s = await open({ read: (call) => call.write(eventMessage(log[2])) });
+    expect(await s.headPosition()).toEqual({ commit: 2800n, prepare: 2800n });
+    await until(() => server!.reads[0].cancelled);
   });
 
   it("is START when the log holds only the server's own events", async () => {
