@@ -61,7 +61,7 @@ const HEAD_PAGE = 32;
  * The head's search reads each page after the first four times as long as the one before, up to
  * this many events: a log may end with thousands of the server's own events (a node idle for long
  * with `WriteStatsToDb` on writes one to its `$stats-…` stream every 30 s), which then take a few
- * reads, not one a page. The page's read is cancelled once the head is found in it.
+ * reads, not one a page.
  */
 const HEAD_PAGE_MOST = 4_096;
 /**
@@ -224,14 +224,12 @@ export class EventStoreDbEventStore implements EventStore {
       let head: Position | undefined;
       await this.eachEvent(client, client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount, ...ON_LEADER }), (resolved) => {
         const event = resolved.event;
-        if (!event?.position) return;
+        if (!event?.position || head) return;
         const position = { commit: event.position.commit, prepare: event.position.prepare };
         // A page read from a position may start with the event at that position: the last page's.
         if (from !== END && comparePositions(position, from) >= 0) return;
         last = position;
-        if (isSystemStream(event.streamId)) return;
-        head = position;
-        return 'enough';
+        if (!isSystemStream(event.streamId)) head = position;
       });
       if (head) return head;
       if (!last) return START;
@@ -467,13 +465,11 @@ export class EventStoreDbEventStore implements EventStore {
 
   /**
    * Hands each event of a read to `visit`, to the end of the read: a read left early stays open in
-   * the client (its call paused, never finished), so reads are bounded by maxCount instead, and a
-   * `visit` that has what it needs answers 'enough': the call is cancelled, and the events already
-   * on their way are passed over to its end. A read
+   * the client (its call paused, never finished), so reads are bounded by maxCount instead. A read
    * that stays silent for the deadline is cancelled and fails as unavailable, and `client` is
    * replaced. A read whose client was replaced meanwhile fails as CutShort, to be read again.
    */
-  private async eachEvent(client: EventStoreDBClient, read: StreamingRead<ResolvedEvent>, visit: (resolved: ResolvedEvent) => void | 'enough'): Promise<void> {
+  private async eachEvent(client: EventStoreDBClient, read: StreamingRead<ResolvedEvent>, visit: (resolved: ResolvedEvent) => void): Promise<void> {
     let silent = false;
     let timer: NodeJS.Timeout | undefined;
     const arm = () => {
@@ -488,14 +484,9 @@ export class EventStoreDbEventStore implements EventStore {
     };
     arm();
     const leave = this.clients.enter(client);
-    let enough = false;
     try {
       for await (const resolved of read) {
-        // Enough: the call is cancelled (the server stops reading), and what had arrived is left unread.
-        if (!enough && visit(resolved) === 'enough') {
-          enough = true;
-          void read.cancel().catch(() => undefined);
-        }
+        visit(resolved);
         arm();
       }
     } catch (error) {

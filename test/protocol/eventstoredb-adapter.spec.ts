@@ -297,13 +297,6 @@ describe('EventStoreDB adapter: the head is where a subscription can get to (fin
     expect(server!.reads.map((call) => describeRead(call).count)).toEqual([32, 128, 512, 2048, 4096, 4096]);
   });
 
-  it('cancels the read of a page once the head is found in it', async () => {
-    // The page's first event is the head; the rest never comes (the call stays open).
-    const s = await open({ read: (call) => call.write(eventMessage(log[2])) });
-    expect(await s.headPosition()).toEqual({ commit: 2800n, prepare: 2800n });
-    await until(() => server!.reads[0].cancelled);
-  });
-
   it("is START when the log holds only the server's own events", async () => {
     const s = await open({ read: (call) => answerReadBackwards(call, log.slice(0, 2)) });
     expect(await s.headPosition()).toEqual(START);
