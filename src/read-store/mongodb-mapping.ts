@@ -131,9 +131,10 @@ const LIVE = { deleted: false } as const;
  * One index per list: the account's live documents in creation order, the same narrowed by each
  * exact filter, and the substring index: each token (account-scoped, see substrings.ts) with the
  * documents holding it in creation order, so a substring query reads one token's documents of
- * that account newest first, stops at its page, and $regex checks each.
+ * that account newest first, stops at its page, and $regex checks each. A generation without
+ * `substrings` (made before the index came) has no substring index.
  */
-export function indexesFor(schema: CollectionSchema): IndexDescription[] {
+export function indexesFor(schema: CollectionSchema, { substrings }: { substrings: boolean }): IndexDescription[] {
   const exactFields = Object.keys(schema.filters).filter((f) => schema.filters[f] !== 'contains-ci');
   return [
     { name: 'live_by_account', key: { accountId: 1, seq: 1 }, partialFilterExpression: LIVE },
@@ -142,7 +143,7 @@ export function indexesFor(schema: CollectionSchema): IndexDescription[] {
       key: { accountId: 1, [`match.${f}`]: 1, seq: 1 },
       partialFilterExpression: LIVE,
     })),
-    ...(substringFields(schema).length > 0 ? [{ name: SUBSTRINGS_INDEX, key: { substrings: 1, seq: 1 }, partialFilterExpression: LIVE }] : []),
+    ...(substrings && substringFields(schema).length > 0 ? [{ name: SUBSTRINGS_INDEX, key: { substrings: 1, seq: 1 }, partialFilterExpression: LIVE }] : []),
   ];
 }
 

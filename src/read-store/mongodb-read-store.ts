@@ -93,8 +93,12 @@ export class MongoDbReadStore implements ReadStore {
       );
       const { live } = await this.readModel(schema.name);
       this.lastLive.set(schema.name, live);
-      // createIndexes creates the collection too, and is a no-op for indexes that already exist as specified.
-      await this.collection(schema.name, live).createIndexes(indexesFor(schema));
+      // createIndexes creates the collection too, and is a no-op for indexes that already exist as
+      // specified. A generation made before the substring index came gets none: its documents carry
+      // no tokens, its finds match by $regex, and building one at start would index every document
+      // for nothing, past the store's timeout on a large model.
+      const substrings = await this.hasSubstrings(schema.name, live);
+      await this.collection(schema.name, live).createIndexes(indexesFor(schema, { substrings }));
     });
     this.schemas.set(schema.name, schema);
   }
@@ -240,7 +244,7 @@ export class MongoDbReadStore implements ReadStore {
         { collection, generation, failure: null, updatedAt: new Date(), substrings: true },
         { upsert: true },
       );
-      await this.collection(collection, generation).createIndexes(indexesFor(schema));
+      await this.collection(collection, generation).createIndexes(indexesFor(schema, { substrings: true }));
     });
     return generation;
   }
@@ -308,11 +312,12 @@ export class MongoDbReadStore implements ReadStore {
   /** In every collection of the read model there is, by name: one a late commit made again after its drop included (refuseIfDropped). */
   async erase(collection: string, ids: string[]): Promise<void> {
     const schema = this.schema(collection);
-    const blanks = Object.fromEntries(Object.keys(schema.filters).map((f) => [`match.${f}`, '']));
+    // The whole `match` replaced, not field by field: a filter an earlier release had leaves its value behind otherwise.
+    const match = Object.fromEntries(Object.keys(schema.filters).map((f) => [f, '']));
     const names = await this.guard(() => this.db.listCollections(readModelCollections(collection), { nameOnly: true }).toArray());
     for (const { name } of names) {
       await this.guard(() =>
-        this.db.collection<MongoReadDocument>(name).updateMany({ _id: { $in: ids } }, { $set: { fields: {}, deleted: true, ...blanks, substrings: [] } }),
+        this.db.collection<MongoReadDocument>(name).updateMany({ _id: { $in: ids } }, { $set: { fields: {}, deleted: true, match, substrings: [] } }),
       );
     }
   }

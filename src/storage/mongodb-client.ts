@@ -125,10 +125,11 @@ function isUnavailable(error: unknown): boolean {
     return true;
   }
   if (error instanceof MongoBulkWriteError) {
+    // An error thrown during the bulk write (a lost connection, a timeout, a driver's refusal) comes
+    // wrapped in one without its class, kept as errorResponse (mongodb 7.9 src/bulk/common.ts:611,
+    // src/error.ts:244): judged by what it wraps, so a driver's refusal stays a bug, not an outage.
+    if (error.errorResponse instanceof Error) return isUnavailable(error.errorResponse);
     const writeErrors = writeErrorsOf(error);
-    // A bulk write the server never answered (connection lost, timed out) comes wrapped in one
-    // without the original's class: no code, no write error.
-    if (error.code === undefined && writeErrors.length === 0) return true;
     if (writeErrors.some((w) => UNAVAILABLE_CODES.has(w.code))) return true;
     if (unconfirmed(error)) return true;
   }

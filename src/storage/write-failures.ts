@@ -35,7 +35,8 @@ export class WriteFailures {
   constructor() {
     this.unhear = [
       siblings.hear('write-failed', ([store, full]) => this.failing.set(store as WrittenStore, { full: full === 'full', at: Date.now() })),
-      siblings.hear('wrote', ([store]) => this.failing.delete(store as WrittenStore)),
+      // Told that writes succeed again: this worker's next failure is news again, whenever it comes.
+      siblings.hear('wrote', ([store]) => (this.failing.delete(store as WrittenStore), this.told.delete(store as WrittenStore))),
     ];
   }
 

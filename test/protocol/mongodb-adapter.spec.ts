@@ -35,6 +35,10 @@ function ensureCollectionReply(command: Document, db: string, model: Document): 
   if (command.update === 'read_models' || command.update === 'read_model_generations') return { n: 1, nModified: 0, ok: 1 };
   if (command.createIndexes) return { ok: 1 };
   if (command.find === 'read_models') return { cursor: { firstBatch: [model], id: 0n, ns: `${db}.read_models` }, ok: 1 };
+  if (command.find === 'read_model_generations') {
+    const generation = { _id: `${model._id}:${model.live}`, substrings: true };
+    return { cursor: { firstBatch: [generation], id: 0n, ns: `${db}.read_model_generations` }, ok: 1 };
+  }
   return null;
 }
 
@@ -45,6 +49,28 @@ describe('MongoDB adapter: every operation is bounded by STORE_TIMEOUT_MS (findi
     const schema = { name: 'customers', filters: {} };
     await expect(store.ensureCollection(schema)).rejects.toThrow(StoreUnavailableError);
     expect(mongo.unanswered.length).toBeGreaterThan(0);
+  });
+});
+
+describe('MongoDB adapter: a start builds no substring index on a generation made before it came', () => {
+  it.each([
+    [true, ['live_by_account', 'live_by_email', 'live_by_mobile', 'live_by_substrings']],
+    [false, ['live_by_account', 'live_by_email', 'live_by_mobile']],
+  ])('with the generation saying substrings: %s, asks for %j', async (substrings, names) => {
+    const asked: Document[] = [];
+    mongo = await startSilentMongo((command) => {
+      if (command.createIndexes) asked.push(command);
+      if (command.find === 'read_model_generations') {
+        // An upgraded store's live generation has no `substrings` at all: false reads alike.
+        const generation = { _id: 'customers:1', ...(substrings ? { substrings } : {}) };
+        return { cursor: { firstBatch: [generation], id: 0n, ns: 'upgraded.read_model_generations' }, ok: 1 };
+      }
+      return ensureCollectionReply(command, 'upgraded', { _id: 'customers', live: 1, building: null, next: 2 });
+    });
+    store = await MongoDbReadStore.connect(mongo.uri, 'upgraded', 500);
+    await store.ensureCollection(customerProjection.schema);
+    expect(asked.map((c) => c.createIndexes)).toEqual(['rm_customers__g1']);
+    expect(asked[0].indexes.map((i: Document) => i.name)).toEqual(names);
   });
 });
 
@@ -90,8 +116,9 @@ describe('MongoDB adapter: an erasure of several records scrubs each of them in 
       expect(updates).toEqual([
         expect.objectContaining({
           q: { _id: { $in: ['c1', 'c2'] } },
-          // The substring tokens too: they are pieces of the values.
-          u: { $set: { fields: {}, deleted: true, 'match.email': '', substrings: [] } },
+          // The substring tokens too: they are pieces of the values. The whole match, so that the
+          // value of a filter an earlier release had (no longer in the schema) goes too.
+          u: { $set: { fields: {}, deleted: true, match: { email: '' }, substrings: [] } },
           multi: true,
         }),
       ]);

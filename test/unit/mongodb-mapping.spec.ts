@@ -4,6 +4,7 @@ import {
   MongoClient,
   MongoClientClosedError,
   MongoDriverError,
+  MongoInvalidArgumentError,
   MongoNetworkError,
   MongoOperationTimeoutError,
   MongoServerClosedError,
@@ -68,12 +69,17 @@ describe('MongoDB mapping', () => {
   });
 
   it('indexes live documents by account in creation order, by each exact filter, and by substring token', () => {
-    expect(indexesFor(schema)).toEqual([
+    const exact = [
       { name: 'live_by_account', key: { accountId: 1, seq: 1 }, partialFilterExpression: { deleted: false } },
       { name: 'live_by_email', key: { accountId: 1, 'match.email': 1, seq: 1 }, partialFilterExpression: { deleted: false } },
       { name: 'live_by_tel', key: { accountId: 1, 'match.tel': 1, seq: 1 }, partialFilterExpression: { deleted: false } },
+    ];
+    expect(indexesFor(schema, { substrings: true })).toEqual([
+      ...exact,
       { name: 'live_by_substrings', key: { substrings: 1, seq: 1 }, partialFilterExpression: { deleted: false } },
     ]);
+    // A generation made before the substring index came: its documents have no tokens to index.
+    expect(indexesFor(schema, { substrings: false })).toEqual(exact);
   });
 
   it("keeps a live document's substring tokens (account-scoped pieces of its contains-ci values), none for a deleted one", () => {
@@ -195,6 +201,9 @@ describe('MongoDB mapping', () => {
       const wrapped = new MongoBulkWriteError(cause, {} as never);
       expect(translateMongoError(wrapped)).toBeInstanceOf(StoreUnavailableError);
     }
+    // A driver's own refusal, wrapped the same way, is a bug, not an outage: it stays what it is.
+    const misuse = new MongoBulkWriteError(new MongoInvalidArgumentError('Invalid BulkOperation, Batch cannot be empty'), {} as never);
+    expect(translateMongoError(misuse)).toBe(misuse);
     // A write concern error the server reported during shutdown, as the driver wraps it.
     expect(translateMongoError(new MongoBulkWriteError({ message: 'interrupted at shutdown', code: 11600 }, {} as never))).toBeInstanceOf(
       StoreUnavailableError,

@@ -1,5 +1,6 @@
 import { StoreFullError, StoreUnavailableError, sqliteFailure } from '../../src/storage/store-unavailable.error';
 import { WRITE_FAILURE_REMEMBERED_MS, WriteFailures } from '../../src/storage/write-failures';
+import { siblings } from '../../src/instance';
 
 describe('WriteFailures, for readiness', () => {
   const failing = (error: Error) => () => Promise.reject(error);
@@ -16,6 +17,30 @@ describe('WriteFailures, for readiness', () => {
     ]);
     await expect(writes.watch('event store', async () => 'appended')).resolves.toBe('appended');
     expect(writes.current().map((f) => f.store)).toEqual(['read store']);
+  });
+
+  it('tells the other workers of a failure again once one of them told that its writes succeed', async () => {
+    // The sibling news of WORKERS=N, caught here: what this worker tells, and a listener to tell it news.
+    const listeners = new Map<string, (details: string[]) => void>();
+    const told: string[] = [];
+    const hear = jest.spyOn(siblings, 'hear').mockImplementation((news, listener) => (listeners.set(news, listener), () => undefined));
+    const tell = jest.spyOn(siblings, 'tell').mockImplementation((news, details = []) => void told.push([news, ...details].join(' ')));
+    try {
+      const worker = new WriteFailures();
+      const fail = () => worker.watch('event store', failing(new StoreUnavailableError('SQLite', 'SQLITE_BUSY'))).catch(() => undefined);
+      await fail();
+      await fail(); // within the half memory: not told again
+      expect(told).toEqual(['write-failed event store unavailable']);
+      // Another worker wrote: both are ready; this worker's next failure must reach it.
+      listeners.get('wrote')!(['event store']);
+      expect(worker.current()).toEqual([]);
+      await fail();
+      expect(told).toEqual(['write-failed event store unavailable', 'write-failed event store unavailable']);
+      worker.close();
+    } finally {
+      hear.mockRestore();
+      tell.mockRestore();
+    }
   });
 
   it('does not count a write refused for its own sake (a conflict, a stale revision)', async () => {
