@@ -22,6 +22,7 @@ import {
   toMongoDocument,
 } from './mongodb-mapping';
 import { connectMongoClient, duplicateKeyFailures, isDuplicateKey, translateMongoError } from '../storage/mongodb-client';
+import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import { readsSubstrings } from './substrings';
 import {
   Checkpoint,
@@ -291,10 +292,18 @@ export class MongoDbReadStore implements ReadStore {
         .catch(async (error: unknown) => {
           // A write concern error comes after the primary applied the update (the driver does not
           // retry WriteConcernTimeout), and a lost answer leaves it open: what the primary holds now
-          // says. Thrown as failed, a swap that was applied would have its live generation abandoned.
+          // says. Not applied: failed. Applied, it is promoted only once a majority has it (a
+          // deposed primary's writes are rolled back): a write that changes nothing waits for the
+          // primary's latest write to reach a majority, so it confirms the swap. Unconfirmed, the
+          // outcome is unknown: unavailable, and the caller's abandonRebuild, which goes by the
+          // primary, leaves the generation alone.
           const now = await this.readModel(collection, { onPrimary: true }).catch(() => null);
           if (now?.live !== generation) throw error;
-          return { matchedCount: 1 };
+          const confirmed = await this.readModels.updateOne({ _id: collection, live: generation }, { $set: { live: generation } }).catch(() => null);
+          if (!confirmed)
+            throw new StoreUnavailableError('MongoDB', `the promotion of ${collection} generation ${generation} is on the primary, not yet on a majority`);
+          if (confirmed.matchedCount === 0) throw error;
+          return confirmed;
         });
       if (swapped.matchedCount === 0) {
         // Why it matched nothing, from what it was matched against: a majority read may not show it yet.

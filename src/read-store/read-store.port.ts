@@ -150,7 +150,9 @@ export interface ReadStore {
    * RebuildBehindError if its checkpoint is behind the live one's (no checkpoint counts as START)
    * as the swap sees it, a commit racing it included, GenerationReplacedError if it is not the
    * building generation; either way nothing changes. A swap the store applied though its answer
-   * failed (MongoDB: a write concern timeout) resolves: that generation is live.
+   * failed (MongoDB: a write concern timeout) resolves once the store confirms it durable (MongoDB:
+   * on a majority), else fails as StoreUnavailableError: the outcome is unknown, and abandonRebuild
+   * goes by what the store holds.
    */
   promote(collection: string, generation: number): Promise<void>;
   /**

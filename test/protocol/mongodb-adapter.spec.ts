@@ -410,28 +410,52 @@ describe('MongoDB adapter: a promotion whose swap times out on its write concern
     return sent;
   }
 
-  it('settles the swap by a local read on the primary: the rebuild is promoted, and its generation is not dropped', async () => {
+  /** Rebuilds the customers into an empty event store (promoted at once); the rebuild's outcome. */
+  async function rebuild() {
+    const sqlite = openTempSqlite();
+    const events = new SqliteEventStore(sqlite.db);
+    try {
+      return await rebuildProjections([customerProjection], events, store!, { signal: new AbortController().signal, graceMs: 0 });
+    } finally {
+      await events.close();
+      sqlite.dispose();
+    }
+  }
+
+  it('promotes once a write that changes nothing confirms the swap on a majority; its generation is not dropped', async () => {
     const primary: Document = { _id: 'customers', live: 1, building: null, next: 2 };
     const majority: Document = { ...primary };
-    // The claim of generation 2 reached a majority; the swap, and the stamp on the generation it retires, only the primary.
+    // The claim of generation 2 reached a majority; the swap, and the stamp on the generation it
+    // retires, only the primary, until the confirming write (live only) waits for the majority to catch up.
+    const sent = await lagging(primary, majority, (collection, update) => {
+      if (collection === 'read_model_generations') return update.u.$set?.retiredAt !== undefined;
+      const swap = update.u.$set.live !== undefined && update.u.$set.building === null;
+      if (!swap) Object.assign(majority, primary);
+      return swap;
+    });
+    await expect(rebuild()).resolves.toEqual([expect.objectContaining({ generation: 2 })]);
+    expect(primary).toMatchObject({ live: 2, building: null });
+    expect(majority).toMatchObject({ live: 2, building: null });
+    expect(sent).toContain('find read_models local');
+    expect(sent).toContain('update read_models {"live":2}');
+    expect(sent).not.toContain('drop rm_customers__g2');
+  });
+
+  it('fails as unavailable, not promoted, while no majority confirms the swap the primary applied; its generation is not dropped', async () => {
+    const primary: Document = { _id: 'customers', live: 1, building: null, next: 2 };
+    const majority: Document = { ...primary };
+    // A primary cut off from its secondaries: whatever it applies past the claim times out on its write concern.
     const sent = await lagging(primary, majority, (collection, update) => {
       if (collection === 'read_model_generations') return update.u.$set?.retiredAt !== undefined;
       if (update.u.$set.live === undefined) Object.assign(majority, update.u.$set);
       return update.u.$set.live !== undefined;
     });
-    const sqlite = openTempSqlite();
-    const events = new SqliteEventStore(sqlite.db);
-    try {
-      // An empty event store: the rebuild promotes at once.
-      const results = await rebuildProjections([customerProjection], events, store!, { signal: new AbortController().signal, graceMs: 0 });
-      expect(results).toEqual([expect.objectContaining({ generation: 2 })]);
-    } finally {
-      await events.close();
-      sqlite.dispose();
-    }
+    const results = await rebuild().catch((error: unknown) => error);
+    expect(results).toBeInstanceOf(StoreUnavailableError);
+    expect((results as Error).message).toBe('MongoDB is unreachable: the promotion of customers generation 2 is on the primary, not yet on a majority');
     expect(primary).toMatchObject({ live: 2, building: null });
-    expect(majority).toMatchObject({ live: 1, building: 2 }); // still, when the rebuild ended
-    expect(sent).toContain('find read_models local');
+    expect(majority).toMatchObject({ live: 1, building: 2 });
+    // A rollback would bring generation 2 back as building, for the next rebuild to start over.
     expect(sent).not.toContain('drop rm_customers__g2');
   });
 
