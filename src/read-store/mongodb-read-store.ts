@@ -280,6 +280,11 @@ export class MongoDbReadStore implements ReadStore {
     const built = building!.position ?? START;
     if (comparePositions(built, live.position ?? START) < 0) throw new RebuildBehindError(collection);
     const builtKey = positionKey(built);
+    // Promoted either way: without the stamp, dropRetired counts the generation's last change as its retirement.
+    const retire = async () => {
+      const now = new Date();
+      await this.generations.updateOne({ _id: generationId(collection, model.live) }, { $set: { retiredAt: now, updatedAt: now } }).catch(() => undefined);
+    };
     await this.guard(async () => {
       // Not past the live checkpoint as the swap sees it: a commit into the live generation moves
       // liveKey first, and one that moves it after the swap is refused (moveLiveKey). Without
@@ -299,10 +304,16 @@ export class MongoDbReadStore implements ReadStore {
           // primary, leaves the generation alone.
           const now = await this.readModel(collection, { onPrimary: true }).catch(() => null);
           if (now?.live !== generation) throw error;
-          const confirmed = await this.readModels.updateOne({ _id: collection, live: generation }, { $set: { live: generation } }).catch(() => null);
-          if (!confirmed)
+          const confirmed = await this.readModels.updateOne({ _id: collection, live: generation }, { $set: { live: generation } }).catch((failure: unknown) => {
+            if (translateMongoError(failure) instanceof StoreUnavailableError) return null;
+            throw failure;
+          });
+          if (confirmed?.matchedCount === 0) throw error;
+          if (!confirmed) {
+            // Stamped all the same: rolled back, the generation it retires is live again, and only those below the live one are dropped.
+            await retire();
             throw new StoreUnavailableError('MongoDB', `the promotion of ${collection} generation ${generation} is on the primary, not yet on a majority`);
-          if (confirmed.matchedCount === 0) throw error;
+          }
           return confirmed;
         });
       if (swapped.matchedCount === 0) {
@@ -311,9 +322,7 @@ export class MongoDbReadStore implements ReadStore {
         if (now.live === model.live && now.building === generation) throw new RebuildBehindError(collection);
         throw new GenerationReplacedError(collection, generation);
       }
-      // Promoted either way: without the stamp, dropRetired counts the generation's last change as its retirement.
-      const now = new Date();
-      await this.generations.updateOne({ _id: generationId(collection, model.live) }, { $set: { retiredAt: now, updatedAt: now } }).catch(() => undefined);
+      await retire();
     });
     this.lastLive.set(collection, generation);
   }

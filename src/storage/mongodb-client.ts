@@ -125,9 +125,10 @@ function isUnavailable(error: unknown): boolean {
     return true;
   }
   if (error instanceof MongoBulkWriteError) {
-    // An error thrown during the bulk write (a lost connection, a timeout, a driver's refusal) comes
-    // wrapped in one without its class, kept as errorResponse (mongodb 7.9 src/bulk/common.ts:611,
-    // src/error.ts:244): judged by what it wraps, so a driver's refusal stays a bug, not an outage.
+    // A driver's error thrown during the bulk write (a lost connection, a timeout, a refusal) comes
+    // wrapped in one without its class, kept as errorResponse (mongodb 7.9 src/bulk/common.ts:610,
+    // src/error.ts:244): judged by what it wraps, so a refusal stays a bug, not an outage. A
+    // server's error wrapped so has its reply there instead, and its code copied: judged below.
     if (error.errorResponse instanceof Error) return isUnavailable(error.errorResponse);
     const writeErrors = writeErrorsOf(error);
     if (writeErrors.some((w) => UNAVAILABLE_CODES.has(w.code))) return true;

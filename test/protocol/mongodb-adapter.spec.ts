@@ -445,7 +445,9 @@ describe('MongoDB adapter: a promotion whose swap times out on its write concern
     const primary: Document = { _id: 'customers', live: 1, building: null, next: 2 };
     const majority: Document = { ...primary };
     // A primary cut off from its secondaries: whatever it applies past the claim times out on its write concern.
+    let stamped = false;
     const sent = await lagging(primary, majority, (collection, update) => {
+      if (collection === 'read_model_generations' && update.u.$set?.retiredAt !== undefined) stamped = true;
       if (collection === 'read_model_generations') return update.u.$set?.retiredAt !== undefined;
       if (update.u.$set.live === undefined) Object.assign(majority, update.u.$set);
       return update.u.$set.live !== undefined;
@@ -455,6 +457,8 @@ describe('MongoDB adapter: a promotion whose swap times out on its write concern
     expect((results as Error).message).toBe('MongoDB is unreachable: the promotion of customers generation 2 is on the primary, not yet on a majority');
     expect(primary).toMatchObject({ live: 2, building: null });
     expect(majority).toMatchObject({ live: 1, building: 2 });
+    // The generation it retires is stamped all the same (rolled back, it is live again, and never dropped as retired).
+    expect(stamped).toBe(true);
     // A rollback would bring generation 2 back as building, for the next rebuild to start over.
     expect(sent).not.toContain('drop rm_customers__g2');
   });

@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import {
+  BSON,
   MongoBulkWriteError,
   MongoClient,
   MongoClientClosedError,
   MongoDriverError,
-  MongoInvalidArgumentError,
   MongoNetworkError,
   MongoOperationTimeoutError,
   MongoServerClosedError,
@@ -202,8 +202,13 @@ describe('MongoDB mapping', () => {
       expect(translateMongoError(wrapped)).toBeInstanceOf(StoreUnavailableError);
     }
     // A driver's own refusal, wrapped the same way, is a bug, not an outage: it stays what it is.
-    const misuse = new MongoBulkWriteError(new MongoInvalidArgumentError('Invalid BulkOperation, Batch cannot be empty'), {} as never);
+    const misuse = new MongoBulkWriteError(new BSON.BSONError('Document is larger than the maximum size 16777216'), {} as never);
     expect(translateMongoError(misuse)).toBe(misuse);
+    // A server's error for the whole command, wrapped so, by its code: not primary is unavailable, a bad value a bug.
+    const notPrimary = new MongoServerError({ message: 'not primary', code: 10107, codeName: 'NotWritablePrimary', ok: 0 });
+    expect(translateMongoError(new MongoBulkWriteError(notPrimary, {} as never))).toBeInstanceOf(StoreUnavailableError);
+    const badValue = new MongoBulkWriteError(new MongoServerError({ message: 'bad', code: 2, codeName: 'BadValue', ok: 0 }), {} as never);
+    expect(translateMongoError(badValue)).toBe(badValue);
     // A write concern error the server reported during shutdown, as the driver wraps it.
     expect(translateMongoError(new MongoBulkWriteError({ message: 'interrupted at shutdown', code: 11600 }, {} as never))).toBeInstanceOf(
       StoreUnavailableError,
