@@ -58,13 +58,10 @@ export function reconnection(connectionString: string, timeoutMs: number): Recon
  *
  * Appends go over one batch-append stream per client, whose pending answers are kept in a map
  * shared by all clients (streams/appendToStream/batchAppend.ts lines 32-35): when a stream fails,
- * by its disposal or by itself (its node gone), every pending append is rejected, other clients'
- * too (lines 112-117), and the answer that another client's server then sends for one of them
- * throws in grpc-js (line 61): an uncaught exception that ends the process. So no two clients
- * may have appends under way at once: after a replacement, appends on the new client wait
- * (appendable) until no append is left on a replaced one, each replaced client disposed every
- * DRAIN_EVERY_MS meanwhile, so that a stream one opens late is cancelled as soon as it opens;
- * the replaced client's appends so cancelled are tried again on the new one.
+ * every pending append is rejected, other clients' too (lines 112-117), and the answer that
+ * another client's server then sends for one of them throws in grpc-js (line 61), an unhandled
+ * rejection that ends the process. So a replaced client is disposed only while no append of
+ * another client is pending.
  */
 export class EsdbClients {
   private readonly retired = new Set<EventStoreDBClient>();
@@ -73,8 +70,6 @@ export class EsdbClients {
   private readonly calls = new Map<EventStoreDBClient, number>();
   private replacedAt = -Infinity;
   private closed = false;
-  /** While replaced clients still have appends under way: settles once none has (see appendable). */
-  private draining?: Promise<void>;
 
   /**
    * @param everyMs the least time between two replacements: a call's deadline, or the new client's
@@ -87,21 +82,6 @@ export class EsdbClients {
     private readonly logger: Logger,
   ) {}
 
-  /**
-   * Resolves once an append may start on the current client: at once, unless a replaced client
-   * still has appends under way (see the class). False if that lasts `withinMs`.
-   */
-  async appendable(withinMs: number): Promise<boolean> {
-    if (!this.draining) return true;
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), withinMs)));
-    try {
-      return await Promise.race([this.draining.then(() => true), late]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   /** Counts a call on `client` until the returned function is called. */
   enter(client: EventStoreDBClient, append = false): () => void {
     const add = (map: Map<EventStoreDBClient, number>, n: number) => map.set(client, (map.get(client) ?? 0) + n);
@@ -113,7 +93,7 @@ export class EsdbClients {
       left = true;
       add(this.calls, -1);
       if (append) add(this.appends, -1);
-      if (this.retired.has(client)) this.sweep();
+      if (this.retired.size > 0) this.sweep();
     };
   }
 
@@ -128,7 +108,6 @@ export class EsdbClients {
     this.replacedAt = Date.now();
     this.current = this.newClient();
     this.retired.add(stale);
-    this.draining ??= this.drain();
     this.sweep();
   }
 
@@ -140,31 +119,15 @@ export class EsdbClients {
     await Promise.all(all.map((client) => bounded(client.dispose())));
   }
 
-  /**
-   * Disposes the replaced clients every DRAIN_EVERY_MS until none has an append under way, then
-   * once more, waiting (DRAIN_SETTLE_MS at most) until their streams have ended: a batch-append
-   * stream's failure has then rejected what it had pending, before the current client's appends go.
-   */
-  private async drain(): Promise<void> {
-    const appending = () => [...this.retired].some((client) => (this.appends.get(client) ?? 0) > 0);
-    while (!this.closed) {
-      const disposals = [...this.retired].map((client) => client.dispose().catch(() => undefined));
-      if (!appending()) {
-        await Promise.race([Promise.all(disposals), new Promise((resolve) => setTimeout(resolve, DRAIN_SETTLE_MS).unref())]);
-        break;
-      }
-      await new Promise((resolve) => setTimeout(resolve, DRAIN_EVERY_MS));
-    }
-    this.draining = undefined;
-    this.sweep();
-  }
-
-  /** Disposes the replaced clients again, and forgets those with no call left (not while draining, which disposes them last). */
   private sweep(): void {
+    let pending = 0;
+    for (const count of this.appends.values()) pending += count;
     for (const client of this.retired) {
+      if (pending - (this.appends.get(client) ?? 0) > 0) continue;
       // Not awaited: with its server gone, cancelling could wait on a reconnection.
       void client.dispose().catch(() => undefined);
-      if (!this.draining && (this.calls.get(client) ?? 0) === 0) {
+      // Nothing new is started on a replaced client: with no call left, nothing can open again.
+      if ((this.calls.get(client) ?? 0) === 0) {
         this.retired.delete(client);
         this.calls.delete(client);
         this.appends.delete(client);
@@ -172,8 +135,3 @@ export class EsdbClients {
     }
   }
 }
-
-/** How often replaced clients with appends under way are disposed again (see EsdbClients). */
-const DRAIN_EVERY_MS = 50;
-/** How long the last disposal of a drain may take to end the replaced clients' streams before appends go on regardless. */
-const DRAIN_SETTLE_MS = 1000;

@@ -152,10 +152,6 @@ export class EventStoreDbEventStore implements EventStore {
     const data = events.map((e) => jsonEvent({ id: e.id, type: e.type, data: e.data, metadata: { ...storedMetadata(e.metadata) } }));
     const expectedRevision = toEsdbExpectedRevision(expected);
     for (let attempt = 1; ; attempt++) {
-      // After a replacement, not before the replaced clients' appends are done (see EsdbClients).
-      if (!(await this.clients.appendable(this.deadlineMs))) {
-        throw new StoreUnavailableError('EventStoreDB', `the appends of a replaced connection did not end within ${this.deadlineMs} ms`);
-      }
       const client = this.client;
       let result;
       try {
@@ -173,7 +169,6 @@ export class EventStoreDbEventStore implements EventStore {
         // UnknownError to it, client 6.2.1 utils/CommandError.ts lines 489-491 and 502) is, on the
         // new client; any answer of the server's stands.
         const replaced = client !== this.client && error instanceof UnknownError && CANCELLED_HERE.test(error.message);
-        if (replaced && attempt === ATTEMPTS) throw new CutShort();
         if (!(replaced || isTransientEsdbError(error)) || attempt === ATTEMPTS) throw translateEsdbError(error, streamId, expected);
         await sleep(retryDelayMs(attempt));
         continue;
@@ -524,10 +519,10 @@ export class EventStoreDbEventStore implements EventStore {
 
 const isSystemStream = (streamId: string) => streamId.startsWith('$');
 
-/** A read (or an append) on a client replaced (and disposed) while it ran: unavailable if it stays so, else tried again. */
+/** A read on a client replaced (and disposed) while it ran: unavailable if it stays so, else read again. */
 class CutShort extends StoreUnavailableError {
   constructor() {
-    super('EventStoreDB', 'the connection was replaced during the call');
+    super('EventStoreDB', 'the connection was replaced during a read');
   }
 }
 
