@@ -31,6 +31,7 @@ import {
   SubscribeOptions,
 } from './event-store.port';
 import {
+  CANCELLED_HERE,
   fromEsdbRevision,
   isEndOfLog,
   isServerRecord,
@@ -75,8 +76,6 @@ const HEAD_PAGE_MOST = 4_096;
 const SCAN_PAGES = 8;
 /** How an append answers when the node has no leader (lost its cluster, or starting). */
 const NOT_READY = /Server Is Not Ready$/;
-/** A call the client cancelled itself (grpc-js's details for a cancel()). */
-const CANCELLED_HERE = /Cancelled on client/;
 
 /** Put in the subscription's own output by its checkpointReached callback, so it stays in order with the events. */
 interface CheckpointMarker {

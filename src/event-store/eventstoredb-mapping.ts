@@ -64,8 +64,16 @@ export function translateEsdbError(error: unknown, streamId?: string, expected?:
   // IndexWriter.cs lines 183-184, Streams.BatchAppend.cs lines 250-252), whatever it expected.
   if (error instanceof StreamDeletedError && streamId !== undefined) return new StreamTombstonedError(streamId);
   if (isTransientEsdbError(error)) return new StoreUnavailableError('EventStoreDB', (error as Error).message);
+  // Cancelled by this side: only the adapter cancels a call, as it replaces or closes a client
+  // (client 6.2.1 utils/CommandError.ts turns that status into an UnknownError).
+  if (error instanceof UnknownError && CANCELLED_HERE.test(error.message)) {
+    return new StoreUnavailableError('EventStoreDB', 'the call was cancelled as its connection was replaced or closed');
+  }
   return error;
 }
+
+/** A call the client cancelled itself (grpc-js's details for a cancel()), as the client reports it. */
+export const CANCELLED_HERE = /Cancelled on client/;
 
 /**
  * A record the server writes into a stream of ours, with a type of its own (`$…`): the tombstone of

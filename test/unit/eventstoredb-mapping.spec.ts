@@ -89,6 +89,15 @@ describe('EventStoreDB mapping', () => {
     expect(translateEsdbError(other)).toBe(other);
   });
 
+  it('takes a call cancelled on this side (a client replaced or closed) as unavailable, not as a bug', () => {
+    // grpc-js's status for its own cancel(), which the client turns into an UnknownError.
+    const cancelled = clientError(GRPC.CANCELLED, 'Cancelled on client');
+    expect(cancelled).toBeInstanceOf(UnknownError);
+    const translated = translateEsdbError(cancelled, 'customer-1', 'no_stream');
+    expect(translated).toBeInstanceOf(StoreUnavailableError);
+    expect((translated as Error).message).toBe('EventStoreDB is unreachable: the call was cancelled as its connection was replaced or closed');
+  });
+
   const recorded = (over: Partial<RecordedEvent> = {}) =>
     ({
       streamId: 'customer-1',
