@@ -38,6 +38,8 @@ export function fromEsdbRevision(revision: bigint): number {
  * 224-229), which the client turns into UnknownError("Could not recognize <message>").
  */
 const NOT_HANDLED = /Server Is (Not Ready|Busy)$/;
+/** A call the client cancelled itself (grpc-js's details for a cancel()), as the client reports it. */
+export const CANCELLED_HERE = /Cancelled on client/;
 
 /**
  * The client's errors that mean "the server is not there right now": retrying later can succeed.
@@ -71,9 +73,6 @@ export function translateEsdbError(error: unknown, streamId?: string, expected?:
   }
   return error;
 }
-
-/** A call the client cancelled itself (grpc-js's details for a cancel()), as the client reports it. */
-export const CANCELLED_HERE = /Cancelled on client/;
 
 /**
  * A record the server writes into a stream of ours, with a type of its own (`$…`): the tombstone of
