@@ -52,21 +52,13 @@ export function reconnection(connectionString: string, timeoutMs: number): Recon
 /**
  * The adapter's current client, and the clients it replaced. Disposing a client cancels only the
  * streams it has open at that moment (client 6.2.1 Client/index.ts lines 440-467): a call still in
- * discovery or waiting for the server's features opens its stream afterwards (lines 418-429;
- * appendToStream/index.ts lines 59-61), and the channel stays open while a call is left on it.
- * So a replaced client is kept and disposed again whenever a call on it settles, and at close.
- *
- * Appends go over one batch-append stream per client, whose pending answers are kept in a map
- * shared by all clients (streams/appendToStream/batchAppend.ts lines 32-35): when a stream fails,
- * every pending append is rejected, other clients' too (lines 112-117), and the answer that
- * another client's server then sends for one of them throws in grpc-js (line 61), an unhandled
- * rejection that ends the process. So a replaced client is disposed only while no append of
- * another client is pending.
+ * discovery opens its stream afterwards (lines 418-429), and the channel stays open while a call
+ * is left on it. So a replaced client is kept and disposed again whenever a call on it settles,
+ * and at close.
  */
 export class EsdbClients {
   private readonly retired = new Set<EventStoreDBClient>();
-  /** Calls we made and that have not settled, per client: appends, and all calls. */
-  private readonly appends = new Map<EventStoreDBClient, number>();
+  /** Calls we made on each client that have not settled. */
   private readonly calls = new Map<EventStoreDBClient, number>();
   private replacedAt = -Infinity;
   private closed = false;
@@ -83,16 +75,13 @@ export class EsdbClients {
   ) {}
 
   /** Counts a call on `client` until the returned function is called. */
-  enter(client: EventStoreDBClient, append = false): () => void {
-    const add = (map: Map<EventStoreDBClient, number>, n: number) => map.set(client, (map.get(client) ?? 0) + n);
-    add(this.calls, 1);
-    if (append) add(this.appends, 1);
+  enter(client: EventStoreDBClient): () => void {
+    this.calls.set(client, (this.calls.get(client) ?? 0) + 1);
     let left = false;
     return () => {
       if (left) return;
       left = true;
-      add(this.calls, -1);
-      if (append) add(this.appends, -1);
+      this.calls.set(client, this.calls.get(client)! - 1);
       if (this.retired.size > 0) this.sweep();
     };
   }
@@ -120,17 +109,13 @@ export class EsdbClients {
   }
 
   private sweep(): void {
-    let pending = 0;
-    for (const count of this.appends.values()) pending += count;
     for (const client of this.retired) {
-      if (pending - (this.appends.get(client) ?? 0) > 0) continue;
       // Not awaited: with its server gone, cancelling could wait on a reconnection.
       void client.dispose().catch(() => undefined);
       // Nothing new is started on a replaced client: with no call left, nothing can open again.
       if ((this.calls.get(client) ?? 0) === 0) {
         this.retired.delete(client);
         this.calls.delete(client);
-        this.appends.delete(client);
       }
     }
   }

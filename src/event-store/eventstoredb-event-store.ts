@@ -1,8 +1,10 @@
 import { Logger } from '@nestjs/common';
+import { append } from '@eventstore/db-client/dist/streams/appendToStream/append';
 import {
   AllStreamResolvedEvent,
   AllStreamSubscription,
   BACKWARDS,
+  DeadlineExceededError,
   END,
   EventStoreDBClient,
   jsonEvent,
@@ -12,7 +14,6 @@ import {
   StreamDeletedError,
   StreamingRead,
   StreamNotFoundError,
-  UnknownError,
 } from '@eventstore/db-client';
 import { ConfigError } from '../config/config';
 import { EsdbClients, reconnection } from './eventstoredb-clients';
@@ -31,7 +32,6 @@ import {
   SubscribeOptions,
 } from './event-store.port';
 import {
-  CANCELLED_HERE,
   fromEsdbRevision,
   isEndOfLog,
   isServerRecord,
@@ -90,8 +90,8 @@ interface CheckpointMarker {
  * goes away.
  *
  * Every call is bounded by `deadlineMs` here, not by the client: its reads and subscriptions run
- * with no deadline whatever is passed, and the first append on a channel first asks the server for
- * its features with none either.
+ * with no deadline whatever is passed, and an append's gRPC deadline starts only once the client
+ * has found a node to send it to.
  *
  * A subscription can also fall silent for good without failing: a node that lost its cluster
  * keeps the call open, and the client keeps a started call when it reconnects elsewhere. So one
@@ -146,6 +146,16 @@ export class EventStoreDbEventStore implements EventStore {
     return store;
   }
 
+  /**
+   * Sent through the client's unary Streams.Append (`append`), not its appendToStream, which sends
+   * over one batch-append stream per client whose pending answers sit in one table for all clients
+   * (client 6.2.1 streams/appendToStream/batchAppend.ts lines 32-35): a replaced client's stream
+   * failing rejected the current client's appends, and the answer its server then sent for one
+   * threw in a grpc-js listener, ending the process. appendToStream also first asks the server for
+   * its features, a call with no deadline (appendToStream/index.ts lines 59-68). A unary call keeps
+   * its own answer, under a gRPC deadline. `append` is a module of the client's, not its public API:
+   * package.json pins the client's version.
+   */
   async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     if (events.length === 0) throw new Error('appendToStream needs at least one event');
     const data = events.map((e) => jsonEvent({ id: e.id, type: e.type, data: e.data, metadata: { ...storedMetadata(e.metadata) } }));
@@ -154,8 +164,9 @@ export class EventStoreDbEventStore implements EventStore {
       const client = this.client;
       let result;
       try {
-        const call = client.appendToStream(streamId, data, { expectedRevision, deadline: this.deadlineMs, ...ON_LEADER });
-        const leave = this.clients.enter(client, true);
+        // batchAppendSize: asked for by the type, unused by a unary append.
+        const call = append.call(client, streamId, data, { expectedRevision, batchAppendSize: 0, deadline: this.deadlineMs, ...ON_LEADER });
+        const leave = this.clients.enter(client);
         call.then(leave, leave);
         result = await this.withinDeadline(call, () => this.replaceClient(client, `an append left unanswered for ${this.deadlineMs} ms`));
       } catch (error) {
@@ -163,12 +174,10 @@ export class EventStoreDbEventStore implements EventStore {
         if (NOT_READY.test((error as Error).message)) this.replaceClient(client, `an append answered "${(error as Error).message}"`);
         // A lost answer may hide a write that landed: sending the same event ids again at the same
         // expected revision is idempotent on the server, so a retry cannot store the events twice.
-        // A call that used up its deadline is not retried: the caller has waited long enough. One
-        // cancelled by the client (the replaced one's disposal: "Cancelled on client", an
-        // UnknownError to it, client 6.2.1 utils/CommandError.ts lines 489-491 and 502) is, on the
-        // new client; any answer of the server's stands.
-        const replaced = client !== this.client && error instanceof UnknownError && CANCELLED_HERE.test(error.message);
-        if (!(replaced || isTransientEsdbError(error)) || attempt === ATTEMPTS) throw translateEsdbError(error, streamId, expected);
+        // A call that used up its deadline is not retried: the caller has waited long enough.
+        const spent = error instanceof DeadlineExceededError;
+        if (spent) this.replaceClient(client, `an append left unanswered for ${this.deadlineMs} ms`);
+        if (spent || !isTransientEsdbError(error) || attempt === ATTEMPTS) throw translateEsdbError(error, streamId, expected);
         await sleep(retryDelayMs(attempt));
         continue;
       }

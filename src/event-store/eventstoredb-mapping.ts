@@ -31,15 +31,8 @@ export function fromEsdbRevision(revision: bigint): number {
   return Number(revision);
 }
 
-/**
- * How the client reports a batch append the server did not handle because it is starting or
- * overloaded: the server answers with a status whose details are empty and whose message says so
- * (KurrentDB src/EventStore.Core/Services/Transport/Grpc/Streams.BatchAppend.cs, v24.10.4 lines
- * 224-229), which the client turns into UnknownError("Could not recognize <message>").
- */
-const NOT_HANDLED = /Server Is (Not Ready|Busy)$/;
 /** A call the client cancelled itself (grpc-js's details for a cancel()), as the client reports it. */
-export const CANCELLED_HERE = /Cancelled on client/;
+const CANCELLED_HERE = /Cancelled on client/;
 
 /**
  * The client's errors that mean "the server is not there right now": retrying later can succeed.
@@ -51,8 +44,7 @@ export function isTransientEsdbError(error: unknown): boolean {
     error instanceof CancelledError ||
     error instanceof DeadlineExceededError ||
     error instanceof TimeoutError ||
-    error instanceof NotLeaderError ||
-    (error instanceof UnknownError && NOT_HANDLED.test(error.message))
+    error instanceof NotLeaderError
   );
 }
 
@@ -63,7 +55,7 @@ export function translateEsdbError(error: unknown, streamId?: string, expected?:
     return new WrongExpectedRevisionError(streamId, expected, actual === NO_STREAM ? 'no_stream' : fromEsdbRevision(actual));
   }
   // An append to a hard-deleted stream: the server refuses it as Deleted (KurrentDB v24.10.6
-  // IndexWriter.cs lines 183-184, Streams.BatchAppend.cs lines 250-252), whatever it expected.
+  // IndexWriter.cs lines 183-184, Streams.Append.cs lines 185-186), whatever it expected.
   if (error instanceof StreamDeletedError && streamId !== undefined) return new StreamTombstonedError(streamId);
   if (isTransientEsdbError(error)) return new StoreUnavailableError('EventStoreDB', (error as Error).message);
   // Cancelled by this side: only the adapter cancels a call, as it replaces or closes a client

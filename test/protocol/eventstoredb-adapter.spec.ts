@@ -1,5 +1,6 @@
 import { EventStoreDBClient } from '@eventstore/db-client';
-import { EventBatch, Position, START, StreamTombstonedError } from '../../src/event-store/event-store.port';
+import * as grpc from '@grpc/grpc-js';
+import { EventBatch, Position, START, StreamTombstonedError, WrongExpectedRevisionError } from '../../src/event-store/event-store.port';
 import { EventStoreDbEventStore } from '../../src/event-store/eventstoredb-event-store';
 import { rebuildProjections } from '../../src/projections/rebuild';
 import { READ_MODELS } from '../../src/read-models';
@@ -11,6 +12,7 @@ import {
   appendNotHandled,
   appendStreamDeleted,
   appendSuccess,
+  appendWrongExpectedVersion,
   caughtUpMessage,
   checkpointMessage,
   confirmationMessage,
@@ -68,14 +70,29 @@ describe('EventStoreDB adapter: every call is bounded by its deadline (finding 3
     await until(() => server!.reads.length === 2 && server!.reads.every((call) => call.cancelled));
   });
 
-  it('fails the first append with StoreUnavailableError when the server never says which methods it has', async () => {
-    const s = await open({ features: 'silent' });
-    await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
+  it('appends without asking which methods the server has: a server that never says still takes appends', async () => {
+    // Before: the client's appendToStream first asked, with no deadline, and the append failed 503.
+    const s = await open({ features: 'silent', append: (_request, answer) => answer(null, appendSuccess(0, 1234n)) });
+    await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).resolves.toEqual({ revision: 0, position: { commit: 1234n, prepare: 1234n } });
   });
 
-  it('fails an append with StoreUnavailableError when the server never answers it', async () => {
-    const s = await open({ batchAppend: () => undefined });
+  it('fails an append with StoreUnavailableError when the server never answers it, and the call ends there too', async () => {
+    const s = await open({ append: () => undefined });
     await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
+    // The call's own gRPC deadline ends it on the server as well: nothing is left open.
+    await until(() => server!.appends.length === 1 && server!.appends[0].cancelled);
+  });
+
+  it('does not try again an append whose deadline the server says passed: the caller has waited long enough', async () => {
+    let sent = 0;
+    const s = await open({
+      append: (_request, answer) => {
+        sent += 1;
+        answer({ code: grpc.status.DEADLINE_EXCEEDED, details: 'Deadline Exceeded' });
+      },
+    });
+    await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
+    expect(sent).toBe(1);
   });
 
   it('subscribes again when a subscription is never confirmed', async () => {
@@ -95,15 +112,15 @@ describe('EventStoreDB adapter: every call is bounded by its deadline (finding 3
 });
 
 describe('EventStoreDB adapter: a server starting or overloaded (finding 4)', () => {
-  for (const reason of ['Server Is Not Ready', 'Server Is Busy'] as const) {
+  for (const reason of ['Server Is Not Ready', 'Server Is Too Busy'] as const) {
     it(`retries an append answered "${reason}", and succeeds once the server takes it`, async () => {
       let attempts = 0;
       const s = await open({
-        batchAppend: (call) =>
-          call.on('data', (request) => {
-            attempts += 1;
-            call.write(attempts < 3 ? appendNotHandled(request, reason) : appendSuccess(request, 0, 1234n));
-          }),
+        append: (_request, answer) => {
+          attempts += 1;
+          if (attempts < 3) answer(appendNotHandled(reason));
+          else answer(null, appendSuccess(0, 1234n));
+        },
       });
       await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).resolves.toEqual({
         revision: 0,
@@ -113,7 +130,7 @@ describe('EventStoreDB adapter: a server starting or overloaded (finding 4)', ()
     });
 
     it(`fails with StoreUnavailableError (503, not 500) when every attempt is answered "${reason}"`, async () => {
-      const s = await open({ batchAppend: (call) => call.on('data', (request) => call.write(appendNotHandled(request, reason))) });
+      const s = await open({ append: (_request, answer) => answer(appendNotHandled(reason)) });
       await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
     });
   }
@@ -220,10 +237,24 @@ describe('EventStoreDB adapter: a stream deleted on the server', () => {
   it('answers an append to a hard-deleted stream as a 409 saying so, not a 500', async () => {
     // Read as never written, the stream is then appended to as no_stream, which the server refuses
     // as Deleted (appendStreamDeleted). Before: the client's StreamDeletedError went through untranslated.
-    const s = await open({ batchAppend: (call) => call.on('data', (request) => call.write(appendStreamDeleted(request))) });
+    const s = await open({ append: (request, answer) => answer(appendStreamDeleted(request)) });
     const error = await s.appendToStream('customer-1', [newEvent()], 'no_stream').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StreamTombstonedError);
     expect(error).toMatchObject({ code: 'CONFLICT', streamId: 'customer-1' }); // answered 409 (http/api-exception.filter.ts)
+  });
+
+  it("answers an append at a revision the stream has passed as the port's conflict, with the stream's revision", async () => {
+    let sent = 0;
+    const s = await open({
+      append: (request, answer) => {
+        sent += 1;
+        answer(null, appendWrongExpectedVersion(request, 3));
+      },
+    });
+    const error = await s.appendToStream('customer-1', [newEvent()], 1).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WrongExpectedRevisionError);
+    expect(error).toMatchObject({ streamId: 'customer-1', expected: 1, actual: 3 });
+    expect(sent).toBe(1); // a conflict is the server's answer, not tried again
   });
 
   it('reads a hard-deleted stream as one with no events', async () => {

@@ -1,4 +1,5 @@
 import { EventStoreDBClient } from '@eventstore/db-client';
+import * as grpc from '@grpc/grpc-js';
 import { EventBatch, Position, START, StreamTombstonedError } from '../../src/event-store/event-store.port';
 import { EventStoreDbEventStore } from '../../src/event-store/eventstoredb-event-store';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
@@ -214,10 +215,10 @@ describe('EventStoreDB in a cluster: reads go to the leader (item 2)', () => {
 
   it("answers 503, not 500, when an append's position cannot be read back", async () => {
     // The server answers an append it recognises as already stored without a position
-    // (BatchAppendResp.cs v24.10.6 lines 12-23); the stream is then not found on the node read.
+    // (Streams.Append.cs v24.10.6 lines 132-133); the stream is then not found on the node read.
     const server = await node({
       read: (call) => answerStream(call, []),
-      batchAppend: (call) => call.on('data', (request) => call.write(appendSuccess(request, 0))),
+      append: (_request, answer) => answer(null, appendSuccess(0)),
     });
     const s = connect(server);
     await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
@@ -228,7 +229,7 @@ describe('EventStoreDB in a cluster: reads go to the leader (item 2)', () => {
     const leader = await node({ read: answerFrom([{ streamId: 'customer-1', revision: 0, commit: 1234n }]) });
     const deposed = await node({
       read: (call) => failNotLeader(call, leader.endpoint),
-      batchAppend: (call) => call.on('data', (request) => call.write(appendSuccess(request, 0))),
+      append: (_request, answer) => answer(null, appendSuccess(0)),
     });
     const s = connect(deposed);
     // Before: the NotLeader read was not tried again; the append was, on a leader that never answered it.
@@ -242,11 +243,10 @@ describe('EventStoreDB in a cluster: a subscription that goes silent is renewed 
     const log: ScriptedEvent[] = [{ streamId: 'customer-1', revision: 0, commit: 100n }];
     const server = await node({
       read: answerFrom(log),
-      batchAppend: (call) =>
-        call.on('data', (request) => {
-          log.push({ streamId: 'customer-2', revision: 0, commit: 200n });
-          call.write(appendSuccess(request, 0, 200n));
-        }),
+      append: (_request, answer) => {
+        log.push({ streamId: 'customer-2', revision: 0, commit: 200n });
+        answer(null, appendSuccess(0, 200n));
+      },
     });
     const s = connect(server);
     const batches = follow(s, START);
@@ -334,8 +334,8 @@ describe('EventStoreDB in a cluster: a subscription that goes silent is renewed 
    * known (ClusterVNodeController.cs v24.10.6 lines 1124-1127, 376-383), while B is elected. A keeps
    * the subscriptions it serves open and silent; it answers reads requiring the leader UNAVAILABLE
    * "Server Is Not Ready" (failNotReady), and appends "Server Is Not Ready" (lines 155-159;
-   * Streams.BatchAppend.cs lines 223-227), after giving up the one it had in flight as a commit
-   * timeout (RequestManagementService.cs lines 171-180). Its gossip lists itself as Unknown and B
+   * Streams.Append.cs lines 110-113), after giving up the one it had in flight as a commit timeout
+   * (appendTimedOut). Its gossip lists itself as Unknown and B
    * as it last saw it, a follower it lost; B's lists B as the leader.
    */
   async function leaderChange(before: ScriptedEvent[], after: ScriptedEvent[], subscribe = true) {
@@ -357,16 +357,15 @@ describe('EventStoreDB in a cluster: a subscription that goes silent is renewed 
         if (describeRead(call).subscription) call.write(confirmationMessage());
         failNotReady(call);
       },
-      batchAppend: (call) =>
-        call.on('data', (request) => {
-          appends += 1;
-          call.write(appends === 1 ? appendTimedOut(request) : appendNotHandled(request, 'Server Is Not Ready'));
-        }),
+      append: (_request, answer) => {
+        appends += 1;
+        answer(appends === 1 ? appendTimedOut() : appendNotHandled('Server Is Not Ready'));
+      },
       gossip: members,
     });
     const b: ScriptedServer = await node({
       read: answerFrom(after),
-      batchAppend: (call) => call.on('data', (request) => call.write(appendSuccess(request, 1, 200n))),
+      append: (_request, answer) => answer(null, appendSuccess(1, 200n)),
       gossip: () => [
         { endpoint: a.endpoint, state: deposed ? 'unknown' : 'leader', alive: !deposed },
         { endpoint: b.endpoint, state: deposed ? 'leader' : 'follower' },
@@ -400,8 +399,8 @@ describe('EventStoreDB in a cluster: a subscription that goes silent is renewed 
   });
 
   it('survives a leader change during an append: "not ready" makes it ask the seeds again', async () => {
-    // The client stays on a node that answers an append "not ready" (an UnknownError to it); a new
-    // client asks the seeds' gossip, which name B. Before: the three tries all went to A, and the
+    // The client stays on a node that answers an append "not ready" (it reconnects by itself only
+    // to the same node, with one endpoint known); a new client asks the seeds' gossip, which name B. Before: the three tries all went to A, and the
     // append answered 503 while B led.
     // No subscription here: its watchdog's read would move the client to B by itself.
     const { b, s, appends } = await leaderChange(before, after, false);
@@ -487,15 +486,13 @@ describe('the service when its subscriptions go silent after catching up (item 1
     let next = 1000n;
     const server = await node({
       read: answerFrom(log),
-      batchAppend: (call) =>
-        call.on('data', (request) => {
-          const stream = Buffer.from(request.getOptions()!.getStreamIdentifier()!.getStreamName_asU8()).toString();
-          const events = appendedEvents(request, log.filter((e) => e.streamId === stream).length, next);
-          next += 100n;
-          log.push(...events);
-          const last = events[events.length - 1];
-          call.write(appendSuccess(request, last.revision, last.commit));
-        }),
+      append: (request, answer) => {
+        const events = appendedEvents(request, log.filter((e) => e.streamId === request.streamId).length, next);
+        next += 100n;
+        log.push(...events);
+        const last = events[events.length - 1];
+        answer(null, appendSuccess(last.revision, last.commit));
+      },
     });
     app = await startTestApp({
       env: { EVENTSTORE_CONNECTION_STRING: server.connectionString, STORE_TIMEOUT_MS: '1000', EVENTSTORE_SILENCE_MS: String(SILENCE_MS) },
@@ -509,27 +506,40 @@ describe('the service when its subscriptions go silent after catching up (item 1
 });
 
 describe('EventStoreDB: clients replaced, and what is left on them (review 33b)', () => {
-  it('disposes a replaced client again when a call on it settles: the append stream it opened late is cancelled', async () => {
-    // The server says which methods it has only after the deadline: the append waits for that
-    // (client 6.2.1 appendToStream/index.ts lines 59-61) and opens its batch-append stream on the
-    // client after its replacement disposed it with nothing to cancel (Client/index.ts lines 440-467).
-    // Before: that stream (deadline Infinity, batchAppend.ts lines 49-58) stayed open for good.
-    const server = await node({ features: 600, batchAppend: (call) => call.on('data', (request) => call.write(appendSuccess(request, 0, 100n))) });
+  it('leaves nothing open on a client it replaced after an append went unanswered', async () => {
+    // The append's own gRPC deadline ends the call on the server too. Before, on the client's batch
+    // appends: a stream opened after the replacement's disposal (deadline Infinity, client 6.2.1
+    // batchAppend.ts lines 49-58) stayed open until another call on that client settled.
+    const server = await node({ append: () => undefined });
     const s = connect(server);
     await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
+    expect(logged).toContainEqual(expect.stringMatching(/Connecting to EventStoreDB again after an append left unanswered for 400 ms/));
     await until(() => server.appends.length === 1 && server.appends[0].cancelled, 3000);
   });
 
-  it('disposes every replaced client at close: an append stream left unanswered on one is cancelled', async () => {
-    const server = await node({ features: 600, batchAppend: () => undefined });
+  it("lets a replaced client's append fail without touching the new client's: both end as their servers answer", async () => {
+    // The client's own appendToStream kept every client's pending batch appends in one table
+    // (6.2.1 batchAppend.ts lines 32-35, 112-117): the replaced client's stream failing rejected the
+    // new client's append, whose answer then threw in grpc-js (line 61), an uncaught exception that
+    // ended the process. Here the replaced client's node drops its append (UNAVAILABLE) while the
+    // new client's waits for its answer; the dropped one is tried again on the new client.
+    let appends = 0;
+    const server = await node({
+      append: (_request, answer) => {
+        appends += 1;
+        if (appends === 1) setTimeout(() => answer({ code: grpc.status.UNAVAILABLE, details: 'node shutting down' }), 150);
+        else setTimeout(() => answer(null, appendSuccess(0, BigInt(appends) * 100n)), 200);
+      },
+    });
     const s = connect(server);
-    await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
-    await until(() => server.appends.length === 1, 3000);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(server.appends[0].cancelled).toBe(false);
-    await s.close();
-    // Before: close() disposed only the current client.
-    await until(() => server.appends[0].cancelled, 3000);
+    const head = s.headPosition().catch((error: Error) => error); // unanswered: replaces the client at 400 ms
+    await new Promise((r) => setTimeout(r, 340));
+    const onReplaced = s.appendToStream('customer-1', [newEvent()], 'no_stream');
+    expect(await head).toBeInstanceOf(StoreUnavailableError);
+    const onNew = s.appendToStream('customer-2', [newEvent()], 'no_stream');
+    await expect(onNew).resolves.toMatchObject({ revision: 0 });
+    await expect(onReplaced).resolves.toMatchObject({ revision: 0 });
+    expect(appends).toBe(3);
   });
 
   it('makes no new client after close(), when a call times out later', async () => {
@@ -549,7 +559,7 @@ describe('EventStoreDB: clients replaced, and what is left on them (review 33b)'
   });
 
   it('makes no new client for a connection string of one host and no discovery: it would reach the same node', async () => {
-    const server = await node({ read: (call) => answerReadBackwards(call, []), batchAppend: () => undefined });
+    const server = await node({ read: (call) => answerReadBackwards(call, []), append: () => undefined });
     store = await EventStoreDbEventStore.connect(server.connectionString, DEADLINE_MS, SILENCE_MS);
     await expect(store.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
     await expect(store.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
@@ -559,15 +569,14 @@ describe('EventStoreDB: clients replaced, and what is left on them (review 33b)'
 
   it('replaces the client at most once per deadline while every node answers appends "not ready" (an election)', async () => {
     // During an election no node leads, and each answers appends "Server Is Not Ready"
-    // (ClusterVNodeController.cs v24.10.6 lines 155-159; Streams.BatchAppend.cs lines 223-228).
+    // (ClusterVNodeController.cs v24.10.6 lines 155-159; Streams.Append.cs lines 110-113).
     const gossip = (): Member[] => [
       { endpoint: a.endpoint, state: 'leader' },
       { endpoint: b.endpoint, state: 'follower' },
     ];
-    const notReady = (call: Parameters<NonNullable<Script['batchAppend']>>[0]) =>
-      call.on('data', (request) => call.write(appendNotHandled(request, 'Server Is Not Ready')));
-    const a: ScriptedServer = await node({ read: answerFrom([]), batchAppend: notReady, gossip });
-    const b: ScriptedServer = await node({ read: answerFrom([]), batchAppend: notReady, gossip });
+    const notReady: Script['append'] = (_request, answer) => answer(appendNotHandled('Server Is Not Ready'));
+    const a: ScriptedServer = await node({ read: answerFrom([]), append: notReady, gossip });
+    const b: ScriptedServer = await node({ read: answerFrom([]), append: notReady, gossip });
     const s = connect(seedsConnectionString(a, b));
     await s.headPosition();
     // When each replacement is logged (as it is made).
@@ -613,18 +622,15 @@ describe('EventStoreDB: clients replaced, and what is left on them (review 33b)'
 
   it('does not retry an append the server refused after the client was replaced', async () => {
     // Reads of $all are never answered: the head read replaces the client at 400 ms. The append,
-    // started at 200 ms, waits for the server's features (answered 300 ms later), so the
-    // replacement finds nothing to cancel; it is then sent on the replaced client and refused:
-    // the stream was deleted for good. Before: any error of an append whose client had changed
-    // was retried, so it was sent twice.
+    // started at 200 ms, is answered 300 ms later, on the replaced client: refused, the stream was
+    // deleted for good. Any error of an append whose client had changed was once retried, so it
+    // was sent twice.
     let sent = 0;
     const server = await node({
-      features: 300,
-      batchAppend: (call) =>
-        call.on('data', (request) => {
-          sent += 1;
-          call.write(appendStreamDeleted(request));
-        }),
+      append: (request, answer) => {
+        sent += 1;
+        setTimeout(() => answer(appendStreamDeleted(request)), 300);
+      },
     });
     const s = connect(server);
     const head = s.headPosition().catch((error: Error) => error);
@@ -636,10 +642,10 @@ describe('EventStoreDB: clients replaced, and what is left on them (review 33b)'
   });
 
   it("reads an append's position back at the revision the server answered, not the stream's last", async () => {
-    // A re-sent append recognised as stored comes without a position (BatchAppendResp.cs v24.10.6
-    // lines 12-23); the stream has moved on since. positionOf reads one event from that revision.
+    // A re-sent append recognised as stored may come without a position (Streams.Append.cs v24.10.6
+    // lines 132-133); the stream has moved on since. positionOf reads one event from that revision.
     const log: ScriptedEvent[] = [0, 1, 2].map((revision) => ({ streamId: 'customer-1', revision, commit: 100n * BigInt(revision + 1) }));
-    const server = await node({ read: answerFrom(log), batchAppend: (call) => call.on('data', (request) => call.write(appendSuccess(request, 1))) });
+    const server = await node({ read: answerFrom(log), append: (_request, answer) => answer(null, appendSuccess(1)) });
     const s = connect(server);
     await expect(s.appendToStream('customer-1', [newEvent()], 0)).resolves.toEqual({ revision: 1, position: { commit: 200n, prepare: 200n } });
     expect(server.reads.map(describeRead)).toEqual([expect.objectContaining({ stream: 'customer-1', streamFrom: 1n, count: 1 })]);

@@ -38,8 +38,8 @@ const log: ScriptedEvent[] = [
  * Reads of $all backwards get the log; subscriptions get what their filter matches, the checkpoint
  * 24.10.14 sends on going live (that of the last event sent, none when none matched:
  * Enumerator.AllSubscriptionFiltered.cs v24.10.14 lines 146-147 and 366-370), then "caught up".
- * Reads of a stream find none; appends are answered "Server Is Not Ready" (Streams.BatchAppend.cs
- * v24.10.4 lines 224-229).
+ * Reads of a stream find none; appends are answered "Server Is Not Ready" (Streams.Append.cs
+ * v24.10.6 lines 110-113).
  */
 function startServer(): Promise<ScriptedServer> {
   return startScriptedEventStoreDb({
@@ -57,7 +57,7 @@ function startServer(): Promise<ScriptedServer> {
       if (sent.length > 0) call.write(checkpointMessage(sent[sent.length - 1].commit));
       call.write(caughtUpMessage());
     },
-    batchAppend: (call) => call.on('data', (request) => call.write(appendNotHandled(request, 'Server Is Not Ready'))),
+    append: (_request, answer) => answer(appendNotHandled('Server Is Not Ready')),
   });
 }
 
@@ -119,7 +119,7 @@ describe('the service when EventStoreDB stops answering (scripted endpoint, find
         call.write(confirmationMessage());
         call.write(caughtUpMessage());
       },
-      batchAppend: () => undefined,
+      append: () => undefined,
     });
     t = await startTestApp({ env: { EVENTSTORE_CONNECTION_STRING: server.connectionString, STORE_TIMEOUT_MS: '1000' } });
     silent = true;

@@ -1,15 +1,11 @@
 import * as grpc from '@grpc/grpc-js';
-import { Any } from 'google-protobuf/google/protobuf/any_pb';
-import { Empty as ProtoEmpty } from 'google-protobuf/google/protobuf/empty_pb';
 import { ClusterInfo, EndPoint as GossipEndPoint, MemberInfo } from '@eventstore/db-client/generated/gossip_pb';
 import { GossipService } from '@eventstore/db-client/generated/gossip_grpc_pb';
 import { SupportedMethod, SupportedMethods } from '@eventstore/db-client/generated/serverfeatures_pb';
 import { ServerFeaturesService } from '@eventstore/db-client/generated/serverfeatures_grpc_pb';
-import { AllStreamPosition, StreamDeleted, StreamIdentifier, Timeout, UUID } from '@eventstore/db-client/generated/shared_pb';
-import { Code } from '@eventstore/db-client/generated/code_pb';
-import { Status } from '@eventstore/db-client/generated/status_pb';
+import { Empty, StreamIdentifier, UUID } from '@eventstore/db-client/generated/shared_pb';
 import { StreamsService } from '@eventstore/db-client/generated/streams_grpc_pb';
-import { BatchAppendReq, BatchAppendResp, ReadReq, ReadResp } from '@eventstore/db-client/generated/streams_pb';
+import { AppendReq, AppendResp, ReadReq, ReadResp } from '@eventstore/db-client/generated/streams_pb';
 import { Logger } from '@nestjs/common';
 import type { NewEvent } from '../../src/event-store/event-store.port';
 import { randomUUID } from 'node:crypto';
@@ -22,15 +18,31 @@ import { randomUUID } from 'node:crypto';
  */
 
 export type ReadCall = grpc.ServerWritableStream<ReadReq, ReadResp>;
-export type BatchAppendCall = grpc.ServerDuplexStream<BatchAppendReq, BatchAppendResp>;
+export type AppendCall = grpc.ServerReadableStream<AppendReq, AppendResp>;
+
+/**
+ * A Streams.Append call once the server has read all of it, as it does before writing: the options,
+ * then every proposed message (Streams.Append.cs v24.10.6 lines 24-90).
+ */
+export interface AppendRequest {
+  call: AppendCall;
+  streamId: string;
+  /** The expected revision: a number, or 'any', 'no_stream' or 'stream_exists'. */
+  expected: number | 'any' | 'no_stream' | 'stream_exists';
+  /** The events sent, JSON (as the adapter sends them), without a place in the log yet. */
+  events: Pick<ScriptedEvent, 'id' | 'type' | 'data' | 'metadata'>[];
+}
+
+/** How an append is answered: a reply, or a gRPC status the server throws (see the helpers below). */
+export type AppendAnswer = grpc.sendUnaryData<AppendResp>;
 
 export interface Script {
   /** Streams.Read: reads and subscriptions. Unset: the call is left unanswered. */
   read?: (call: ReadCall) => void;
-  /** Streams.BatchAppend. Unset: every request is left unanswered. */
-  batchAppend?: (call: BatchAppendCall) => void;
-  /** ServerFeatures.GetSupportedMethods: 'answer' (as 24.10 does), 'silent' (never answers), or answered after this many ms. */
-  features?: 'answer' | 'silent' | number;
+  /** Streams.Append, once the whole request has arrived. Unset: left unanswered. */
+  append?: (request: AppendRequest, answer: AppendAnswer) => void;
+  /** ServerFeatures.GetSupportedMethods: 'answer' (as 24.10 does) or 'silent' (never answers). */
+  features?: 'answer' | 'silent';
   /** Gossip.Read: the members this node lists now. Unset: the call is left unanswered. */
   gossip?: () => Member[];
 }
@@ -48,23 +60,25 @@ export interface ScriptedServer {
   endpoint: Endpoint;
   /** Every Streams.Read call received, in order. */
   reads: ReadCall[];
-  /** Every Streams.BatchAppend call received, in order. */
-  appends: BatchAppendCall[];
+  /** Every Streams.Append call received, in order, from its start. */
+  appends: AppendCall[];
   close(): Promise<void>;
 }
 
 export async function startScriptedEventStoreDb(script: Script): Promise<ScriptedServer> {
   const server = new grpc.Server();
   const reads: ReadCall[] = [];
-  const appends: BatchAppendCall[] = [];
+  const appends: AppendCall[] = [];
   server.addService(StreamsService, {
     read: (call: ReadCall) => {
       reads.push(call);
       script.read?.(call);
     },
-    batchAppend: (call: BatchAppendCall) => {
+    append: (call: AppendCall, answer: AppendAnswer) => {
       appends.push(call);
-      script.batchAppend?.(call);
+      const messages: AppendReq[] = [];
+      call.on('data', (message: AppendReq) => messages.push(message));
+      call.on('end', () => script.append?.(appendRequest(call, messages), answer));
     },
   });
   server.addService(GossipService, {
@@ -74,8 +88,7 @@ export async function startScriptedEventStoreDb(script: Script): Promise<Scripte
   });
   server.addService(ServerFeaturesService, {
     getSupportedMethods: (_call: unknown, callback: grpc.sendUnaryData<SupportedMethods>) => {
-      if (typeof script.features === 'number') setTimeout(() => callback(null, supportedMethods()), script.features);
-      else if (script.features !== 'silent') callback(null, supportedMethods());
+      if (script.features !== 'silent') callback(null, supportedMethods());
     },
   });
   const port = await new Promise<number>((resolve, reject) =>
@@ -100,24 +113,28 @@ export interface Endpoint {
  * Whether the call asks for the leader: the `requires-leader` header, "true"
  * (src/EventStore.Core/Services/Transport/Grpc/ServiceBase.cs v24.10.6 lines 74-80; Constants.cs line 69).
  */
-export function requiresLeader(call: ReadCall | BatchAppendCall): boolean {
+export function requiresLeader(call: ReadCall | AppendCall): boolean {
   return String(call.metadata.get('requires-leader')[0] ?? '').toLowerCase() === 'true';
 }
 
 /**
- * Ends a call as a follower does one that requires the leader: NotHandled NotLeader with the
- * leader's endpoint (ClusterVNodeController.cs v24.10.6 lines 679-761 for reads, 885-895), which
- * the gRPC layer throws as status NOT_FOUND with the `exception: not-leader` trailer and the
- * leader's host and port (RpcExceptions.cs lines 25-30; reads: Enumerator.cs lines 37-42 and
- * Streams.Read.cs lines 324-325; a batch append ends its whole call: Streams.BatchAppend.cs lines
- * 213-219 and 229-232).
+ * What a follower throws for a call that requires the leader: NotHandled NotLeader with the
+ * leader's endpoint (ClusterVNodeController.cs v24.10.6 lines 679-761 for reads, 885-895 for
+ * writes), which the gRPC layer throws as status NOT_FOUND with the `exception: not-leader` trailer
+ * and the leader's host and port (RpcExceptions.cs lines 25-30 and 164-169; reads: Enumerator.cs
+ * lines 37-42 and Streams.Read.cs lines 324-325; appends: Streams.Append.cs lines 110-113).
  */
-export function failNotLeader(call: ReadCall | BatchAppendCall, leader: Endpoint): void {
+export function notLeader(leader: Endpoint): Partial<grpc.StatusObject> {
   const metadata = new grpc.Metadata();
   metadata.set('exception', 'not-leader');
   metadata.set('leader-endpoint-host', leader.host);
   metadata.set('leader-endpoint-port', String(leader.port));
-  call.emit('error', { code: grpc.status.NOT_FOUND, details: 'Leader info available', metadata });
+  return { code: grpc.status.NOT_FOUND, details: 'Leader info available', metadata };
+}
+
+/** Ends a read as a follower does one that requires the leader (see notLeader). */
+export function failNotLeader(call: ReadCall, leader: Endpoint): void {
+  call.emit('error', notLeader(leader));
 }
 
 /**
@@ -160,9 +177,9 @@ export function failNotReady(call: ReadCall): void {
 }
 
 /**
- * What 24.10 lists for the methods the adapter calls: names lowercased, BatchAppend with the
+ * What 24.10 lists for its streams methods, names lowercased: BatchAppend too, with the
  * `deadline_duration` feature (src/EventStore.Core/Services/Transport/Grpc/ServerFeatures.cs,
- * v24.10.4 lines 26-52).
+ * v24.10.4 lines 26-52), which the client's appendToStream would use and the adapter does not.
  */
 function supportedMethods(): SupportedMethods {
   const method = (service: string, name: string, features: string[] = []) =>
@@ -171,6 +188,7 @@ function supportedMethods(): SupportedMethods {
     .setEventStoreServerVersion('24.10.4')
     .setMethodsList([
       method('event_store.client.streams.streams', 'read', ['position', 'events']),
+      method('event_store.client.streams.streams', 'append'),
       method('event_store.client.streams.streams', 'batchappend', ['deadline_duration']),
     ]);
 }
@@ -232,21 +250,37 @@ export function eventMessage(e: ScriptedEvent): ReadResp {
   });
 }
 
-/**
- * The events of a batch append (one request, JSON, as the adapter sends them), as the log keeps
- * them: revisions on from `revision`, positions on from `commit`.
- */
-export function appendedEvents(request: BatchAppendReq, revision: number, commit: bigint): ScriptedEvent[] {
-  const streamId = Buffer.from(request.getOptions()!.getStreamIdentifier()!.getStreamName_asU8()).toString();
-  return request.getProposedMessagesList().map((m, i) => ({
-    streamId,
-    revision: revision + i,
-    commit: commit + BigInt(i),
-    id: m.getId()!.getString(),
-    type: m.getMetadataMap().get('type'),
-    data: JSON.parse(Buffer.from(m.getData_asU8()).toString()),
-    metadata: JSON.parse(Buffer.from(m.getCustomMetadata_asU8()).toString()),
-  }));
+/** The events of an append, as the log keeps them: revisions on from `revision`, positions on from `commit`. */
+export function appendedEvents(request: AppendRequest, revision: number, commit: bigint): ScriptedEvent[] {
+  return request.events.map((e, i) => ({ ...e, streamId: request.streamId, revision: revision + i, commit: commit + BigInt(i) }));
+}
+
+function appendRequest(call: AppendCall, messages: AppendReq[]): AppendRequest {
+  const options = messages[0].getOptions()!;
+  const revisions = AppendReq.Options.ExpectedStreamRevisionCase;
+  const expected = {
+    [revisions.REVISION]: () => Number(options.getRevision()),
+    [revisions.ANY]: () => 'any' as const,
+    [revisions.NO_STREAM]: () => 'no_stream' as const,
+    [revisions.STREAM_EXISTS]: () => 'stream_exists' as const,
+    [revisions.EXPECTED_STREAM_REVISION_NOT_SET]: () => {
+      throw new Error('an append with no expected revision');
+    },
+  }[options.getExpectedStreamRevisionCase()]();
+  return {
+    call,
+    streamId: Buffer.from(options.getStreamIdentifier()!.getStreamName_asU8()).toString(),
+    expected,
+    events: messages.slice(1).map((message) => {
+      const m = message.getProposedMessage()!;
+      return {
+        id: m.getId()!.getString(),
+        type: m.getMetadataMap().get('type'),
+        data: JSON.parse(Buffer.from(m.getData_asU8()).toString()),
+        metadata: JSON.parse(Buffer.from(m.getCustomMetadata_asU8()).toString()),
+      };
+    }),
+  };
 }
 
 /**
@@ -275,10 +309,14 @@ export function tombstoneMessage(streamId: string, commit: bigint): ReadResp {
  * lines 68-73).
  */
 export function failStreamDeleted(call: ReadCall, streamId: string): void {
+  call.emit('error', streamDeleted(streamId));
+}
+
+function streamDeleted(streamId: string): Partial<grpc.StatusObject> {
   const metadata = new grpc.Metadata();
   metadata.set('exception', 'stream-deleted');
   metadata.set('stream-name', streamId);
-  call.emit('error', { code: grpc.status.FAILED_PRECONDITION, details: `Event stream '${streamId}' is deleted.`, metadata });
+  return { code: grpc.status.FAILED_PRECONDITION, details: `Event stream '${streamId}' is deleted.`, metadata };
 }
 
 /** Streams.Read.cs v24.10.4 lines 262-266: the first message of a subscription. */
@@ -370,59 +408,63 @@ export function answerStreamRead(call: ReadCall, log: ScriptedEvent[]): void {
 }
 
 /**
- * The answer to an append the server gave up on when it stopped being the leader: its pending
- * requests are disposed as a commit timeout (RequestManagementService.cs v24.10.6 lines 171-180,
- * RequestManagerBase.cs lines 203-212), answered as Status.Timeout (Streams.BatchAppend.cs lines
- * 253-255, Status.cs lines 34-38), which the client turns into DeadlineExceededError.
+ * What the server throws for an append it gave up on, as when it stopped being the leader: its
+ * pending requests are disposed as a commit timeout, "Request canceled by server"
+ * (RequestManagementService.cs v24.10.6 lines 171-180, RequestManagerBase.cs lines 203-212), thrown
+ * as status ABORTED (Streams.Append.cs lines 144-147, RpcExceptions.cs line 14), which the client
+ * turns into TimeoutError.
  */
-export function appendTimedOut(request: BatchAppendReq): BatchAppendResp {
-  const details = new Any();
-  details.pack(new Timeout().serializeBinary(), 'event_store.client.Timeout');
-  return new BatchAppendResp()
-    .setCorrelationId(request.getCorrelationId())
-    .setStreamIdentifier(request.getOptions()?.getStreamIdentifier())
-    .setError(new Status().setCode(Code.DEADLINE_EXCEEDED).setMessage('Timeout').setDetails(details));
+export const appendTimedOut = (): Partial<grpc.StatusObject> => ({
+  code: grpc.status.ABORTED,
+  details: 'Operation timed out: Request canceled by server',
+  metadata: new grpc.Metadata(),
+});
+
+/**
+ * A successful append (Streams.Append.cs v24.10.6 lines 124-142); with no commit, as an append
+ * recognised as one already stored may be answered: NoPosition (line 132, for a commit position of -1).
+ */
+export function appendSuccess(revision: number, commit?: bigint): AppendResp {
+  const success = new AppendResp.Success().setCurrentRevision(String(revision));
+  if (commit === undefined) success.setNoPosition(new Empty());
+  else success.setPosition(new AppendResp.Position().setCommitPosition(String(commit)).setPreparePosition(String(commit)));
+  return new AppendResp().setSuccess(success);
 }
 
 /**
- * A successful batch append, as Streams.BatchAppend.cs v24.10.4 lines 240-243 answers it; with no
- * commit, as an append recognised as one already stored may be answered: NoPosition
- * (BatchAppendResp.cs v24.10.6 lines 12-23, for a negative commit position).
+ * The answer to an append whose expected revision is not the stream's: a reply, not a status
+ * (Streams.Append.cs v24.10.6 lines 149-183), here for a stream at `current` (-1: no stream).
  */
-export function appendSuccess(request: BatchAppendReq, revision: number, commit?: bigint): BatchAppendResp {
-  const success = new BatchAppendResp.Success().setCurrentRevision(String(revision));
-  if (commit === undefined) success.setNoPosition(new ProtoEmpty());
-  else success.setPosition(new AllStreamPosition().setCommitPosition(String(commit)).setPreparePosition(String(commit)));
-  return new BatchAppendResp().setCorrelationId(request.getCorrelationId()).setSuccess(success);
+export function appendWrongExpectedVersion(request: AppendRequest, current: number): AppendResp {
+  const wrong = new AppendResp.WrongExpectedVersion();
+  if (typeof request.expected === 'number') wrong.setExpectedRevision(String(request.expected));
+  else if (request.expected === 'no_stream') wrong.setExpectedNoStream(new Empty());
+  else if (request.expected === 'any') wrong.setExpectedAny(new Empty());
+  else wrong.setExpectedStreamExists(new Empty());
+  if (current < 0) wrong.setCurrentNoStream(new Empty());
+  else wrong.setCurrentRevision(String(current));
+  return new AppendResp().setWrongExpectedVersion(wrong);
 }
 
 /**
- * The answer to a batch append the server did not handle because it is starting (NotReady) or
- * overloaded (TooBusy): a status with empty details and only a message
- * (Streams.BatchAppend.cs v24.10.4 lines 224-229, the same at v24.10.14 lines 224-228).
+ * What the server throws for an append it did not handle because it is starting or has no leader
+ * (NotReady) or is overloaded (TooBusy): status UNAVAILABLE with only a message
+ * (Streams.Append.cs v24.10.6 lines 110-113, RpcExceptions.cs lines 16-20 and 155-163).
  */
-export function appendNotHandled(request: BatchAppendReq, reason: 'Server Is Not Ready' | 'Server Is Busy'): BatchAppendResp {
-  const details = new Any();
-  details.pack(new ProtoEmpty().serializeBinary(), 'google.protobuf.Empty');
-  return new BatchAppendResp()
-    .setCorrelationId(request.getCorrelationId())
-    .setStreamIdentifier(request.getOptions()?.getStreamIdentifier())
-    .setError(new Status().setMessage(reason).setDetails(details));
-}
+export const appendNotHandled = (reason: 'Server Is Not Ready' | 'Server Is Too Busy'): Partial<grpc.StatusObject> => ({
+  code: grpc.status.UNAVAILABLE,
+  details: reason,
+  metadata: new grpc.Metadata(),
+});
 
 /**
- * The answer to a batch append to a hard-deleted stream: the server refuses it as Deleted
- * (IndexWriter.cs v24.10.6 lines 183-184), answered as a status with StreamDeleted details
- * (Streams.BatchAppend.cs lines 250-252), which the client turns into StreamDeletedError
- * (client 6.2.1 streams/appendToStream/unpackError.ts lines 44-50).
+ * What the server throws for an append to a hard-deleted stream: it refuses it as Deleted
+ * (IndexWriter.cs v24.10.6 lines 183-184), thrown as FAILED_PRECONDITION with the
+ * `exception: stream-deleted` trailer (Streams.Append.cs lines 185-186, RpcExceptions.cs lines
+ * 67-72), which the client turns into StreamDeletedError.
  */
-export function appendStreamDeleted(request: BatchAppendReq): BatchAppendResp {
-  const details = new Any();
-  details.pack(new StreamDeleted().setStreamIdentifier(request.getOptions()?.getStreamIdentifier()).serializeBinary(), 'event_store.client.StreamDeleted');
-  return new BatchAppendResp()
-    .setCorrelationId(request.getCorrelationId())
-    .setStreamIdentifier(request.getOptions()?.getStreamIdentifier())
-    .setError(new Status().setCode(Code.FAILED_PRECONDITION).setMessage('Stream deleted').setDetails(details));
+export function appendStreamDeleted(request: AppendRequest): Partial<grpc.StatusObject> {
+  return streamDeleted(request.streamId);
 }
 
 /** An event to append: what it holds does not matter to the adapter's tests. */
@@ -457,7 +499,7 @@ export interface InMemoryEventStoreDb extends ScriptedServer {
 
 /**
  * An endpoint that keeps a log in memory, as far as the service's adapter uses one: it stores the
- * batch appends it is sent (positions as byte offsets, far apart, as EventStoreDB's are), answers
+ * appends it is sent (positions as byte offsets, far apart, as EventStoreDB's are), answers
  * reads of streams and of $all backwards from that log, and serves filtered subscriptions from it,
  * live ones included: each appended event is sent to every live subscription whose filter passes it,
  * as the server does. Scripted, not the server: no expected-revision checks, no deletes.
@@ -484,20 +526,18 @@ export async function startInMemoryEventStoreDb(): Promise<InMemoryEventStoreDb>
         ),
       );
     },
-    batchAppend: (call) =>
-      call.on('data', (request: BatchAppendReq) => {
-        const streamId = Buffer.from(request.getOptions()!.getStreamIdentifier()!.getStreamName_asU8()).toString();
-        const revision = log.filter((e) => e.streamId === streamId).length;
-        const events = appendedEvents(request, revision, nextCommit).map((e, i) => ({ ...e, commit: nextCommit + BigInt(i) * 137n }));
-        nextCommit += BigInt(events.length) * 137n + 5_000n;
-        log.push(...events);
-        call.write(appendSuccess(request, revision + events.length - 1, events[events.length - 1].commit));
-        for (const { call: subscription, read } of live) {
-          const matching = events.filter((e) => passesFilter(read, e.streamId));
-          for (const e of matching) subscription.write(eventMessage(e));
-          if (matching.length > 0) subscription.write(checkpointMessage(matching[matching.length - 1].commit));
-        }
-      }),
+    append: (request, answer) => {
+      const revision = log.filter((e) => e.streamId === request.streamId).length;
+      const events = appendedEvents(request, revision, nextCommit).map((e, i) => ({ ...e, commit: nextCommit + BigInt(i) * 137n }));
+      nextCommit += BigInt(events.length) * 137n + 5_000n;
+      log.push(...events);
+      answer(null, appendSuccess(revision + events.length - 1, events[events.length - 1].commit));
+      for (const { call: subscription, read } of live) {
+        const matching = events.filter((e) => passesFilter(read, e.streamId));
+        for (const e of matching) subscription.write(eventMessage(e));
+        if (matching.length > 0) subscription.write(checkpointMessage(matching[matching.length - 1].commit));
+      }
+    },
   });
   return { ...server, log };
 }

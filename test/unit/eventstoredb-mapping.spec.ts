@@ -30,7 +30,7 @@ import { StoreUnavailableError } from '../../src/storage/store-unavailable.error
 /** A client error, converted by the client itself from a gRPC failure (status code, trailers). */
 const clientError = (code: number, details: string, trailers: Record<string, string> = {}) =>
   convertToCommandError(Object.assign(new Error(`${code} ${details}`), { code, details, metadata: { getMap: () => trailers } }));
-const GRPC = { CANCELLED: 1, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, UNAVAILABLE: 14 };
+const GRPC = { CANCELLED: 1, UNKNOWN: 2, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, UNAVAILABLE: 14 };
 
 describe('EventStoreDB mapping', () => {
   it("maps expected revisions to the client's", () => {
@@ -77,14 +77,16 @@ describe('EventStoreDB mapping', () => {
     expect(translateEsdbError(bug)).toBe(bug);
   });
 
-  it('takes a batch append the server did not handle (starting, overloaded) as unavailable, and other unknown errors as bugs', () => {
-    // What the client makes of the server's answer (its unpackToCommandError, for details it does not recognise).
-    for (const reason of ['Server Is Not Ready', 'Server Is Busy']) {
-      const error = new UnknownError(undefined, `Could not recognize ${reason}`);
+  it('takes an append the server did not handle (starting, overloaded) as unavailable, and an unknown status as a bug', () => {
+    // Thrown as UNAVAILABLE with only a message (KurrentDB v24.10.6 Streams.Append.cs lines 110-113,
+    // RpcExceptions.cs lines 16-20).
+    for (const reason of ['Server Is Not Ready', 'Server Is Too Busy']) {
+      const error = clientError(GRPC.UNAVAILABLE, reason);
       expect(isTransientEsdbError(error)).toBe(true);
       expect(translateEsdbError(error)).toBeInstanceOf(StoreUnavailableError);
     }
-    const other = new UnknownError(undefined, 'Could not recognize Something Else');
+    const other = clientError(GRPC.UNKNOWN, 'Unexpected OperationResult: 42');
+    expect(other).toBeInstanceOf(UnknownError);
     expect(isTransientEsdbError(other)).toBe(false);
     expect(translateEsdbError(other)).toBe(other);
   });
