@@ -132,6 +132,22 @@ export class StreamTombstonedError extends ApiError {
   }
 }
 
+/**
+ * An event in one of the service's streams that the service did not write and cannot read: not
+ * JSON, or without the port's metadata (written to the store by hand). A projection stops on it
+ * as on any event it cannot fold.
+ */
+export class UnreadableEventError extends Error {
+  constructor(
+    readonly streamId: string,
+    readonly revision: number,
+    readonly reason: string,
+  ) {
+    super(`Event ${streamId}@${revision} cannot be read: ${reason}`);
+    this.name = 'UnreadableEventError';
+  }
+}
+
 export interface EventStore {
   /** Appends atomically, or throws WrongExpectedRevisionError. Resolves once durable. */
   appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;

@@ -15,7 +15,15 @@ import {
   WrongExpectedVersionError,
 } from '@eventstore/db-client';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
-import { EventMetadata, ExpectedRevision, Position, StoredEvent, StreamTombstonedError, WrongExpectedRevisionError } from './event-store.port';
+import {
+  EventMetadata,
+  ExpectedRevision,
+  Position,
+  StoredEvent,
+  StreamTombstonedError,
+  UnreadableEventError,
+  WrongExpectedRevisionError,
+} from './event-store.port';
 
 /** The pure half of the EventStoreDB adapter: how the port's values and errors map to the client's. */
 
@@ -88,20 +96,33 @@ export function logPosition(recorded: RecordedEvent): Position {
   return { commit: recorded.position.commit, prepare: recorded.position.prepare };
 }
 
-/** Events of this service's streams are all JSON, written by the adapter with the port's metadata. */
+/**
+ * Events of this service's streams are all JSON, written by the adapter with the port's metadata.
+ * One that is not (written by hand) is unreadable: the client hands over data it cannot parse as
+ * text, and metadata as bytes (client 6.2.1 utils/convertGrpcEvent.ts, safeParseJSON and
+ * parseMetadata), which would otherwise be folded as if they were ours.
+ */
 export function toStoredEvent(recorded: RecordedEvent): StoredEvent {
-  if (!recorded.isJson) throw new Error(`Event ${recorded.id} of ${recorded.streamId} is not JSON`);
+  const revision = fromEsdbRevision(recorded.revision);
+  const unreadable = (reason: string) => new UnreadableEventError(recorded.streamId, revision, reason);
+  if (!recorded.isJson) throw unreadable('it is not JSON');
+  if (!isObject(recorded.data)) throw unreadable('its data is not a JSON object');
+  const metadata = recorded.metadata as unknown;
+  if (!isObject(metadata) || typeof metadata.accountId !== 'string') throw unreadable('its metadata has no accountId');
   return {
     id: recorded.id,
     streamId: recorded.streamId,
-    revision: fromEsdbRevision(recorded.revision),
+    revision,
     position: logPosition(recorded),
     type: recorded.type,
-    data: recorded.data as Record<string, unknown>,
-    metadata: recorded.metadata as unknown as EventMetadata,
+    data: recorded.data,
+    metadata: metadata as unknown as EventMetadata,
     recordedAt: recorded.created,
   };
 }
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && !ArrayBuffer.isView(value);
 
 /**
  * A server-side filter for a catch-up subscription: the given stream prefixes, or else every stream

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { comparePositions, EventBatch, EventStore, Position, START, type StoredEvent } from '../event-store/event-store.port';
+import { comparePositions, EventBatch, EventStore, Position, START, type StoredEvent, UnreadableEventError } from '../event-store/event-store.port';
 import { GenerationReplacedError, ReadDocument, ReadStore } from '../read-store/read-store.port';
 import { isGoneFromThisMachine, siblings } from '../instance';
 import { inSpan, linksTo, tracingOn } from '../tracing/tracing';
@@ -359,6 +359,7 @@ export class Projector {
           // A commit that failed may have been kept in part, or one acknowledged lost: read them again.
           this.written.clear();
           if (error instanceof PoisonEventError) return await this.stopOnPoison(error);
+          if (error instanceof UnreadableEventError) return await this.stopOnPoison(new PoisonEventError(error.streamId, error.revision, error.reason));
           if (error instanceof GenerationReplacedError) {
             const replaced = this.generation;
             // Unreadable just now, the new generation is looked up again after the pause below. Read

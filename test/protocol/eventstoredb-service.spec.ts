@@ -13,6 +13,8 @@ import {
   confirmationMessage,
   describeRead,
   eventMessage,
+  handWrittenMessage,
+  passesFilter,
   ScriptedEvent,
   ScriptedServer,
   startScriptedEventStoreDb,
@@ -144,6 +146,62 @@ describe('the service when EventStoreDB stops answering (scripted endpoint, find
     } finally {
       jest.restoreAllMocks();
     }
+  });
+});
+
+describe('the service when a stream of its holds an event it did not write (scripted endpoint)', () => {
+  // A customer event written by hand as bytes, after a good one: the client hands it over with
+  // isJson false and its data as text (client 6.2.1 utils/convertGrpcEvent.ts).
+  const handWritten: ScriptedEvent = { streamId: `customer-${randomUUID()}`, revision: 0, commit: 6000n };
+  let server: ScriptedServer;
+  let t: TestApp;
+  /** What the service logs at warn and error, from its start. */
+  const logged: string[] = [];
+  beforeAll(async () => {
+    for (const level of ['warn', 'error'] as const) {
+      jest.spyOn(Logger.prototype, level).mockImplementation((...args: unknown[]) => void logged.push(`${level}: ${String(args[0])}`));
+    }
+    server = await startScriptedEventStoreDb({
+      read: (call) => {
+        const read = describeRead(call);
+        if (read.stream !== undefined) {
+          call.write(streamNotFoundMessage(read.stream));
+          return call.end();
+        }
+        if (!read.subscription) return answerReadBackwards(call, [handWritten, ...log]);
+        call.write(confirmationMessage());
+        if (passesFilter(read, handWritten.streamId)) {
+          call.write(eventMessage(log[0]));
+          call.write(handWrittenMessage(handWritten));
+        }
+        call.write(checkpointMessage(handWritten.commit));
+        call.write(caughtUpMessage());
+      },
+    });
+    t = await startTestApp({ env: { EVENTSTORE_CONNECTION_STRING: server.connectionString, STORE_TIMEOUT_MS: '2000' } });
+  });
+  afterAll(async () => {
+    jest.restoreAllMocks();
+    await t?.close();
+    await server?.close();
+  });
+
+  it('stops the projections that follow it on that event, named in readiness, rather than subscribing again for good', async () => {
+    // Before: each subscription failed on it, was renewed after a pause, and failed again, with
+    // nothing in readiness but "catching up".
+    let ready = await t.http.get('/health/ready');
+    for (const end = Date.now() + 10_000; Date.now() < end && ready.body.problems.filter((p: string) => p.includes('stopped on')).length < 2;) {
+      await new Promise((r) => setTimeout(r, 50));
+      ready = await t.http.get('/health/ready');
+    }
+    expect(ready.status).toBe(503);
+    const failure = { streamId: handWritten.streamId, revision: 0, error: 'it is not JSON' };
+    expect(ready.body.projections).toEqual([
+      expect.objectContaining({ name: 'profiles', failure: null }),
+      expect.objectContaining({ name: 'customers', state: 'failed', failure }),
+      expect.objectContaining({ name: 'feed', state: 'failed', failure }),
+    ]);
+    expect(logged.filter((line) => line.includes('Subscription failed'))).toEqual([]);
   });
 });
 

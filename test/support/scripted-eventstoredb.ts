@@ -283,6 +283,21 @@ function appendRequest(call: AppendCall, messages: AppendReq[]): AppendRequest {
   };
 }
 
+/** An event written to one of the service's streams by hand, as bytes: not JSON (content type application/octet-stream). */
+export function handWrittenMessage(e: ScriptedEvent): ReadResp {
+  return recordMessage({
+    id: e.id,
+    streamId: e.streamId,
+    revision: String(e.revision),
+    commit: e.commit,
+    prepare: e.prepare ?? e.commit,
+    type: e.type ?? 'CustomerCreated',
+    data: Buffer.from('name=Ada'),
+    metadata: Buffer.alloc(0),
+    json: false,
+  });
+}
+
 /**
  * The tombstone a hard delete writes into the stream, as a read of $all sends it: type
  * `$streamDeleted`, no data, not JSON, event number 2^63-1 (LogRecord.cs v24.10.4 lines 119-126,

@@ -13,7 +13,7 @@ import {
   UnknownError,
   WrongExpectedVersionError,
 } from '@eventstore/db-client';
-import { WrongExpectedRevisionError } from '../../src/event-store/event-store.port';
+import { UnreadableEventError, WrongExpectedRevisionError } from '../../src/event-store/event-store.port';
 import {
   fromEsdbRevision,
   isEndOfLog,
@@ -127,8 +127,25 @@ describe('EventStoreDB mapping', () => {
     });
   });
 
-  it('refuses events this service cannot have written', () => {
-    expect(() => toStoredEvent(recorded({ isJson: false }))).toThrow(/not JSON/);
+  it('refuses events this service cannot have written, naming them', () => {
+    // As the client hands them over: data it cannot parse as text, metadata it cannot parse as bytes.
+    const unreadable = [
+      [recorded({ isJson: false }), 'it is not JSON'],
+      [recorded({ data: 'name=Ada' as never }), 'its data is not a JSON object'],
+      [recorded({ metadata: new Uint8Array([1, 2]) as never }), 'its metadata has no accountId'],
+      [recorded({ metadata: undefined as never }), 'its metadata has no accountId'],
+    ] as const;
+    for (const [event, reason] of unreadable) {
+      const error = (() => {
+        try {
+          toStoredEvent(event);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(UnreadableEventError);
+      expect(error).toMatchObject({ streamId: 'customer-1', revision: 4, reason });
+    }
     expect(() => toStoredEvent(recorded({ position: undefined }))).toThrow(/without a position/);
   });
 
