@@ -5,6 +5,7 @@ import {
   MongoClientOptions,
   MongoDriverError,
   MongoError,
+  MongoErrorLabel,
   MongoNetworkError,
   MongoNotConnectedError,
   MongoOperationTimeoutError,
@@ -134,7 +135,11 @@ function isUnavailable(error: unknown): boolean {
     if (writeErrors.some((w) => UNAVAILABLE_CODES.has(w.code))) return true;
     if (unconfirmed(error)) return true;
   }
-  return error instanceof MongoError && typeof error.code === 'number' && UNAVAILABLE_CODES.has(error.code);
+  if (!(error instanceof MongoError)) return false;
+  // An overloaded server's refusal, which the driver has already retried with backoff (mongodb 7.9
+  // src/error.ts MongoErrorLabel, src/operations/execute_operation.ts): whatever its code, not now.
+  if (error.hasErrorLabel(MongoErrorLabel.SystemOverloadedError)) return true;
+  return typeof error.code === 'number' && UNAVAILABLE_CODES.has(error.code);
 }
 
 /**

@@ -225,6 +225,17 @@ describe('MongoDB mapping', () => {
     expect(translateMongoError(new MongoServerSelectionError('no server', {} as never))).toBeInstanceOf(StoreUnavailableError);
   });
 
+  it("turns an overloaded server's refusal into StoreUnavailableError, whatever its code", () => {
+    // Labelled by the server, or by the driver for a connection refused under load (mongodb 7.9 cmap/connect.ts).
+    const overloaded = new MongoServerError({ message: 'rate limit exceeded', code: 462, errorLabels: ['SystemOverloadedError', 'RetryableError'] });
+    expect(translateMongoError(overloaded)).toBeInstanceOf(StoreUnavailableError);
+    // As a bulk write throws it (mongodb 7.9 src/bulk/common.ts:610).
+    const wrapped = new MongoBulkWriteError(overloaded, {} as never);
+    expect(translateMongoError(wrapped)).toBeInstanceOf(StoreUnavailableError);
+    const unlabelled = new MongoServerError({ message: 'rate limit exceeded', code: 462 });
+    expect(translateMongoError(unlabelled)).toBe(unlabelled);
+  });
+
   it('bounds every operation by the store timeout and asks for journaled, majority-acknowledged writes', () => {
     // Parsed by the driver itself; no connection is made.
     const client = new MongoClient('mongodb://127.0.0.1:1/', mongoClientOptions(1234));
