@@ -63,9 +63,14 @@ export class MongoDbReadStore implements ReadStore {
   /** Per generation (its id), whether its documents carry substring tokens (see hasSubstrings). */
   private readonly substringGenerations = new Map<string, boolean>();
 
+  /**
+   * @param timeoutMs the store's timeout: a list's queries, the only ones whose cost grows with the
+   *   account, carry it as maxTimeMS, so the server stops one the client has given up on
+   */
   constructor(
     private readonly client: MongoClient,
     private readonly db: Db,
+    private readonly timeoutMs: number,
   ) {
     this.readModels = db.collection<MongoReadModel>(READ_MODELS_COLLECTION);
     this.generations = db.collection<MongoGeneration>(GENERATIONS_COLLECTION);
@@ -75,7 +80,7 @@ export class MongoDbReadStore implements ReadStore {
   /** Connects within `timeoutMs` (see connectMongoClient). */
   static async connect(uri: string, database: string, timeoutMs: number): Promise<MongoDbReadStore> {
     const client = await connectMongoClient(uri, timeoutMs);
-    return new MongoDbReadStore(client, client.db(database));
+    return new MongoDbReadStore(client, client.db(database), timeoutMs);
   }
 
   async ensureCollection(schema: CollectionSchema): Promise<void> {
@@ -140,19 +145,19 @@ export class MongoDbReadStore implements ReadStore {
       // Substring filters alone read the substring index, where the generation has one (see indexesFor).
       const substrings = readsSubstrings(schema, Object.keys(query.filters)) && (await this.hasSubstrings(collection, g));
       const filter = findFilter(collection, schema, query, { substrings });
-      const hint = substrings ? { hint: SUBSTRINGS_INDEX } : {};
+      const options = { maxTimeMS: this.timeoutMs, ...(substrings ? { hint: SUBSTRINGS_INDEX } : {}) };
       // The count ignores paging; the page starts past `after` on the index's seq, skipping nothing.
       const page = query.after === undefined ? filter : { ...filter, seq: { [query.order === 'newest' ? '$lt' : '$gt']: query.after } };
       const c = this.collection(collection, g);
       return Promise.all([
         c
-          .find(page, hint)
+          .find(page, options)
           .sort({ seq: query.order === 'newest' ? -1 : 1 })
           .skip(query.offset)
           .limit(query.limit)
           .toArray(),
         // Counted up to one past COUNT_LIMIT: what lies beyond would cost every list to count.
-        query.count === false ? 0 : c.countDocuments(filter, { limit: COUNT_LIMIT + 1, ...hint }),
+        query.count === false ? 0 : c.countDocuments(filter, { limit: COUNT_LIMIT + 1, ...options }),
       ]);
     });
     return { documents: docs.map(fromMongoDocument), total: Math.min(total, COUNT_LIMIT), capped: total > COUNT_LIMIT };

@@ -650,6 +650,13 @@ describe('MongoDB adapter: substring filters read the substring index, where the
     expect(count.pipeline).toEqual(expect.arrayContaining([{ $match: expect.objectContaining({ substrings: { $all: tokens } }) }, { $limit: 10_001 }]));
   });
 
+  it("bounds a list's find and count on the server by the store's timeout, so it stops one the client gave up on", async () => {
+    // Before: a socket timeout failed the request, and the query ran on in the server.
+    const { find, count } = await listCommands({ _id: 'customers:1', collection: 'customers', generation: 1, failure: null, updatedAt: new Date() });
+    expect(find.maxTimeMS).toBe(2000);
+    expect(count.maxTimeMS).toBe(2000);
+  });
+
   it('matches by $regex alone in a generation made before the index (an upgraded store, until a rebuild)', async () => {
     const { find, count } = await listCommands({ _id: 'customers:1', collection: 'customers', generation: 1, failure: null, updatedAt: new Date() });
     expect(find.filter).toEqual({ accountId: 'acc', deleted: false, 'match.company': { $regex: 'acme' } });
