@@ -196,14 +196,14 @@ export class MongoDbReadStore implements ReadStore {
     await this.guard(async () => {
       const moved = await this.generations.updateOne(
         { _id, $or: [{ key: { $exists: false } }, { key: { $lt: next.key } }] },
-        { $set: { ...next, failure: null, updatedAt: new Date() } },
+        { $set: { ...next, failure: null }, $currentDate: { updatedAt: true } },
       );
-      if (moved.matchedCount === 0) await this.generations.updateOne({ _id }, { $set: { failure: null, updatedAt: new Date() } });
+      if (moved.matchedCount === 0) await this.generations.updateOne({ _id }, { $set: { failure: null }, $currentDate: { updatedAt: true } });
     });
   }
 
   async recordFailure(collection: string, generation: number, failure: ProjectionFailure): Promise<void> {
-    await this.guard(() => this.generations.updateOne({ _id: generationId(collection, generation) }, { $set: { failure, updatedAt: new Date() } }));
+    await this.guard(() => this.generations.updateOne({ _id: generationId(collection, generation) }, { $set: { failure }, $currentDate: { updatedAt: true } }));
   }
 
   async status(collection: string): Promise<CollectionStatus> {
@@ -285,10 +285,12 @@ export class MongoDbReadStore implements ReadStore {
     const built = building!.position ?? START;
     if (comparePositions(built, live.position ?? START) < 0) throw new RebuildBehindError(collection);
     const builtKey = positionKey(built);
-    // Promoted either way: without the stamp, dropRetired counts the generation's last change as its retirement.
+    // Promoted either way: without the stamp, dropRetired counts the generation's last change as
+    // its retirement. The server's clock, as dropRetired's, whichever instance runs it.
     const retire = async () => {
-      const now = new Date();
-      await this.generations.updateOne({ _id: generationId(collection, model.live) }, { $set: { retiredAt: now, updatedAt: now } }).catch(() => undefined);
+      await this.generations
+        .updateOne({ _id: generationId(collection, model.live) }, { $currentDate: { retiredAt: true, updatedAt: true } })
+        .catch(() => undefined);
     };
     await this.guard(async () => {
       // Not past the live checkpoint as the swap sees it: a commit into the live generation moves
@@ -348,18 +350,22 @@ export class MongoDbReadStore implements ReadStore {
   /**
    * The generations below the live one are retired (numbers only grow), whether or not promote
    * lived to stamp them (a crash right after the swap): then their last change counts as their
-   * retirement.
+   * retirement. Timed by the server's clock ($$NOW), as the stamps are: instances' clocks may
+   * differ by more than the grace.
    */
   async dropRetired(collection: string, graceMs: number): Promise<void> {
-    const before = new Date(Date.now() - graceMs);
     const { live } = await this.readModel(collection);
+    const before = { $subtract: ['$$NOW', graceMs] };
     const retired = await this.guard(() =>
       this.generations
         .find({
           collection,
           generation: { $lt: live },
           dropped: { $ne: true },
-          $or: [{ retiredAt: { $lte: before } }, { retiredAt: { $exists: false }, updatedAt: { $lte: before } }],
+          $or: [
+            { retiredAt: { $exists: true }, $expr: { $lte: ['$retiredAt', before] } },
+            { retiredAt: { $exists: false }, $expr: { $lte: ['$updatedAt', before] } },
+          ],
         })
         .toArray(),
     );
@@ -423,7 +429,7 @@ export class MongoDbReadStore implements ReadStore {
           // Dropping a collection that was never created is fine: the generation had no documents.
           if ((error as { codeName?: string }).codeName !== 'NamespaceNotFound') throw error;
         });
-      await this.generations.updateOne({ _id: generationId(collection, generation) }, { $set: { dropped: true, updatedAt: new Date() } });
+      await this.generations.updateOne({ _id: generationId(collection, generation) }, { $set: { dropped: true }, $currentDate: { updatedAt: true } });
     });
   }
 

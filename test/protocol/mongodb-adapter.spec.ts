@@ -157,6 +157,41 @@ describe('MongoDB adapter: a commit whose generation is dropped while it writes'
 /** A `find` reply: the documents as one batch, the cursor closed. */
 const cursor = (ns: string, documents: Document[]) => ({ cursor: { firstBatch: documents, id: 0n, ns }, ok: 1 });
 
+describe('MongoDB adapter: retired generations are timed by the server, not by the instance', () => {
+  it("stamps a retirement with the server's date and drops what is past the grace by the server's clock", async () => {
+    // Instances' clocks may differ by more than the grace (10 s by default): before, a generation
+    // stamped by one instance could be dropped early by another, under reads still on it.
+    const sent: Document[] = [];
+    mongo = await startSilentMongo((command) => {
+      if (command.find === 'read_model_generations' && command.filter.generation) {
+        sent.push(command);
+        return {
+          cursor: { firstBatch: [{ _id: 'customers:1', collection: 'customers', generation: 1 }], id: 0n, ns: 'retired.read_model_generations' },
+          ok: 1,
+        };
+      }
+      if (command.drop) return (sent.push(command), { ok: 1 });
+      if (command.update === 'read_model_generations' && command.updates[0].u.$set?.dropped) return (sent.push(command), { n: 1, nModified: 1, ok: 1 });
+      return ensureCollectionReply(command, 'retired', { _id: 'customers', live: 2, building: null, next: 3 });
+    });
+    store = await MongoDbReadStore.connect(mongo.uri, 'retired', 2000);
+    await store.ensureCollection({ name: 'customers', filters: {} });
+    await store.dropRetired('customers', 10_000);
+    const before = { $subtract: ['$$NOW', 10_000] };
+    expect(sent[0].filter).toEqual({
+      collection: 'customers',
+      generation: { $lt: 2 },
+      dropped: { $ne: true },
+      $or: [
+        { retiredAt: { $exists: true }, $expr: { $lte: ['$retiredAt', before] } },
+        { retiredAt: { $exists: false }, $expr: { $lte: ['$updatedAt', before] } },
+      ],
+    });
+    expect(sent[1]).toMatchObject({ drop: 'rm_customers__g1' });
+    expect(sent[2].updates[0].u).toEqual({ $set: { dropped: true }, $currentDate: { updatedAt: true } });
+  });
+});
+
 describe('MongoDB adapter on a replica set: reads that must see a write go to the primary, whatever the URI says (issue 33, item 4)', () => {
   it('sends the checkpoint poll and a GET to the primary, with majority read concern, though the URI asks for a secondary and local reads', async () => {
     const reads: { member: string; command: Document }[] = [];
@@ -428,7 +463,7 @@ describe('MongoDB adapter: a promotion whose swap times out on its write concern
     // The claim of generation 2 reached a majority; the swap, and the stamp on the generation it
     // retires, only the primary, until the confirming write (live only) waits for the majority to catch up.
     const sent = await lagging(primary, majority, (collection, update) => {
-      if (collection === 'read_model_generations') return update.u.$set?.retiredAt !== undefined;
+      if (collection === 'read_model_generations') return update.u.$currentDate?.retiredAt !== undefined;
       const swap = update.u.$set.live !== undefined && update.u.$set.building === null;
       if (!swap) Object.assign(majority, primary);
       return swap;
@@ -447,8 +482,8 @@ describe('MongoDB adapter: a promotion whose swap times out on its write concern
     // A primary cut off from its secondaries: whatever it applies past the claim times out on its write concern.
     let stamped = false;
     const sent = await lagging(primary, majority, (collection, update) => {
-      if (collection === 'read_model_generations' && update.u.$set?.retiredAt !== undefined) stamped = true;
-      if (collection === 'read_model_generations') return update.u.$set?.retiredAt !== undefined;
+      if (collection === 'read_model_generations' && update.u.$currentDate?.retiredAt !== undefined) stamped = true;
+      if (collection === 'read_model_generations') return update.u.$currentDate?.retiredAt !== undefined;
       if (update.u.$set.live === undefined) Object.assign(majority, update.u.$set);
       return update.u.$set.live !== undefined;
     });
