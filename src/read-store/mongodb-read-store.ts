@@ -64,8 +64,10 @@ export class MongoDbReadStore implements ReadStore {
   private readonly substringGenerations = new Map<string, boolean>();
 
   /**
-   * @param timeoutMs the store's timeout: a list's queries, the only ones whose cost grows with the
-   *   account, carry it as maxTimeMS, so the server stops one the client has given up on
+   * @param timeoutMs the store's timeout (the socket's): a list's queries, the only ones whose cost
+   *   grows with the account, carry four fifths of it as maxTimeMS, so that the server's own error
+   *   (MaxTimeMSExpired, a 503) comes before the socket times out, closes the connection and the
+   *   driver sends the query again
    */
   constructor(
     private readonly client: MongoClient,
@@ -145,7 +147,7 @@ export class MongoDbReadStore implements ReadStore {
       // Substring filters alone read the substring index, where the generation has one (see indexesFor).
       const substrings = readsSubstrings(schema, Object.keys(query.filters)) && (await this.hasSubstrings(collection, g));
       const filter = findFilter(collection, schema, query, { substrings });
-      const options = { maxTimeMS: this.timeoutMs, ...(substrings ? { hint: SUBSTRINGS_INDEX } : {}) };
+      const options = { maxTimeMS: Math.max(1, Math.floor(this.timeoutMs * 0.8)), ...(substrings ? { hint: SUBSTRINGS_INDEX } : {}) };
       // The count ignores paging; the page starts past `after` on the index's seq, skipping nothing.
       const page = query.after === undefined ? filter : { ...filter, seq: { [query.order === 'newest' ? '$lt' : '$gt']: query.after } };
       const c = this.collection(collection, g);
@@ -285,8 +287,8 @@ export class MongoDbReadStore implements ReadStore {
     const built = building!.position ?? START;
     if (comparePositions(built, live.position ?? START) < 0) throw new RebuildBehindError(collection);
     const builtKey = positionKey(built);
-    // Promoted either way: without the stamp, dropRetired counts the generation's last change as
-    // its retirement. The server's clock, as dropRetired's, whichever instance runs it.
+    // Promoted either way: without the stamp, dropRetired stamps it later. The server's clock, as
+    // dropRetired's, whichever instance runs it.
     const retire = async () => {
       await this.generations
         .updateOne({ _id: generationId(collection, model.live) }, { $currentDate: { retiredAt: true, updatedAt: true } })
@@ -348,27 +350,18 @@ export class MongoDbReadStore implements ReadStore {
   }
 
   /**
-   * The generations below the live one are retired (numbers only grow), whether or not promote
-   * lived to stamp them (a crash right after the swap): then their last change counts as their
-   * retirement. Timed by the server's clock ($$NOW), as the stamps are: instances' clocks may
-   * differ by more than the grace.
+   * Drops the generations below the live one (numbers only grow) retired for longer than the
+   * grace, by the server's clock ($$NOW), as their stamps are: instances' clocks may differ by
+   * more than the grace. One whose promotion did not live to stamp it (a crash right after the
+   * swap) is stamped now, so that reads still on it get the grace too.
    */
   async dropRetired(collection: string, graceMs: number): Promise<void> {
     const { live } = await this.readModel(collection);
-    const before = { $subtract: ['$$NOW', graceMs] };
-    const retired = await this.guard(() =>
-      this.generations
-        .find({
-          collection,
-          generation: { $lt: live },
-          dropped: { $ne: true },
-          $or: [
-            { retiredAt: { $exists: true }, $expr: { $lte: ['$retiredAt', before] } },
-            { retiredAt: { $exists: false }, $expr: { $lte: ['$updatedAt', before] } },
-          ],
-        })
-        .toArray(),
-    );
+    const below = { collection, generation: { $lt: live }, dropped: { $ne: true } };
+    const retired = await this.guard(async () => {
+      await this.generations.updateMany({ ...below, retiredAt: { $exists: false } }, { $currentDate: { retiredAt: true } });
+      return this.generations.find({ ...below, $expr: { $lte: ['$retiredAt', { $subtract: ['$$NOW', graceMs] }] } }).toArray();
+    });
     for (const r of retired) await this.dropGeneration(collection, r.generation);
   }
 

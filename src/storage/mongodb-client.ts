@@ -77,6 +77,9 @@ export function mongoClientOptions(timeoutMs: number): MongoClientOptions {
     wtimeoutMS,
     readConcernLevel: 'majority',
     readPreference: 'primary',
+    // An overloaded server's refusal is not retried by the driver, whose backoff the server may set
+    // to seconds, past any timeout here: it answers 503 with Retry-After at once.
+    maxAdaptiveRetries: 0,
   };
 }
 
@@ -136,8 +139,8 @@ function isUnavailable(error: unknown): boolean {
     if (unconfirmed(error)) return true;
   }
   if (!(error instanceof MongoError)) return false;
-  // An overloaded server's refusal, which the driver has already retried with backoff (mongodb 7.9
-  // src/error.ts MongoErrorLabel, src/operations/execute_operation.ts): whatever its code, not now.
+  // An overloaded server's refusal (mongodb 7.9 src/error.ts MongoErrorLabel; server codes 433,
+  // 449, 450 and 462): whatever its code, not now.
   if (error.hasErrorLabel(MongoErrorLabel.SystemOverloadedError)) return true;
   return typeof error.code === 'number' && UNAVAILABLE_CODES.has(error.code);
 }
