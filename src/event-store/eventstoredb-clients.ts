@@ -67,12 +67,16 @@ export class EsdbClients {
    * @param everyMs the least time between two replacements: a call's deadline, or the new client's
    *   first discovery if longer, so that a client is not replaced while it still looks for the leader
    */
+  public current: EventStoreDBClient;
+
   constructor(
-    public current: EventStoreDBClient,
+    current: EventStoreDBClient,
     private readonly newClient: (() => EventStoreDBClient) | undefined,
     private readonly everyMs: number,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.current = guarded(current);
+  }
 
   /** Counts a call on `client` until the returned function is called. */
   enter(client: EventStoreDBClient): () => void {
@@ -95,7 +99,7 @@ export class EsdbClients {
     }
     this.logger.warn(`Connecting to EventStoreDB again after ${why}`);
     this.replacedAt = Date.now();
-    this.current = this.newClient();
+    this.current = guarded(this.newClient());
     this.retired.add(stale);
     this.sweep();
   }
@@ -119,4 +123,17 @@ export class EsdbClients {
       }
     }
   }
+}
+
+/**
+ * The client after a call failed UNAVAILABLE (or named another leader) reconnects without awaiting
+ * it, and that reconnection first waits on a discovery under way (client 6.2.1 Client/index.ts
+ * lines 479 and 544): one that finds no leader (an election) rejected it with nobody to catch it
+ * (discovery.ts line 78), ending the process. Its failure is the next call's to meet.
+ */
+function guarded(client: EventStoreDBClient): EventStoreDBClient {
+  const reconnecting = client as unknown as { handleError: (...args: unknown[]) => Promise<void> };
+  const handleError = reconnecting.handleError;
+  reconnecting.handleError = (...args) => handleError(...args).catch(() => undefined);
+  return client;
 }

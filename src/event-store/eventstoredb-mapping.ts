@@ -39,6 +39,11 @@ export function fromEsdbRevision(revision: bigint): number {
   return Number(revision);
 }
 
+/**
+ * The client's discovery that found no leader among the seeds' members (an election): a plain
+ * Error (client 6.2.1 Client/discovery.ts line 78).
+ */
+const NO_LEADER_FOUND = /^Failed to discover after \d+ attempts/;
 /** A call the client cancelled itself (grpc-js's details for a cancel()), as the client reports it. */
 const CANCELLED_HERE = /Cancelled on client/;
 
@@ -52,7 +57,8 @@ export function isTransientEsdbError(error: unknown): boolean {
     error instanceof CancelledError ||
     error instanceof DeadlineExceededError ||
     error instanceof TimeoutError ||
-    error instanceof NotLeaderError
+    error instanceof NotLeaderError ||
+    (error instanceof Error && NO_LEADER_FOUND.test(error.message))
   );
 }
 

@@ -7,6 +7,7 @@ import { startTestApp, TestApp, withToken } from '../support/test-app';
 import {
   answerReadBackwards,
   answerStreamRead,
+  AppendAnswer,
   appendedEvents,
   appendNotHandled,
   appendStreamDeleted,
@@ -540,6 +541,51 @@ describe('EventStoreDB: clients replaced, and what is left on them (review 33b)'
     await expect(onNew).resolves.toMatchObject({ revision: 0 });
     await expect(onReplaced).resolves.toMatchObject({ revision: 0 });
     expect(appends).toBe(3);
+  });
+
+  it('lives through a failed call whose reconnection finds no leader: no unhandled rejection ends the process', async () => {
+    // The client reconnects after a call failed UNAVAILABLE (a "not ready" append) without awaiting
+    // it, and that reconnection waits on any discovery under way (client 6.2.1 Client/index.ts lines
+    // 479 and 544): one that finds no leader (an election, every member Unknown) rejected it
+    // unhandled (discovery.ts line 78), which ends a Node process. Here one append is held by the
+    // node while another's retry is in that discovery; the held one is then answered "not ready".
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => void rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      let electing = false;
+      let held: AppendAnswer | undefined;
+      const a: ScriptedServer = await node({
+        gossip: () => [{ endpoint: a.endpoint, state: electing ? 'unknown' : 'leader' }],
+        append: (request, answer) => {
+          if (request.streamId === 'held' && !held) held = answer;
+          else answer(appendNotHandled('Server Is Not Ready'));
+        },
+      });
+      // A second seed that never answers: a cluster's connection string, so the client discovers.
+      const seeds = `esdb://${a.endpoint.host}:${a.endpoint.port},127.0.0.1:1?tls=false&maxDiscoverAttempts=1&gossipTimeout=1`;
+      const client = () => EventStoreDBClient.connectionString(seeds);
+      store = new EventStoreDbEventStore(client(), 3000, SILENCE_MS, client);
+      const outcome = (p: Promise<unknown>) =>
+        p.then(
+          () => 'stored',
+          (error: Error) => error.constructor.name,
+        );
+      // "Not ready" replaces the adapter's client; the next replacement waits for the deadline (3 s).
+      const first = outcome(store.appendToStream('customer-0', [newEvent()], 'any'));
+      await new Promise((r) => setTimeout(r, 100));
+      const heldAppend = outcome(store.appendToStream('held', [newEvent()], 'any'));
+      await until(() => held !== undefined);
+      electing = true;
+      const other = outcome(store.appendToStream('customer-2', [newEvent()], 'any'));
+      await new Promise((r) => setTimeout(r, 400)); // its retry (after 250 ms) is in discovery
+      held!(appendNotHandled('Server Is Not Ready'));
+      expect(await Promise.all([first, heldAppend, other])).toEqual(['StoreUnavailableError', 'StoreUnavailableError', 'StoreUnavailableError']);
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
   });
 
   it('makes no new client after close(), when a call times out later', async () => {

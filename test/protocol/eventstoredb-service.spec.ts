@@ -7,6 +7,7 @@ import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { runCli } from '../support/cli';
 import {
   answerReadBackwards,
+  AppendAnswer,
   appendNotHandled,
   caughtUpMessage,
   checkpointMessage,
@@ -16,11 +17,15 @@ import {
   handWrittenMessage,
   passesFilter,
   ScriptedEvent,
+  InMemoryEventStoreDb,
   ScriptedServer,
+  startInMemoryEventStoreDb,
   startScriptedEventStoreDb,
   streamNotFoundMessage,
 } from '../support/scripted-eventstoredb';
 import { makeDataDir, startTestApp, TestApp, withToken } from '../support/test-app';
+import { ChildService, startChildService } from '../support/child-service';
+import request from 'supertest';
 
 /**
  * The service and the CLI on EventStoreDB's client protocol, served by a scripted gRPC endpoint
@@ -202,6 +207,81 @@ describe('the service when a stream of its holds an event it did not write (scri
       expect.objectContaining({ name: 'feed', state: 'failed', failure }),
     ]);
     expect(logged.filter((line) => line.includes('Subscription failed'))).toEqual([]);
+  });
+});
+
+describe('the service as a process, when a reconnection of its EventStoreDB client finds no leader (scripted endpoint)', () => {
+  let server: InMemoryEventStoreDb;
+  let child: ChildService;
+  let dataDir: string;
+  /** How the node answers appends: from its log, or as in the steps below. */
+  let mode: 'log' | 'not ready once' | 'hold one' | 'electing' = 'log';
+  let held: AppendAnswer | undefined;
+  beforeAll(async () => {
+    server = await startInMemoryEventStoreDb({
+      // While electing, the node is too busy to answer gossip: a discovery waits for it.
+      gossip: () => (mode === 'electing' ? undefined : [{ endpoint: server.endpoint, state: 'leader' }]),
+      append: (_request, answer) => {
+        if (mode === 'not ready once') {
+          mode = 'log';
+          answer(appendNotHandled('Server Is Not Ready'));
+          return true;
+        }
+        if (mode === 'hold one') {
+          held = answer;
+          mode = 'electing';
+          return true;
+        }
+        if (mode === 'electing') answer(appendNotHandled('Server Is Not Ready'));
+        return mode === 'electing';
+      },
+    });
+    dataDir = makeDataDir();
+    // A second seed that refuses connections: a cluster's connection string, so the client discovers the leader.
+    const seeds = `esdb://${server.endpoint.host}:${server.endpoint.port},127.0.0.1:1?tls=false&maxDiscoverAttempts=1`;
+    child = await startChildService(dataDir, { EVENTSTORE_CONNECTION_STRING: seeds, STORE_TIMEOUT_MS: '3000', WORKERS: '1' });
+  });
+  afterAll(async () => {
+    child?.process.kill('SIGTERM');
+    await child?.exited;
+    await server?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const create = (email: string) => request(child.url).post(withToken('customers')).send({ email });
+
+  it('answers 503 and lives on, rather than ending on an unhandled rejection', async () => {
+    // 1. An append answered "not ready" once: the adapter replaces its client (the next replacement
+    //    is at least STORE_TIMEOUT_MS later), and the append is stored on the retry.
+    mode = 'not ready once';
+    expect((await create('one@x.io')).status).toBe(201);
+    // 2. An append the node holds; the election starts. Another is answered "not ready": the client
+    //    reconnects, and the adapter's retry waits in its discovery (gossip unanswered for 1 s).
+    mode = 'hold one';
+    const heldCreate = create('two@x.io').then(
+      (res) => res.status,
+      (error: Error) => error.message,
+    );
+    for (const end = Date.now() + 10_000; !held && Date.now() < end;) await new Promise((r) => setTimeout(r, 20));
+    const otherCreate = create('three@x.io').then(
+      (res) => res.status,
+      (error: Error) => error.message,
+    );
+    await new Promise((r) => setTimeout(r, 600));
+    // 3. The held append answered "not ready" while that discovery is under way. Before: its
+    //    reconnection rejected unhandled once the discovery failed, and the process ended.
+    held!(appendNotHandled('Server Is Not Ready'));
+    expect(await Promise.all([heldCreate, otherCreate])).toEqual([503, 503]);
+    await new Promise((r) => setTimeout(r, 1500));
+    const exit = await Promise.race([child.exited, new Promise((r) => setTimeout(() => r('running'), 100))]);
+    expect(exit).toBe('running');
+    // What Node prints as it ends a process on an uncaught error.
+    expect(child.output()).not.toMatch(/^Node\.js v\d+/m);
+    // 4. The election over, writes go through again.
+    mode = 'log';
+    let status = 0;
+    for (const end = Date.now() + 15_000; status !== 201 && Date.now() < end;) status = (await create('four@x.io')).status;
+    expect(status).toBe(201);
   });
 });
 

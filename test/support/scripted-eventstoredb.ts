@@ -43,8 +43,8 @@ export interface Script {
   append?: (request: AppendRequest, answer: AppendAnswer) => void;
   /** ServerFeatures.GetSupportedMethods: 'answer' (as 24.10 does) or 'silent' (never answers). */
   features?: 'answer' | 'silent';
-  /** Gossip.Read: the members this node lists now. Unset: the call is left unanswered. */
-  gossip?: () => Member[];
+  /** Gossip.Read: the members this node lists now. Unset, or none returned: the call is left unanswered. */
+  gossip?: () => Member[] | undefined;
 }
 
 /** A cluster member as a node's gossip lists it. */
@@ -83,7 +83,8 @@ export async function startScriptedEventStoreDb(script: Script): Promise<Scripte
   });
   server.addService(GossipService, {
     read: (_call: unknown, callback: grpc.sendUnaryData<ClusterInfo>) => {
-      if (script.gossip) callback(null, clusterInfo(script.gossip()));
+      const members = script.gossip?.();
+      if (members) callback(null, clusterInfo(members));
     },
   });
   server.addService(ServerFeaturesService, {
@@ -519,7 +520,13 @@ export interface InMemoryEventStoreDb extends ScriptedServer {
  * live ones included: each appended event is sent to every live subscription whose filter passes it,
  * as the server does. Scripted, not the server: no expected-revision checks, no deletes.
  */
-export async function startInMemoryEventStoreDb(): Promise<InMemoryEventStoreDb> {
+export async function startInMemoryEventStoreDb(
+  options: {
+    /** Answers an append instead of the log, when it returns true. */
+    append?: (request: AppendRequest, answer: AppendAnswer) => boolean;
+    gossip?: Script['gossip'];
+  } = {},
+): Promise<InMemoryEventStoreDb> {
   const log: ScriptedEvent[] = [];
   const live: { call: ReadCall; read: ReadRequest }[] = [];
   let nextCommit = 10_000n;
@@ -541,7 +548,9 @@ export async function startInMemoryEventStoreDb(): Promise<InMemoryEventStoreDb>
         ),
       );
     },
+    gossip: options.gossip,
     append: (request, answer) => {
+      if (options.append?.(request, answer)) return;
       const revision = log.filter((e) => e.streamId === request.streamId).length;
       const events = appendedEvents(request, revision, nextCommit).map((e, i) => ({ ...e, commit: nextCommit + BigInt(i) * 137n }));
       nextCommit += BigInt(events.length) * 137n + 5_000n;

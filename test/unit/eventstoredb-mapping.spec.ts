@@ -91,6 +91,12 @@ describe('EventStoreDB mapping', () => {
     expect(translateEsdbError(other)).toBe(other);
   });
 
+  it("takes the client's discovery finding no leader (an election) as unavailable, not as a bug", () => {
+    const noLeader = new Error('Failed to discover after 10 attempts.');
+    expect(isTransientEsdbError(noLeader)).toBe(true);
+    expect(translateEsdbError(noLeader)).toBeInstanceOf(StoreUnavailableError);
+  });
+
   it('takes a call cancelled on this side (a client replaced or closed) as unavailable, not as a bug', () => {
     // grpc-js's status for its own cancel(), which the client turns into an UnknownError.
     const cancelled = clientError(GRPC.CANCELLED, 'Cancelled on client');
