@@ -51,10 +51,9 @@ export function reconnection(connectionString: string, timeoutMs: number): Recon
 
 /**
  * The adapter's current client, and the clients it replaced. Disposing a client cancels only the
- * streams it has open at that moment (client 6.2.1 Client/index.ts lines 440-467): a call still in
- * discovery opens its stream afterwards (lines 418-429), and the channel stays open while a call
- * is left on it. So a replaced client is kept and disposed again whenever a call on it settles,
- * and at close.
+ * streams it has open at that moment (client 6.2.1 Client/index.ts lines 440-467), not its channel:
+ * a call still in discovery opens its stream afterwards (lines 418-429). So a replaced client is
+ * kept and disposed again whenever a call on it settles, and at close.
  */
 export class EsdbClients {
   private readonly retired = new Set<EventStoreDBClient>();

@@ -147,13 +147,13 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   /**
-   * Sent through the client's unary Streams.Append (`append`), not its appendToStream, which sends
+   * Sent through the client's `append` (one Streams.Append call per append), not its appendToStream, which sends
    * over one batch-append stream per client whose pending answers sit in one table for all clients
    * (client 6.2.1 streams/appendToStream/batchAppend.ts lines 32-35): a replaced client's stream
    * failing rejected the current client's appends, and the answer its server then sent for one
    * threw in a grpc-js listener, ending the process. appendToStream also first asks the server for
-   * its features, a call with no deadline (appendToStream/index.ts lines 59-68). A unary call keeps
-   * its own answer, under a gRPC deadline. `append` is a module of the client's, not its public API:
+   * its features, a call with no deadline (appendToStream/index.ts lines 59-68). A call of its own
+   * keeps its own answer, under a gRPC deadline. `append` is a module of the client's, not its public API:
    * package.json pins the client's version.
    */
   async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
@@ -164,13 +164,14 @@ export class EventStoreDbEventStore implements EventStore {
       const client = this.client;
       let result;
       try {
-        // batchAppendSize: asked for by the type, unused by a unary append.
+        // batchAppendSize: asked for by the type, unused by `append`.
         const call = append.call(client, streamId, data, { expectedRevision, batchAppendSize: 0, deadline: this.deadlineMs, ...ON_LEADER });
         const leave = this.clients.enter(client);
         call.then(leave, leave);
         result = await this.withinDeadline(call, () => this.replaceClient(client, `an append left unanswered for ${this.deadlineMs} ms`));
       } catch (error) {
-        // A node with no leader answers "not ready", on which the client stays: another one may lead.
+        // A node with no leader answers "not ready". The client looks for the leader again for its
+        // next call, but the subscriptions on that node stay there, silent: a new client moves them too.
         if (NOT_READY.test((error as Error).message)) this.replaceClient(client, `an append answered "${(error as Error).message}"`);
         // A lost answer may hide a write that landed: sending the same event ids again at the same
         // expected revision is idempotent on the server, so a retry cannot store the events twice.
@@ -441,12 +442,13 @@ export class EventStoreDbEventStore implements EventStore {
    * (a node that lost its cluster may keep the connection and never answer), or that a node with
    * no leader answered "not ready" to. The client reconnects by itself only on UNAVAILABLE,
    * NotLeader and the server's cancellations, never on its own cancellations (client 6.2.1
-   * Client/index.ts lines 516-531, utils/CommandError.ts lines 489-491). A new client connects
-   * afresh, through discovery (gossip) for a cluster's connection string. The old one is disposed:
-   * that cancels the calls it has open (reads and subscriptions end as if complete, which
-   * eachEvent and subscribeToAll check). Its channel closes only once no call is left on it, so
-   * it is disposed again as its other calls settle (EsdbClients). Once per client, at most once
-   * per deadline, and never with one host and no discovery, where it would reach the same node.
+   * Client/index.ts lines 516-531, utils/CommandError.ts lines 489-491), and keeps the streams it
+   * has open. A new client looks for the leader afresh, through discovery (gossip) for a cluster's
+   * connection string (reaching the same node, grpc-js may carry it over the same connection). The
+   * old one is disposed: that cancels the streams it has open (reads and subscriptions end as if
+   * complete, which eachEvent and subscribeToAll check; an append ends by its own deadline), and
+   * again as its other calls settle (EsdbClients). Once per client, at most once per deadline, and
+   * never with one host and no discovery, where it would reach the same node.
    */
   private replaceClient(stale: EventStoreDBClient, why: string): void {
     this.clients.replace(stale, why);

@@ -400,8 +400,8 @@ describe('EventStoreDB in a cluster: a subscription that goes silent is renewed 
   });
 
   it('survives a leader change during an append: "not ready" makes it ask the seeds again', async () => {
-    // The client stays on a node that answers an append "not ready" (it reconnects by itself only
-    // to the same node, with one endpoint known); a new client asks the seeds' gossip, which name B. Before: the three tries all went to A, and the
+    // A answers the append "not ready" (after giving up the first as a commit timeout); the
+    // adapter replaces its client, whose discovery asks the seeds' gossip, which name B. Before: the three tries all went to A, and the
     // append answered 503 while B led.
     // No subscription here: its watchdog's read would move the client to B by itself.
     const { b, s, appends } = await leaderChange(before, after, false);
@@ -507,7 +507,7 @@ describe('the service when its subscriptions go silent after catching up (item 1
 });
 
 describe('EventStoreDB: clients replaced, and what is left on them (review 33b)', () => {
-  it('leaves nothing open on a client it replaced after an append went unanswered', async () => {
+  it("ends an append left unanswered on a client it replaced, by the call's own deadline", async () => {
     // The append's own gRPC deadline ends the call on the server too. Before, on the client's batch
     // appends: a stream opened after the replacement's disposal (deadline Infinity, client 6.2.1
     // batchAppend.ts lines 49-58) stayed open until another call on that client settled.
