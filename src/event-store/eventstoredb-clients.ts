@@ -61,13 +61,12 @@ export class EsdbClients {
   private readonly calls = new Map<EventStoreDBClient, number>();
   private replacedAt = -Infinity;
   private closed = false;
+  public current: EventStoreDBClient;
 
   /**
    * @param everyMs the least time between two replacements: a call's deadline, or the new client's
    *   first discovery if longer, so that a client is not replaced while it still looks for the leader
    */
-  public current: EventStoreDBClient;
-
   constructor(
     current: EventStoreDBClient,
     private readonly newClient: (() => EventStoreDBClient) | undefined,
@@ -125,9 +124,9 @@ export class EsdbClients {
 }
 
 /**
- * The client after a call failed UNAVAILABLE (or named another leader) reconnects without awaiting
- * it, and that reconnection first waits on a discovery under way (client 6.2.1 Client/index.ts
- * lines 479 and 544): one that finds no leader (an election) rejected it with nobody to catch it
+ * The client after a call or a stream failed UNAVAILABLE (or named another leader) reconnects
+ * without awaiting it, and that reconnection first waits on a discovery under way (client 6.2.1
+ * Client/index.ts lines 434, 479 and 544): one that finds no leader (an election) rejected it with nobody to catch it
  * (discovery.ts line 78), ending the process. Its failure is the next call's to meet.
  */
 function guarded(client: EventStoreDBClient): EventStoreDBClient {

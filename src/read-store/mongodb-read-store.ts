@@ -295,6 +295,9 @@ export class MongoDbReadStore implements ReadStore {
         .catch(() => undefined);
     };
     await this.guard(async () => {
+      // A promotion that did not take may have stamped the live generation retired: unstamped, so
+      // that a later one that does not live to stamp it leaves it to the next sweep, not without grace.
+      await this.generations.updateOne({ _id: generationId(collection, model.live), retiredAt: { $exists: true } }, { $unset: { retiredAt: '' } });
       // Not past the live checkpoint as the swap sees it: a commit into the live generation moves
       // liveKey first, and one that moves it after the swap is refused (moveLiveKey). Without
       // liveKey (no commit since an upgrade) the check above is all there is.

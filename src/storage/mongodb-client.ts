@@ -77,9 +77,10 @@ export function mongoClientOptions(timeoutMs: number): MongoClientOptions {
     wtimeoutMS,
     readConcernLevel: 'majority',
     readPreference: 'primary',
-    // An overloaded server's refusal is not retried by the driver, whose backoff the server may set
-    // to seconds, past any timeout here: it answers 503 with Retry-After at once.
-    maxAdaptiveRetries: 0,
+    // Retries of what the driver labels an overload: a server's refusal, whose backoff the server
+    // may set to seconds, past any timeout here, and a connection that failed as it was opened
+    // (after a failover). One, as for any retryable read; then a 503 with Retry-After.
+    maxAdaptiveRetries: 1,
   };
 }
 

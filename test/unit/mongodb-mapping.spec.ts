@@ -242,7 +242,7 @@ describe('MongoDB mapping', () => {
     expect(client.options).toMatchObject({ serverSelectionTimeoutMS: 1234, connectTimeoutMS: 1234, waitQueueTimeoutMS: 1234, socketTimeoutMS: 1234 });
     expect(client.options.writeConcern).toMatchObject({ w: 'majority', journal: true, wtimeoutMS: 617 });
     // The driver's retries of an overloaded server's refusal wait as long as the server says, unbounded.
-    expect(new MongoClient('mongodb://127.0.0.1:1/?maxAdaptiveRetries=5', mongoClientOptions(1234)).options.maxAdaptiveRetries).toBe(0);
+    expect(new MongoClient('mongodb://127.0.0.1:1/?maxAdaptiveRetries=5', mongoClientOptions(1234)).options.maxAdaptiveRetries).toBe(1);
   });
 
   it('reads from the primary with majority read concern and waits for a majority, whatever the URI asks', () => {
