@@ -126,8 +126,8 @@ export class EsdbClients {
 /**
  * The client after a call or a stream failed UNAVAILABLE (or named another leader) reconnects
  * without awaiting it, and that reconnection first waits on a discovery under way (client 6.2.1
- * Client/index.ts lines 434, 479 and 544): one that finds no leader (an election) rejected it with nobody to catch it
- * (discovery.ts line 78), ending the process. Its failure is the next call's to meet.
+ * Client/index.ts lines 434, 479 and 544): one that finds no leader (an election) rejected it with
+ * nobody to catch it (discovery.ts line 78), ending the process. Its failure is the next call's.
  */
 function guarded(client: EventStoreDBClient): EventStoreDBClient {
   const reconnecting = client as unknown as { handleError: (...args: unknown[]) => Promise<void> };

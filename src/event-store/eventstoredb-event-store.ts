@@ -147,14 +147,14 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   /**
-   * Sent through the client's `append` (one Streams.Append call per append), not its appendToStream, which sends
-   * over one batch-append stream per client whose pending answers sit in one table for all clients
-   * (client 6.2.1 streams/appendToStream/batchAppend.ts lines 32-35): a replaced client's stream
-   * failing rejected the current client's appends, and the answer its server then sent for one
-   * threw in a grpc-js listener, ending the process. appendToStream also first asks the server for
-   * its features, a call with no deadline (appendToStream/index.ts lines 59-68). A call of its own
-   * keeps its own answer, under a gRPC deadline. `append` is a module of the client's, not its public API:
-   * package.json pins the client's version.
+   * Sent through the client's `append` (one Streams.Append call per append), not its
+   * appendToStream, which sends over one batch-append stream per client whose pending answers sit
+   * in one table for all clients (client 6.2.1 streams/appendToStream/batchAppend.ts lines 32-35):
+   * a replaced client's stream failing rejected the current client's appends, and the answer its
+   * server then sent for one threw in a grpc-js listener, ending the process. appendToStream also
+   * first asks the server for its features, a call with no deadline (appendToStream/index.ts lines
+   * 59-68). A call of its own keeps its own answer, under a gRPC deadline. `append` is a module of
+   * the client's, not its public API: package.json pins the client's version.
    */
   async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     if (events.length === 0) throw new Error('appendToStream needs at least one event');
