@@ -207,25 +207,25 @@ describe('MongoDB adapter: retired generations are timed by the server, not by t
     expect(sent[2]).toMatchObject({ drop: 'rm_customers__g1' });
     expect(sent[3].updates[0].u).toEqual({ $set: { dropped: true }, $currentDate: { updatedAt: true } });
   });
-});
 
-it("stamps a commit's checkpoint and a recorded failure with the server's date", async () => {
-  const stamps: Document[] = [];
-  mongo = await startSilentMongo((command) => {
-    if (command.update === 'rm_customers__g1') return { n: 1, nModified: 0, upserted: [{ index: 0, _id: 'c1' }], ok: 1 };
-    if (command.update === 'read_model_generations' && !command.updates[0].upsert) stamps.push(command.updates[0].u);
-    return ensureCollectionReply(command, 'stamps', { _id: 'customers', live: 1, building: null, next: 2 });
+  it("stamps a commit's checkpoint and a recorded failure with the server's date", async () => {
+    const stamps: Document[] = [];
+    mongo = await startSilentMongo((command) => {
+      if (command.update === 'rm_customers__g1') return { n: 1, nModified: 0, upserted: [{ index: 0, _id: 'c1' }], ok: 1 };
+      if (command.update === 'read_model_generations' && !command.updates[0].upsert) stamps.push(command.updates[0].u);
+      return ensureCollectionReply(command, 'stamps', { _id: 'customers', live: 1, building: null, next: 2 });
+    });
+    store = await MongoDbReadStore.connect(mongo.uri, 'stamps', 2000);
+    await store.ensureCollection({ name: 'customers', filters: {} });
+    const doc = { id: 'c1', accountId: 'acc', revision: 0, seq: 1, deleted: false, created: 1, fields: {} };
+    await store.commit('customers', [doc], { generation: 1, position: { commit: 1n, prepare: 1n } });
+    await store.recordFailure('customers', 1, { streamId: 'customer-c1', revision: 0, error: 'bad' });
+    expect(stamps).toEqual([
+      expect.objectContaining({ $currentDate: { updatedAt: true } }),
+      { $set: { failure: { streamId: 'customer-c1', revision: 0, error: 'bad' } }, $currentDate: { updatedAt: true } },
+    ]);
+    expect(stamps[0].$set.updatedAt).toBeUndefined();
   });
-  store = await MongoDbReadStore.connect(mongo.uri, 'stamps', 2000);
-  await store.ensureCollection({ name: 'customers', filters: {} });
-  const doc = { id: 'c1', accountId: 'acc', revision: 0, seq: 1, deleted: false, created: 1, fields: {} };
-  await store.commit('customers', [doc], { generation: 1, position: { commit: 1n, prepare: 1n } });
-  await store.recordFailure('customers', 1, { streamId: 'customer-c1', revision: 0, error: 'bad' });
-  expect(stamps).toEqual([
-    expect.objectContaining({ $currentDate: { updatedAt: true } }),
-    { $set: { failure: { streamId: 'customer-c1', revision: 0, error: 'bad' } }, $currentDate: { updatedAt: true } },
-  ]);
-  expect(stamps[0].$set.updatedAt).toBeUndefined();
 });
 
 describe('MongoDB adapter on a replica set: reads that must see a write go to the primary, whatever the URI says (issue 33, item 4)', () => {
