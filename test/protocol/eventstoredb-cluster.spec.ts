@@ -69,14 +69,18 @@ async function node(script: Script): Promise<ScriptedServer> {
 /**
  * The adapter, connected to `server` only: it reaches others when a NotLeader answer names them.
  * With a connection string of seeds, to the leader their gossip names. It makes a new client
- * from the same string when the current one is stuck, as the service's does.
+ * from the same string when the current one is stuck, as the service's does. `deadlineMs` longer
+ * where a test is about answers, not deadlines: a loaded machine may stall a call past 400 ms.
  */
-function connect(server: ScriptedServer | string): EventStoreDbEventStore {
+function connect(server: ScriptedServer | string, deadlineMs = DEADLINE_MS): EventStoreDbEventStore {
   const connectionString = typeof server === 'string' ? server : server.connectionString;
   const client = () => EventStoreDBClient.connectionString(connectionString);
-  store = new EventStoreDbEventStore(client(), DEADLINE_MS, SILENCE_MS, client);
+  store = new EventStoreDbEventStore(client(), deadlineMs, SILENCE_MS, client);
   return store;
 }
+
+/** A deadline no answer in a test about answers comes near. */
+const CALM_MS = 10_000;
 
 /** Waits for `check`, failing after `ms`: a test that would wait forever fails as such. */
 async function until(check: () => boolean, ms = 10_000): Promise<void> {
@@ -166,7 +170,7 @@ describe('EventStoreDB in a cluster: reads go to the leader (item 2)', () => {
 
   it("reads a record's stream on the leader, not from a follower that lags", async () => {
     const leader = await node({ read: answerFrom(leaderLog) });
-    const s = connect(await follower(leader));
+    const s = connect(await follower(leader), CALM_MS);
     // Before: the follower answered, without the last event, and an update decided on a stale fold.
     expect((await s.readStream('customer-1')).map((e) => e.revision)).toEqual([0, 1]);
     expect(leader.reads.map(requiresLeader)).toEqual([true]);
@@ -174,7 +178,7 @@ describe('EventStoreDB in a cluster: reads go to the leader (item 2)', () => {
 
   it("reads the head on the leader, not a follower's older one", async () => {
     const leader = await node({ read: answerFrom(leaderLog) });
-    const s = connect(await follower(leader));
+    const s = connect(await follower(leader), CALM_MS);
     expect(await s.headPosition()).toEqual({ commit: 2000n, prepare: 2000n });
   });
 
@@ -190,7 +194,7 @@ describe('EventStoreDB in a cluster: reads go to the leader (item 2)', () => {
         failNotLeader(call, leader.endpoint);
       },
     });
-    const batches = follow(connect(followerNode), START);
+    const batches = follow(connect(followerNode, CALM_MS), START);
     await until(() => delivered(batches).length >= 2);
     expect(delivered(batches)).toEqual(['customer-1@0', 'customer-1@1']);
     expect(subscriptions(leader).map(requiresLeader)).toEqual([true]);
@@ -207,7 +211,7 @@ describe('EventStoreDB in a cluster: reads go to the leader (item 2)', () => {
         call.write(checkpointMessage(6000n));
       },
     });
-    const batches = follow(connect(lagging), { commit: 5000n, prepare: 5000n });
+    const batches = follow(connect(lagging, CALM_MS), { commit: 5000n, prepare: 5000n });
     await until(() => batches.length >= 1);
     expect(subscriptions(lagging).map(describeRead)).toEqual([expect.objectContaining({ fromStart: false, from: 5000n })]);
     expect(batches[0].position).toEqual({ commit: 6000n, prepare: 6000n });
@@ -221,7 +225,7 @@ describe('EventStoreDB in a cluster: reads go to the leader (item 2)', () => {
       read: (call) => answerStream(call, []),
       append: (_request, answer) => answer(null, appendSuccess(0)),
     });
-    const s = connect(server);
+    const s = connect(server, CALM_MS);
     await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StoreUnavailableError);
     expect(server.reads.map(requiresLeader)).toEqual([true]);
   });
@@ -232,7 +236,7 @@ describe('EventStoreDB in a cluster: reads go to the leader (item 2)', () => {
       read: (call) => failNotLeader(call, leader.endpoint),
       append: (_request, answer) => answer(null, appendSuccess(0)),
     });
-    const s = connect(deposed);
+    const s = connect(deposed, CALM_MS);
     // Before: the NotLeader read was not tried again; the append was, on a leader that never answered it.
     await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).resolves.toEqual({ revision: 0, position: { commit: 1234n, prepare: 1234n } });
   });
@@ -692,7 +696,7 @@ describe('EventStoreDB: clients replaced, and what is left on them (review 33b)'
     // lines 132-133); the stream has moved on since. positionOf reads one event from that revision.
     const log: ScriptedEvent[] = [0, 1, 2].map((revision) => ({ streamId: 'customer-1', revision, commit: 100n * BigInt(revision + 1) }));
     const server = await node({ read: answerFrom(log), append: (_request, answer) => answer(null, appendSuccess(1)) });
-    const s = connect(server);
+    const s = connect(server, CALM_MS);
     await expect(s.appendToStream('customer-1', [newEvent()], 0)).resolves.toEqual({ revision: 1, position: { commit: 200n, prepare: 200n } });
     expect(server.reads.map(describeRead)).toEqual([expect.objectContaining({ stream: 'customer-1', streamFrom: 1n, count: 1 })]);
   });
