@@ -73,7 +73,7 @@ export class EsdbClients {
     private readonly everyMs: number,
     private readonly logger: Logger,
   ) {
-    this.current = guarded(current);
+    this.current = guarded(current, logger);
   }
 
   /** Counts a call on `client` until the returned function is called. */
@@ -97,7 +97,7 @@ export class EsdbClients {
     }
     this.logger.warn(`Connecting to EventStoreDB again after ${why}`);
     this.replacedAt = Date.now();
-    this.current = guarded(this.newClient());
+    this.current = guarded(this.newClient(), this.logger);
     this.retired.add(stale);
     this.sweep();
   }
@@ -129,9 +129,10 @@ export class EsdbClients {
  * Client/index.ts lines 434, 479 and 544): one that finds no leader (an election) rejected it with
  * nobody to catch it (discovery.ts line 78), ending the process. Its failure is the next call's.
  */
-function guarded(client: EventStoreDBClient): EventStoreDBClient {
+function guarded(client: EventStoreDBClient, logger: Logger): EventStoreDBClient {
   const reconnecting = client as unknown as { handleError: (...args: unknown[]) => Promise<void> };
   const handleError = reconnecting.handleError;
-  reconnecting.handleError = (...args) => handleError(...args).catch(() => undefined);
+  reconnecting.handleError = (...args) =>
+    handleError(...args).catch((error: Error) => logger.debug(`Reconnecting after a failed call: ${error.message}; the next call looks again`));
   return client;
 }
