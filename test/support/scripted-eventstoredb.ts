@@ -236,14 +236,13 @@ function recordMessage(r: {
   return new ReadResp().setEvent(read);
 }
 
+/** Where an event sits: its stream, revision and position. */
+const placeOf = (e: ScriptedEvent) => ({ id: e.id, streamId: e.streamId, revision: String(e.revision), commit: e.commit, prepare: e.prepare ?? e.commit });
+
 /** An event of the service's: JSON data and the port's metadata. */
 export function eventMessage(e: ScriptedEvent): ReadResp {
   return recordMessage({
-    id: e.id,
-    streamId: e.streamId,
-    revision: String(e.revision),
-    commit: e.commit,
-    prepare: e.prepare ?? e.commit,
+    ...placeOf(e),
     type: e.type ?? 'SomethingHappened',
     data: Buffer.from(JSON.stringify(e.data ?? {})),
     metadata: Buffer.from(JSON.stringify(e.metadata ?? { accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 })),
@@ -287,11 +286,7 @@ function appendRequest(call: AppendCall, messages: AppendReq[]): AppendRequest {
 /** An event written to one of the service's streams by hand, as bytes: not JSON (content type application/octet-stream). */
 export function handWrittenMessage(e: ScriptedEvent): ReadResp {
   return recordMessage({
-    id: e.id,
-    streamId: e.streamId,
-    revision: String(e.revision),
-    commit: e.commit,
-    prepare: e.prepare ?? e.commit,
+    ...placeOf(e),
     type: e.type ?? 'CustomerCreated',
     data: Buffer.from('name=Ada'),
     metadata: Buffer.alloc(0),
