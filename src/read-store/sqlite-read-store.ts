@@ -562,18 +562,22 @@ export class SqliteReadStore implements ReadStore {
 
   async erase(collection: string, ids: string[]): Promise<void> {
     const { schema } = this.collection(collection);
-    const blanks = Object.keys(schema.filters)
-      .map((f) => `, ${filterColumn(f)} = ''`)
-      .join('');
     try {
       this.transaction.immediate(() => {
         for (const row of this.selectGenerations.all(collection)) {
           if (row.state === 'dropped') continue;
-          const scrub = this.db.prepare(`UPDATE ${tableName(collection, row.generation)} SET fields = '{}', deleted = 1${blanks} WHERE id = ?`);
+          const t = tableName(collection, row.generation);
+          // Every filter column the table has, not only the schema's: a generation made by an
+          // earlier version may keep a filter since dropped from it, until a rebuild replaces it.
+          const blanks = this.db
+            .prepare<[string], { name: string }>(`SELECT name FROM pragma_table_info(?) WHERE name GLOB '${filterColumn('*')}'`)
+            .all(t)
+            .map(({ name }) => `, ${name} = ''`)
+            .join('');
+          const scrub = this.db.prepare(`UPDATE ${t} SET fields = '{}', deleted = 1${blanks} WHERE id = ?`);
           for (const id of ids) scrub.run(id);
           // The erased records' tokens leave the substring index now, not at the next flush (the
           // table looked at afresh: another process may have promoted it since this one read it).
-          const t = tableName(collection, row.generation);
           if (row.state !== 'building' && this.exists(pendingTable(t))) this.pendingOf(schema, t).flush();
         }
       });

@@ -378,6 +378,22 @@ describe('SqliteReadStore substring index: kept up to date through the rows wait
     expect(await later.get(schema.name, 'acc', a.id)).toBeNull();
   });
 
+  it('blanks every filter column of an erased record, one its collection no longer filters on too (a generation an earlier version made)', async () => {
+    const a = doc('Gringotts');
+    await commit([a]);
+    const fewer = { name: schema.name, filters: { email: 'exact-ci' as const } };
+    const later = new SqliteReadStore(sqlite.db);
+    await later.ensureCollection(fewer);
+    await later.erase(schema.name, [a.id]);
+    expect(sqlite.db.prepare(`SELECT fields, deleted, f_email, f_company FROM ${t} WHERE id = ?`).get(a.id)).toEqual({
+      fields: '{}',
+      deleted: 1,
+      f_email: '',
+      f_company: '',
+    });
+    expect(indexed('gringotts')).toEqual([]);
+  });
+
   it('takes a large commit’s tokens in with it', async () => {
     await commit(Array.from({ length: 150 }, (_, i) => doc(`Vandelay ${i}`)));
     expect(waiting()).toBe(0);
