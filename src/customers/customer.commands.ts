@@ -15,8 +15,8 @@ export const CUSTOMER_ERASER = Symbol('CustomerEraser');
  * own command, decided by the writer on the record as it stands when appended.
  */
 
-/** `id` is new, or the one an Idempotency-Key claimed: creating it again appends nothing. */
-export class CreateCustomerCommand extends Command<void> {
+/** `id` is new, or the one an Idempotency-Key claimed: creating it again appends nothing. Answers the customer as created. */
+export class CreateCustomerCommand extends Command<RecordState> {
   readonly commandId = randomUUID();
   constructor(
     readonly context: CommandContext,
@@ -62,12 +62,13 @@ export class EraseCustomerCommand extends Command<void> {
 }
 
 @CommandHandler(CreateCustomerCommand)
-export class CreateCustomerHandler implements ICommandHandler<CreateCustomerCommand, void> {
+export class CreateCustomerHandler implements ICommandHandler<CreateCustomerCommand, RecordState> {
   constructor(@Inject(CUSTOMER_WRITER) private readonly customers: RecordWriter) {}
 
-  async execute({ context, id, fields, commandId }: CreateCustomerCommand): Promise<void> {
+  async execute({ context, id, fields, commandId }: CreateCustomerCommand): Promise<RecordState> {
     const create: CustomerCommand = { type: 'CreateCustomer', data: { fields } };
-    await this.customers.write(id, context, commandId, (state) => customerDecider.decide(create, state), { isNew: true });
+    const { record } = await this.customers.write(id, context, commandId, (state) => customerDecider.decide(create, state), { isNew: true });
+    return record!; // a create leaves a record, whether it appended or found it made
   }
 }
 

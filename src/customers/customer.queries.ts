@@ -10,7 +10,7 @@ import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import type { Versioned } from '../records/record';
 import { CUSTOMER } from './customer.decider';
 import { customerProjection } from './customer.projection';
-import { customerView, CustomerViewShape } from './customer.view';
+import { customerView } from './customer.view';
 
 const COLLECTION = customerProjection.schema.name;
 
@@ -21,7 +21,6 @@ export class GetCustomerQuery extends Query<Versioned<CustomerView>> {
   constructor(
     readonly accountId: string,
     readonly id: string,
-    readonly shape: CustomerViewShape,
     readonly asOf?: number,
   ) {
     super();
@@ -46,14 +45,14 @@ export class GetCustomerHandler implements IQueryHandler<GetCustomerQuery, Versi
     @Inject(DATA_KEYS) private readonly keys: DataKeys,
   ) {}
 
-  async execute({ accountId, id, shape, asOf }: GetCustomerQuery): Promise<Versioned<CustomerView>> {
+  async execute({ accountId, id, asOf }: GetCustomerQuery): Promise<Versioned<CustomerView>> {
     this.projections.assertCaughtUp(COLLECTION);
     const customer =
       asOf === undefined
         ? await getUnlessErased(this.readStore, this.keys, CUSTOMER, COLLECTION, accountId, id)
         : await this.queries.execute(new RecordAsOfQuery(CUSTOMER, accountId, id, asOf));
     if (!customer) throw notFound('Customer');
-    return { view: customerView(customer, shape), revision: customer.revision };
+    return { view: customerView(customer, 'short'), revision: customer.revision };
   }
 }
 

@@ -42,9 +42,9 @@ export class CustomersController {
   ) {
     const fields = toFields(body);
     const created = await this.idempotentCreates.run(ctx, idempotencyKey, { kind: CUSTOMER, fields }, async (id) => {
-      await this.commands.execute(new CreateCustomerCommand(ctx, id, fields));
-      const { view, revision } = await this.queries.execute(new GetCustomerQuery(ctx.accountId, id, 'full'));
-      return { body: envelope({ Customer: view }, 201), revision };
+      // Its own outcome, not read back, as an update's.
+      const customer = await this.commands.execute(new CreateCustomerCommand(ctx, id, fields));
+      return { body: envelope({ Customer: customerView(customer, 'full') }, 201), revision: customer.revision };
     });
     setETag(res, created.revision);
     return created.body;
@@ -71,7 +71,7 @@ export class CustomersController {
     @Query() query: Record<string, unknown>,
     @Res({ passthrough: true }) res: Response,
   ) {
-    const { view, revision } = await this.queries.execute(new GetCustomerQuery(ctx.accountId, id, 'short', parseAsOf(query)));
+    const { view, revision } = await this.queries.execute(new GetCustomerQuery(ctx.accountId, id, parseAsOf(query)));
     setETag(res, revision);
     return envelope([{ Customer: view }], 200);
   }

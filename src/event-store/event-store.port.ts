@@ -83,6 +83,11 @@ export interface AppendResult {
   revision: number;
   /** Global position of the last event appended. */
   position: Position;
+  /**
+   * The time the store recorded the events at (StoredEvent.recordedAt), where its answer says it:
+   * the embedded store's does; EventStoreDB's does not, so the time is known only by reading them.
+   */
+  recordedAt?: Date;
 }
 
 export interface EventBatch {

@@ -14,7 +14,7 @@ export const PROFILE_WRITER = Symbol('ProfileWriter');
 export const PROFILE_ERASER = Symbol('ProfileEraser');
 
 /** `id` is new, or the one an Idempotency-Key claimed: creating it again appends nothing. */
-export class CreateProfileCommand extends Command<void> {
+export class CreateProfileCommand extends Command<RecordState> {
   readonly commandId = randomUUID();
   constructor(
     readonly context: CommandContext,
@@ -99,7 +99,7 @@ abstract class SlugAwareHandler {
     protected readonly slugs: SlugReservations,
   ) {}
 
-  /** Returns the profile as the write left it (null after a create: see Written). */
+  /** Returns the profile as the write left it (see Written). */
   protected async writeWithSlugs(id: string, write: SlugWrite, command: ProfileCommand): Promise<RecordState | null> {
     const decide = (state: RecordState | null) => profileDecider.decide(command, state);
     const metadata = eventMetadata(write.context, write.commandId);
@@ -218,14 +218,15 @@ interface SlugWrite {
 }
 
 @CommandHandler(CreateProfileCommand)
-export class CreateProfileHandler extends SlugAwareHandler implements ICommandHandler<CreateProfileCommand, void> {
+export class CreateProfileHandler extends SlugAwareHandler implements ICommandHandler<CreateProfileCommand, RecordState> {
   constructor(@Inject(PROFILE_WRITER) profiles: RecordWriter, slugs: SlugReservations) {
     super(profiles, slugs);
   }
 
-  async execute(command: CreateProfileCommand): Promise<void> {
+  async execute(command: CreateProfileCommand): Promise<RecordState> {
     const { context, commandId, id, fields } = command;
-    await this.writeWithSlugs(id, { context, commandId, isNew: true }, { type: 'CreateProfile', data: { fields } });
+    const record = await this.writeWithSlugs(id, { context, commandId, isNew: true }, { type: 'CreateProfile', data: { fields } });
+    return record!; // a create leaves a profile, whether it appended or found it made
   }
 }
 

@@ -41,9 +41,9 @@ export class ProfilesController {
   ) {
     const fields = toFields(body);
     const created = await this.idempotentCreates.run(ctx, idempotencyKey, { kind: PROFILE, fields }, async (id) => {
-      await this.commands.execute(new CreateProfileCommand(ctx, id, fields));
-      const { view, revision } = await this.queries.execute(new GetProfileQuery(ctx.accountId, id));
-      return { body: envelope({ Profile: view }, 201), revision };
+      // Its own outcome, not read back, as an update's.
+      const profile = await this.commands.execute(new CreateProfileCommand(ctx, id, fields));
+      return { body: envelope({ Profile: await this.queries.execute(new WrittenProfileQuery(profile)) }, 201), revision: profile.revision };
     });
     setETag(res, created.revision);
     return created.body;

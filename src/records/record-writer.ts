@@ -58,8 +58,7 @@ interface WriteOptions {
 /**
  * What a write did: its append (null when the decision changed nothing), and the record as the
  * write left it, to answer from: a read model may show another worker's later write by then.
- * null after an append that created the record: it takes the time the store recorded, known only
- * by reading it.
+ * null only where the decision found no record and appended nothing.
  */
 export interface Written {
   appended: AppendResult | null;
@@ -208,8 +207,9 @@ export class RecordWriter {
         const streamId = streamIdOf(this.kind, id);
         const appended = withMetadata(events, eventMetadata(context, causationId));
         const written = await this.eventStore.appendToStream(streamId, appended, revision);
-        const record = state && this.keepAppended(id, state, streamId, appended, written);
-        if (record) await this.snapshots.afterWrite(this.kind, streamId, record, appended[appended.length - 1].id);
+        // A new record's fold holds the time the store recorded (its `created`): read back where the store's answer does not say it.
+        const record = state || written.recordedAt ? this.keepAppended(id, state, streamId, appended, written) : (await this.load(id)).state!;
+        await this.snapshots.afterWrite(this.kind, streamId, record, appended[appended.length - 1].id);
         return { written: { appended: written, record }, shownAt: written.position };
       } catch (error) {
         // Erased between the read and the append: its key is gone, and so is the record.
@@ -240,12 +240,12 @@ export class RecordWriter {
 
   /**
    * Keeps the record as this write left it, so the next write to it needs no read, and returns it.
-   * Not after a create (no state before it): a new record's fold takes the time the store recorded,
-   * known only by reading it.
+   * The time is the store's where it says it; else now, which only a create's fold keeps (as
+   * `created`), and a create without the store's time is read back instead.
    */
-  private keepAppended(id: string, state: RecordState, streamId: string, appended: NewEvent[], written: AppendResult): RecordState {
+  private keepAppended(id: string, state: RecordState | null, streamId: string, appended: NewEvent[], written: AppendResult): RecordState {
     const first = written.revision - appended.length + 1;
-    const recordedAt = new Date();
+    const recordedAt = written.recordedAt ?? new Date();
     // Each event written out, not `{ ...event, streamId, ... }`: on Node 20 a spread followed by new
     // keys takes V8's slow path, paid for every key added, on every update.
     const { position } = written;
@@ -253,7 +253,7 @@ export class RecordWriter {
       (current, { id, type, data, metadata }, i) =>
         evolveRecord(this.kind, current, { id, type, data, metadata, streamId, revision: first + i, position, recordedAt }),
       state,
-    );
+    )!;
     this.keep(id, { state: folded, revision: written.revision, position });
     return folded;
   }

@@ -64,6 +64,10 @@ describe('POST /v1/customers (create)', () => {
       },
     });
     expectCreatedNow(res.body.data.Customer.created);
+    // Answered from the write's own outcome: the same as a read of the record shows.
+    const read = await expectStatus(A.get(res.body.data.Customer.id as string), 200);
+    expect(read.body.data).toEqual([{ Customer: shortOf(res.body.data.Customer) }]);
+    expect(read.headers.etag).toBe(res.headers.etag);
   });
 
   it.each(DIGIT_FIELDS)('keeps the leading zeros of %s sent as a string', async (field) => {

@@ -102,7 +102,7 @@ describeUnlessWorkers('traces over OTLP', 'it starts services of its own, with W
         // The caller's trace id is kept, and the server span is the child of the caller's span.
         const spans = await receiver.waitFor(
           (all) =>
-            ['POST /v1/customers', 'query GetCustomerQuery'].every((name) => named(inTrace(all, caller.traceId), name).length > 0) &&
+            named(inTrace(all, caller.traceId), 'POST /v1/customers').length > 0 &&
             ['fold customers', 'fold feed'].every((name) => all.some((s) => s.name === name && linksTo(s, caller.traceId))),
         );
         const trace = inTrace(spans, caller.traceId);
@@ -129,8 +129,9 @@ describeUnlessWorkers('traces over OTLP', 'it starts services of its own, with W
           'event_store.position': expect.stringMatching(/^\d+\/\d+$/),
         });
         expect(named(trace, 'wait for read models')[0].attributes).toMatchObject({ 'event_store.position': append.attributes['event_store.position'] });
-        // The answer's read, in the same trace.
-        expect(named(trace, 'query GetCustomerQuery').length + named(trace, 'read store get').length).toBeGreaterThan(0);
+        // The answer is the command's own outcome: nothing read back.
+        expect(named(trace, 'query GetCustomerQuery')).toEqual([]);
+        expect(named(trace, 'read store get')).toEqual([]);
 
         // The folds are traces of their own, each linked to the span that appended the event.
         const linked = new Set(trace.map((s) => s.spanId));

@@ -79,11 +79,10 @@ describe('RecordWriter', () => {
   it('updates a record it kept without reading its stream: the expected revision is the check', async () => {
     const id = randomUUID();
     const writer = writerOf();
-    await create(writer, id);
-    await update(writer, id, { name: 'Ada 1' }); // reads the stream once, then keeps the record as it wrote it
+    await create(writer, id); // keeps the record as it wrote it
     const reads = jest.spyOn(events, 'readStream');
 
-    for (let n = 2; n <= 20; n++) await update(writer, id, { name: `Ada ${n}` });
+    for (let n = 1; n <= 20; n++) await update(writer, id, { name: `Ada ${n}` });
     expect(reads).not.toHaveBeenCalled();
     expect(await writer.load(id)).toEqual(await writerOf().load(id)); // the same as a fold of the whole stream
     expect((await writer.load(id)).revision).toBe(20);
@@ -178,10 +177,36 @@ describe('RecordWriter', () => {
     expect(reads).toHaveBeenCalledTimes(1);
   });
 
-  it('creates without reading the stream first', async () => {
+  it('creates without reading the stream, before or after: it answers with the fold of what it appended, at the time the store recorded', async () => {
+    const id = randomUUID();
     const reads = jest.spyOn(events, 'readStream');
-    const written = await create(writerOf(), randomUUID());
+    const written = await create(writerOf(), id);
     expect(written.appended?.revision).toBe(0);
+    expect(written.appended?.recordedAt).toBeInstanceOf(Date);
+    expect(reads).not.toHaveBeenCalled();
+    reads.mockRestore();
+    const [stored] = await events.readStream(`customer-${id}`);
+    expect(written.record).toEqual((await writerOf().load(id)).state);
+    expect(written.record?.created).toBe(Math.floor(stored.recordedAt.getTime() / 1000));
+  });
+
+  it("reads a new record back where the store's answer does not say when it recorded it (EventStoreDB's)", async () => {
+    const id = randomUUID();
+    const append = events.appendToStream.bind(events);
+    jest.spyOn(events, 'appendToStream').mockImplementation(async (...args) => {
+      const { revision, position } = await append(...args);
+      return { revision, position };
+    });
+    const reads = jest.spyOn(events, 'readStream');
+    const writer = writerOf();
+    const written = await create(writer, id);
+    expect(reads.mock.calls).toEqual([[`customer-${id}`, 0]]);
+    expect(written.record).toEqual((await writerOf().load(id)).state);
+    expect(written.record?.fields).toEqual({ name: 'Ada', email: 'ada@example.com' });
+
+    // Kept as read: the next write decides on it without reading.
+    reads.mockClear();
+    await update(writer, id, { name: 'Ada L' });
     expect(reads).not.toHaveBeenCalled();
   });
 
