@@ -67,8 +67,8 @@ export class CreateCustomerHandler implements ICommandHandler<CreateCustomerComm
 
   async execute({ context, id, fields, commandId }: CreateCustomerCommand): Promise<RecordState> {
     const create: CustomerCommand = { type: 'CreateCustomer', data: { fields } };
-    const { record } = await this.customers.write(id, context, commandId, (state) => customerDecider.decide(create, state), { isNew: true });
-    return record!; // a create leaves a record, whether it appended or found it made
+    const written = await this.customers.write(id, context, commandId, (state) => customerDecider.decide(create, state), { isNew: true });
+    return this.customers.created(id, written, context.accountId);
   }
 }
 

@@ -99,8 +99,8 @@ abstract class SlugAwareHandler {
     protected readonly slugs: SlugReservations,
   ) {}
 
-  /** Returns the profile as the write left it (see Written). */
-  protected async writeWithSlugs(id: string, write: SlugWrite, command: ProfileCommand): Promise<RecordState | null> {
+  /** Returns what the write did, once its slug is known to be the profile's (see Written). */
+  protected async writeWithSlugs(id: string, write: SlugWrite, command: ProfileCommand): Promise<Written> {
     const decide = (state: RecordState | null) => profileDecider.decide(command, state);
     const metadata = eventMetadata(write.context, write.commandId);
     const touched = new Set<string>();
@@ -140,7 +140,7 @@ abstract class SlugAwareHandler {
           if (attempt === MAX_PLANS) throw new ApiError('CONFLICT', 'The profile is being changed by others right now; try again.');
           continue;
         }
-        const { appended, record } = written;
+        const { appended } = written;
         if (appended) lastAppended = appended.position;
         // Step 3.
         if (appended && decided?.taken && !(await this.slugs.holds(decided.taken, id))) {
@@ -148,7 +148,7 @@ abstract class SlugAwareHandler {
           throw slugTaken(decided.taken);
         }
         outcomeKnown = true;
-        return record;
+        return written;
       }
     } catch (error) {
       outcomeKnown = error instanceof ApiError;
@@ -225,8 +225,8 @@ export class CreateProfileHandler extends SlugAwareHandler implements ICommandHa
 
   async execute(command: CreateProfileCommand): Promise<RecordState> {
     const { context, commandId, id, fields } = command;
-    const record = await this.writeWithSlugs(id, { context, commandId, isNew: true }, { type: 'CreateProfile', data: { fields } });
-    return record!; // a create leaves a profile, whether it appended or found it made
+    const written = await this.writeWithSlugs(id, { context, commandId, isNew: true }, { type: 'CreateProfile', data: { fields } });
+    return this.profiles.created(id, written, context.accountId);
   }
 }
 
@@ -238,7 +238,7 @@ export class UpdateProfileHandler extends SlugAwareHandler implements ICommandHa
 
   async execute(command: UpdateProfileCommand): Promise<RecordState> {
     const { context, id, fields } = command;
-    const record = await this.writeWithSlugs(id, command, { type: 'UpdateProfile', data: { accountId: context.accountId, fields } });
+    const { record } = await this.writeWithSlugs(id, command, { type: 'UpdateProfile', data: { accountId: context.accountId, fields } });
     return record!; // an update decides on a profile that exists
   }
 }

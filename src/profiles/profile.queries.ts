@@ -75,9 +75,14 @@ export class GetProfileHandler implements IQueryHandler<GetProfileQuery, Version
 
 @QueryHandler(WrittenProfileQuery)
 export class WrittenProfileHandler implements IQueryHandler<WrittenProfileQuery, ProfileView> {
-  constructor(@Inject(READ_STORE) private readonly readStore: ReadStore) {}
+  constructor(
+    @Inject(READ_STORE) private readonly readStore: ReadStore,
+    private readonly projections: ProjectionsService,
+  ) {}
 
   async execute({ profile }: WrittenProfileQuery): Promise<ProfileView> {
+    // `default` is read from the read model: one still catching up may not hold the account's older profiles yet.
+    this.projections.assertCaughtUp(COLLECTION, { afterWrite: true });
     return profileView(profile, (await defaultProfileId(this.readStore, profile.accountId)) === profile.id);
   }
 }

@@ -113,12 +113,15 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
    * before, it misses records (on a first start over a large store, all of them), and an empty list
    * would pass for an empty account. 503 meanwhile, as readiness says.
    */
-  assertCaughtUp(collection: string): void {
+  assertCaughtUp(collection: string, { afterWrite = false } = {}): void {
     const projector = this.projectors.find((p) => p.projection.schema.name === collection);
     if (projector && !projector.caughtUp) {
+      // After a write (`afterWrite`: an answer that reads the read model), "try again" would write twice.
+      const saved = afterWrite ? 'The change was saved, but the' : 'The';
+      const retry = afterWrite ? 'read it again shortly' : 'try again shortly';
       throw new ApiError(
         'UNAVAILABLE',
-        'The read models are still catching up with the records stored before the service started; try again shortly.',
+        `${saved} read models are still catching up with the records stored before the service started; ${retry}.`,
         undefined,
         5,
       );

@@ -58,7 +58,8 @@ interface WriteOptions {
 /**
  * What a write did: its append (null when the decision changed nothing), and the record as the
  * write left it, to answer from: a read model may show another worker's later write by then.
- * null only where the decision found no record and appended nothing.
+ * null after an append that created the record where the store's answer does not say the time it
+ * recorded, which the new record's fold holds (see RecordWriter.created).
  */
 export interface Written {
   appended: AppendResult | null;
@@ -147,6 +148,21 @@ export class RecordWriter {
   }
 
   /**
+   * The record a create answers with, as a read right after it shows it: the fold its write kept, or
+   * the stream read back where the store's answer did not say when it recorded the event
+   * (EventStoreDB's). A create that found its id taken (an Idempotency-Key's retry) appended nothing
+   * and answers the record as it is now: not found once deleted, erased or its key destroyed.
+   */
+  async created(id: string, { appended, record }: Written, accountId: string): Promise<RecordState> {
+    const state = record ?? (await this.load(id)).state;
+    if (!state)
+      throw new ApiError('UNAVAILABLE', `The ${this.kind.label.toLowerCase()} was saved, but cannot be read back yet. Read it again shortly.`, undefined, 1);
+    if (appended) return state;
+    if ((await this.keys.current(streamIdOf(this.kind, id))) === null) throw notFound(this.kind.label);
+    return ownedRecord(this.kind, state, accountId);
+  }
+
+  /**
    * What a write would decide now, appending nothing: for a step that must come before its append.
    * Decided as the write's first attempt is, on what this writer knows (`guessed`: the fold it
    * kept, or no stream for a create), or with `fresh` on the stream as read. A refusal decides no
@@ -207,9 +223,9 @@ export class RecordWriter {
         const streamId = streamIdOf(this.kind, id);
         const appended = withMetadata(events, eventMetadata(context, causationId));
         const written = await this.eventStore.appendToStream(streamId, appended, revision);
-        // A new record's fold holds the time the store recorded (its `created`): read back where the store's answer does not say it.
-        const record = state || written.recordedAt ? this.keepAppended(id, state, streamId, appended, written) : (await this.load(id)).state!;
-        await this.snapshots.afterWrite(this.kind, streamId, record, appended[appended.length - 1].id);
+        // A new record's fold holds the time the store recorded (its `created`): left to `created` where the store's answer does not say it.
+        const record = state || written.recordedAt ? this.keepAppended(id, state, streamId, appended, written) : null;
+        if (record) await this.snapshots.afterWrite(this.kind, streamId, record, appended[appended.length - 1].id);
         return { written: { appended: written, record }, shownAt: written.position };
       } catch (error) {
         // Erased between the read and the append: its key is gone, and so is the record.
@@ -240,8 +256,8 @@ export class RecordWriter {
 
   /**
    * Keeps the record as this write left it, so the next write to it needs no read, and returns it.
-   * The time is the store's where it says it; else now, which only a create's fold keeps (as
-   * `created`), and a create without the store's time is read back instead.
+   * The time is the store's where it says it; else now, which only a create's fold would keep (as
+   * `created`): a create without the store's time is read back instead (see created).
    */
   private keepAppended(id: string, state: RecordState | null, streamId: string, appended: NewEvent[], written: AppendResult): RecordState {
     const first = written.revision - appended.length + 1;

@@ -381,6 +381,8 @@ describe('SqliteReadStore substring index: kept up to date through the rows wait
   it('blanks every filter column of an erased record, one its collection no longer filters on too (a generation an earlier version made)', async () => {
     const a = doc('Gringotts');
     await commit([a]);
+    await find('gringotts'); // its tokens taken into the index
+    expect(indexed('gringotts')).toEqual([a.seq]);
     const fewer = { name: schema.name, filters: { email: 'exact-ci' as const } };
     const later = new SqliteReadStore(sqlite.db);
     await later.ensureCollection(fewer);

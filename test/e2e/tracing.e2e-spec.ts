@@ -132,6 +132,7 @@ describeUnlessWorkers('traces over OTLP', 'it starts services of its own, with W
         // The answer is the command's own outcome: nothing read back.
         expect(named(trace, 'query GetCustomerQuery')).toEqual([]);
         expect(named(trace, 'read store get')).toEqual([]);
+        expect(named(trace, 'event store read')).toEqual([]);
 
         // The folds are traces of their own, each linked to the span that appended the event.
         const linked = new Set(trace.map((s) => s.spanId));

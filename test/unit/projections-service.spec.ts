@@ -65,6 +65,10 @@ describe('ProjectionsService on a first start far behind the events', () => {
       for (const instance of [service, other]) {
         expect(instance.projectors.map((p) => p.caughtUp)).toEqual([false, false]);
         expect(() => instance.assertCaughtUp(customerProjection.schema.name)).toThrow(expect.objectContaining({ code: 'UNAVAILABLE', retryAfter: 5 }));
+        // An answer after a write says the write is saved: "try again" would make it twice.
+        expect(() => instance.assertCaughtUp(profileProjection.schema.name, { afterWrite: true })).toThrow(
+          expect.objectContaining({ code: 'UNAVAILABLE', message: expect.stringMatching(/^The change was saved, .* read it again shortly\.$/) }),
+        );
       }
       const catchUps = logged.mock.calls.filter(([message]) => String(message).includes('catching up'));
       expect(catchUps).toEqual([['Read models far behind the events: catching up profiles, customers by a rebuild']]);

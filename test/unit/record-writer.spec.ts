@@ -180,14 +180,22 @@ describe('RecordWriter', () => {
   it('creates without reading the stream, before or after: it answers with the fold of what it appended, at the time the store recorded', async () => {
     const id = randomUUID();
     const reads = jest.spyOn(events, 'readStream');
-    const written = await create(writerOf(), id);
+    const writer = writerOf();
+    const written = await create(writer, id);
     expect(written.appended?.revision).toBe(0);
-    expect(written.appended?.recordedAt).toBeInstanceOf(Date);
+    expect(await writer.created(id, written, 'acc')).toBe(written.record);
     expect(reads).not.toHaveBeenCalled();
     reads.mockRestore();
     const [stored] = await events.readStream(`customer-${id}`);
+    expect(written.appended?.recordedAt).toEqual(stored.recordedAt);
     expect(written.record).toEqual((await writerOf().load(id)).state);
-    expect(written.record?.created).toBe(Math.floor(stored.recordedAt.getTime() / 1000));
+  });
+
+  it('takes a new record’s created from the time the store says it recorded, not its own clock', async () => {
+    const append = events.appendToStream.bind(events);
+    jest.spyOn(events, 'appendToStream').mockImplementation(async (...args) => ({ ...(await append(...args)), recordedAt: new Date('2001-01-01T00:00:00Z') }));
+    const written = await create(writerOf(), randomUUID());
+    expect(written.record?.created).toBe(978_307_200);
   });
 
   it("reads a new record back where the store's answer does not say when it recorded it (EventStoreDB's)", async () => {
@@ -200,14 +208,67 @@ describe('RecordWriter', () => {
     const reads = jest.spyOn(events, 'readStream');
     const writer = writerOf();
     const written = await create(writer, id);
+    expect(written.record).toBeNull();
+    expect(reads).not.toHaveBeenCalled();
+    const record = await writer.created(id, written, 'acc');
     expect(reads.mock.calls).toEqual([[`customer-${id}`, 0]]);
-    expect(written.record).toEqual((await writerOf().load(id)).state);
-    expect(written.record?.fields).toEqual({ name: 'Ada', email: 'ada@example.com' });
+    expect(record).toEqual((await writerOf().load(id)).state);
+    expect(record.fields).toEqual({ name: 'Ada', email: 'ada@example.com' });
 
     // Kept as read: the next write decides on it without reading.
     reads.mockClear();
     await update(writer, id, { name: 'Ada L' });
     expect(reads).not.toHaveBeenCalled();
+  });
+
+  it('answers 503, not the record, when a new record cannot be read back after its append', async () => {
+    const id = randomUUID();
+    const append = events.appendToStream.bind(events);
+    jest.spyOn(events, 'appendToStream').mockImplementation(async (...args) => {
+      const { revision, position } = await append(...args);
+      return { revision, position };
+    });
+    const writer = writerOf();
+    const written = await create(writer, id);
+    jest.spyOn(events, 'readStream').mockResolvedValue([]); // a node behind the one that took the append, say
+    await expect(writer.created(id, written, 'acc')).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringContaining('was saved') });
+  });
+
+  describe('a create that finds its id taken (an Idempotency-Key’s retry) answers the record as it is now', () => {
+    const retry = async (writer: RecordWriter, id: string, accountId = 'acc') => {
+      const written = await writer.write(id, { accountId, requestId: 'req' }, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada' }), {
+        isNew: true,
+      });
+      expect(written.appended).toBeNull();
+      return writer.created(id, written, accountId);
+    };
+
+    it('the record, live', async () => {
+      const id = randomUUID();
+      await create(writerOf(), id, 'Grace');
+      expect((await retry(writerOf(), id)).fields.name).toBe('Grace');
+    });
+
+    it('not found once deleted', async () => {
+      const id = randomUUID();
+      const writer = writerOf();
+      await create(writer, id);
+      await writer.write(id, context, randomUUID(), (state) => decideDeleteCustomer(state, 'acc'));
+      await expect(retry(writerOf(), id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    });
+
+    it('not found in another account', async () => {
+      const id = randomUUID();
+      await create(writerOf(), id);
+      await expect(retry(writerOf(), id, 'other')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    });
+
+    it('not found once its key is destroyed (its erasure not appended yet)', async () => {
+      const id = randomUUID();
+      await create(writerOf(), id);
+      const destroyed = { current: async () => null } as unknown as DataKeys;
+      await expect(retry(new RecordWriter(CUSTOMER, events, noReadModels, destroyed), id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    });
   });
 
   it('reads the stream and decides again when a create finds its id taken (an idempotent retry)', async () => {
