@@ -44,14 +44,26 @@ export async function streamFeed(res: Response, options: FeedStreamOptions): Pro
   res.setHeader('X-Accel-Buffering', 'no');
   // An EventSource that lost the connection comes back after a second, with Last-Event-ID.
   res.write('retry: 1000\n\n');
+  // A heartbeat is due heartbeatMs after whatever was sent last, however often news comes to nothing (another account's).
+  let lastSent = Date.now();
+  const write = async (chunk: string) => {
+    const sent = await send(res, chunk, heartbeatMs * 2, closed);
+    lastSent = Date.now();
+    return sent;
+  };
   try {
     for (;;) {
       let chunk = '';
       for (const entry of page.entries) chunk += `id: ${entry.id}\nevent: ${entry.type}\ndata: ${JSON.stringify(entry)}\n\n`;
-      if (chunk && !(await send(res, chunk, heartbeatMs * 2, closed))) return options.onEnd('the consumer stopped reading');
+      if (chunk && !(await write(chunk))) return options.onEnd('the consumer stopped reading');
       // At the end of the feed: read again only on news, with a heartbeat each heartbeatMs meanwhile.
       if (page.entries.length < STREAM_PAGE) {
-        const alive = await untilNews(watch.changed, heartbeatMs, closed, () => send(res, ': idle\n\n', heartbeatMs * 2, closed));
+        const alive = await untilNews(
+          watch.changed,
+          () => lastSent + heartbeatMs - Date.now(),
+          closed,
+          () => write(': idle\n\n'),
+        );
         if (!alive) return options.onEnd('the consumer stopped reading');
       }
       watch.stop();
@@ -86,10 +98,11 @@ function cutOff(res: Response): false {
 }
 
 /**
- * Waits for news (or the stream's end), calling `heartbeat` each heartbeatMs meanwhile; false when a
- * heartbeat could not be sent. Listens to `changed` once, however long the wait.
+ * Waits for news (or the stream's end), calling `heartbeat` whenever one is due (`untilHeartbeat`,
+ * in ms) meanwhile; false when a heartbeat could not be sent. Listens to `changed` once, however
+ * long the wait.
  */
-async function untilNews(changed: Promise<void>, heartbeatMs: number, closed: AbortSignal, heartbeat: () => Promise<boolean>): Promise<boolean> {
+async function untilNews(changed: Promise<void>, untilHeartbeat: () => number, closed: AbortSignal, heartbeat: () => Promise<boolean>): Promise<boolean> {
   let news = false;
   let stop: (() => void) | undefined;
   void changed.then(() => {
@@ -98,7 +111,7 @@ async function untilNews(changed: Promise<void>, heartbeatMs: number, closed: Ab
   });
   while (!news && !closed.aborted) {
     const idle = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => done(true), heartbeatMs);
+      const timer = setTimeout(() => done(true), Math.max(0, untilHeartbeat()));
       const onClosed = () => done(false);
       closed.addEventListener('abort', onClosed, { once: true });
       stop = () => done(false);

@@ -58,7 +58,8 @@ export class FeedTail {
    */
   async bound(): Promise<Position> {
     if (this.projector.folding) return this.projector.checkpoint;
-    await this.readStored();
+    // News for those waiting too: the poll would not see this move again.
+    if (await this.readStored()) this.wake(null);
     return comparePositions(this.seen, this.projector.checkpoint) > 0 ? this.seen : this.projector.checkpoint;
   }
 

@@ -1,4 +1,7 @@
 import { Position, START } from '../../src/event-store/event-store.port';
+import type { Response } from 'express';
+import { PassThrough } from 'node:stream';
+import { streamFeed } from '../../src/feed/feed-stream';
 import { FeedTail } from '../../src/feed/feed-tail';
 import type { Projector } from '../../src/projections/projector';
 import type { ReadDocument, ReadStore } from '../../src/read-store/read-store.port';
@@ -54,5 +57,40 @@ describe('FeedTail: news for the consumers at the feed’s end', () => {
     await new Promise((r) => setTimeout(r, 60));
     expect(reads).toBe(idle);
     tail.close();
+  });
+
+  it('elsewhere, wakes the waiting consumers when a page read finds the stored checkpoint moved, not only when the poll does', async () => {
+    const { projector } = fakeProjector(false);
+    let position: Position = { commit: 5n, prepare: 5n };
+    const readStore = { status: async () => ({ live: { generation: 1, position, failure: null, updatedAt: 0 }, building: null }) } as unknown as ReadStore;
+    const tail = new FeedTail(projector, readStore, 60_000); // no poll within the test
+    await tail.bound();
+    const waiting = tail.watch('a');
+    position = { commit: 6n, prepare: 6n };
+    expect(await tail.bound()).toEqual(position); // another consumer's page read
+    expect(await settled(waiting.changed)).toBe(true);
+    tail.close();
+  });
+});
+
+describe('streamFeed: heartbeats', () => {
+  it('sends one heartbeatMs after whatever it sent last, however often news comes to nothing (another account’s)', async () => {
+    const res = Object.assign(new PassThrough(), { status: () => res, setHeader: () => res });
+    let sent = '';
+    res.on('data', (chunk: Buffer) => (sent += chunk.toString()));
+    const closed = new AbortController();
+    const streaming = streamFeed(res as unknown as Response, {
+      from: START,
+      read: async () => ({ entries: [], next: START }),
+      // News every 20 ms, each of it nothing for this consumer.
+      watch: () => ({ changed: new Promise<void>((r) => setTimeout(r, 20)), stop: () => undefined }),
+      closed: closed.signal,
+      heartbeatMs: 100,
+      onEnd: () => undefined,
+    });
+    await new Promise((r) => setTimeout(r, 650));
+    closed.abort();
+    await streaming;
+    expect(sent.split(': idle').length - 1).toBeGreaterThanOrEqual(4);
   });
 });
