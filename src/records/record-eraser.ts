@@ -20,6 +20,9 @@ const RETRY_MS = 1000;
  * 3. its read model documents are scrubbed in every generation, the store's log truncated;
  * 4. the pending erasure is marked finished.
  * A crash after step 1 leaves the erasure pending: finishPending, at the next start, does 2 to 4.
+ * Step 1 runs on every erase, of an erased record too (a no-op then, but for the truncation of the
+ * key store's log): a key store restored from a backup older than the erasure has the key again,
+ * and erasing again destroys it (operators.md). The finishes destroy it again for the truncation.
  */
 export class RecordEraser {
   private readonly logger: Logger;
@@ -54,7 +57,14 @@ export class RecordEraser {
     const { state } = await this.writer.load(id);
     if (!state || state.accountId !== context.accountId) throw notFound(this.kind.label);
     const streamId = streamIdOf(this.kind, id);
-    if (!state.erased) await this.keys.destroy(streamId, context.accountId);
+    try {
+      await this.keys.destroy(streamId, context.accountId);
+    } catch (error) {
+      // Destroyed, and then its sync or the log's truncation failed: the rest is finished in the
+      // background, as a retry would. Not destroyed: nothing was done, and a retry does it all.
+      if ((await this.keys.current(streamId).catch(() => undefined)) === null) this.finishInBackground(id, context);
+      throw error;
+    }
     // Why the erasure is left to finish in the background, answered once the rest is done.
     let unfinished: unknown;
     try {
@@ -105,6 +115,7 @@ export class RecordEraser {
           // Appends the erasure if it is not yet, else nothing: waits for the read models to show it.
           await this.writer.write(id, context, randomUUID(), (current) => decideErasure(this.kind, current, context.accountId));
           await this.readStore.erase(this.collection, [id]);
+          await this.keys.destroy(streamId, context.accountId);
           await this.keys.store.finishErasure(streamId);
           return;
         } catch (error) {
@@ -125,18 +136,14 @@ export class RecordEraser {
       const id = keyId.slice(prefix.length);
       const context = { accountId: erasedBy, requestId: randomUUID() };
       try {
-        try {
-          await this.writer.write(id, context, randomUUID(), (current) => (current ? decideErasure(this.kind, current, erasedBy) : []));
-        } catch (error) {
-          // Saved, but the projectors do not run yet at start: they fold it once they do.
-          if (!isLagging(error)) throw error;
-        }
+        await this.writer.write(id, context, randomUUID(), (current) => (current ? decideErasure(this.kind, current, erasedBy) : []));
         await this.readStore.erase(this.collection, [id]);
+        await this.keys.destroy(keyId, erasedBy);
         await this.keys.store.finishErasure(keyId);
         this.logger.log(`Finished the erasure of ${keyId}, which a stop had interrupted`);
-      } catch (error) {
-        // A store down at start: finished in the background once it answers, not at the next start.
-        if (!(error instanceof StoreUnavailableError)) throw error;
+      } catch {
+        // The read models slow to show it (a batch opened before the key went may still be written),
+        // a store down, too many writers: finished in the background, each one apart from the others.
         this.finishInBackground(id, context);
       }
     }
