@@ -103,6 +103,8 @@ function cutOff(res: Response): false {
  * long the wait.
  */
 async function untilNews(changed: Promise<void>, untilHeartbeat: () => number, closed: AbortSignal, heartbeat: () => Promise<boolean>): Promise<boolean> {
+  // One due already: sent before news that came meanwhile (during the page read) ends the wait.
+  if (untilHeartbeat() <= 0 && !(await heartbeat())) return false;
   let news = false;
   let stop: (() => void) | undefined;
   void changed.then(() => {

@@ -11,6 +11,8 @@ export const FEED_POLL_MS = 200;
 interface Watcher {
   accountId: string;
   wake: () => void;
+  /** The stored checkpoint last seen when it began to watch (see poll). */
+  since: Position;
 }
 
 /** A consumer's wait for news of its account: `changed` resolves at the next. */
@@ -58,23 +60,20 @@ export class FeedTail {
    */
   async bound(): Promise<Position> {
     if (this.projector.folding) return this.projector.checkpoint;
-    // News for those waiting too: the poll would not see this move again.
-    if (await this.readStored()) this.wake(null);
+    await this.readStored();
     return comparePositions(this.seen, this.projector.checkpoint) > 0 ? this.seen : this.projector.checkpoint;
   }
 
-  /** Reads the stored checkpoint; true when it moved since last read. */
-  private async readStored(): Promise<boolean> {
+  /** Reads the stored checkpoint. */
+  private async readStored(): Promise<void> {
     const { live } = await this.readStore.status(FEED);
-    if (!live.position || comparePositions(live.position, this.seen) <= 0) return false;
-    this.seen = live.position;
-    return true;
+    if (live.position && comparePositions(live.position, this.seen) > 0) this.seen = live.position;
   }
 
   /** Starts listening for news of the account: call it before reading the page, so no news between the two is lost. */
   watch(accountId: string): FeedWatch {
     let watcher!: Watcher;
-    const changed = new Promise<void>((resolve) => (watcher = { accountId, wake: resolve }));
+    const changed = new Promise<void>((resolve) => (watcher = { accountId, wake: resolve, since: this.seen }));
     this.watchers.add(watcher);
     if (!this.polling) void this.pollWhileWatched();
     return { changed, stop: () => void this.watchers.delete(watcher) };
@@ -109,9 +108,18 @@ export class FeedTail {
     }
   }
 
-  /** Wakes every consumer when the stored checkpoint moved since last seen (not needed where this instance folds). */
+  /**
+   * Wakes every consumer watching since before the stored checkpoint moved (not needed where this
+   * instance folds): moved as this poll reads it, or as a page read did meanwhile, which woke no one.
+   * At the poll's pace: a page read waking the others (and itself) would have them read back to back.
+   */
   private async poll(): Promise<void> {
     if (this.projector.folding || this.watchers.size === 0) return;
-    if (await this.readStored()) this.wake(null);
+    await this.readStored();
+    for (const watcher of this.watchers) {
+      if (comparePositions(this.seen, watcher.since) <= 0) continue;
+      this.watchers.delete(watcher);
+      watcher.wake();
+    }
   }
 }

@@ -20,9 +20,9 @@ const RETRY_MS = 1000;
  * 3. its read model documents are scrubbed in every generation, the store's log truncated;
  * 4. the pending erasure is marked finished.
  * A crash after step 1 leaves the erasure pending: finishPending, at the next start, does 2 to 4.
- * Step 1 runs on every erase, of an erased record too (a no-op then, but for the truncation of the
- * key store's log): a key store restored from a backup older than the erasure has the key again,
- * and erasing again destroys it (operators.md). The finishes destroy it again for the truncation.
+ * An erased record's erase runs step 1 again where the key store has its key (one restored from a
+ * backup older than the erasure: erasing again destroys it, operators.md). The finishes destroy it
+ * again (a no-op but for the truncation of the key store's log, which a crash may have prevented).
  */
 export class RecordEraser {
   private readonly logger: Logger;
@@ -57,13 +57,16 @@ export class RecordEraser {
     const { state } = await this.writer.load(id);
     if (!state || state.accountId !== context.accountId) throw notFound(this.kind.label);
     const streamId = streamIdOf(this.kind, id);
-    try {
-      await this.keys.destroy(streamId, context.accountId);
-    } catch (error) {
-      // Destroyed, and then its sync or the log's truncation failed: the rest is finished in the
-      // background, as a retry would. Not destroyed: nothing was done, and a retry does it all.
-      if ((await this.keys.current(streamId).catch(() => undefined)) === null) this.finishInBackground(id, context);
-      throw error;
+    // Erased already: its key again only where the key store has one (restored from an older backup).
+    if (!state.erased || (await this.keys.current(streamId)) !== null) {
+      try {
+        await this.keys.destroy(streamId, context.accountId);
+      } catch (error) {
+        // Destroyed, and then its sync or the log's truncation failed: the rest is finished in the
+        // background, as a retry would. Not destroyed: nothing was done, and a retry does it all.
+        if ((await this.keys.current(streamId).catch(() => undefined)) === null) this.finishInBackground(id, context);
+        throw error;
+      }
     }
     // Why the erasure is left to finish in the background, answered once the rest is done.
     let unfinished: unknown;
@@ -113,7 +116,7 @@ export class RecordEraser {
         if (stopped) return;
         try {
           // Appends the erasure if it is not yet, else nothing: waits for the read models to show it.
-          await this.writer.write(id, context, randomUUID(), (current) => decideErasure(this.kind, current, context.accountId));
+          await this.writer.write(id, context, randomUUID(), (current) => (current ? decideErasure(this.kind, current, context.accountId) : []));
           await this.readStore.erase(this.collection, [id]);
           await this.keys.destroy(streamId, context.accountId);
           await this.keys.store.finishErasure(streamId);
@@ -141,9 +144,10 @@ export class RecordEraser {
         await this.keys.destroy(keyId, erasedBy);
         await this.keys.store.finishErasure(keyId);
         this.logger.log(`Finished the erasure of ${keyId}, which a stop had interrupted`);
-      } catch {
+      } catch (error) {
         // The read models slow to show it (a batch opened before the key went may still be written),
         // a store down, too many writers: finished in the background, each one apart from the others.
+        this.logger.warn(`Finishing the erasure of ${keyId} in the background: ${(error as Error).message}`);
         this.finishInBackground(id, context);
       }
     }

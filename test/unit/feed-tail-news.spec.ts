@@ -59,16 +59,18 @@ describe('FeedTail: news for the consumers at the feed’s end', () => {
     tail.close();
   });
 
-  it('elsewhere, wakes the waiting consumers when a page read finds the stored checkpoint moved, not only when the poll does', async () => {
+  it('elsewhere, wakes at the next poll the consumers waiting since before a page read found the stored checkpoint moved; the reader itself is not woken at once', async () => {
     const { projector } = fakeProjector(false);
     let position: Position = { commit: 5n, prepare: 5n };
     const readStore = { status: async () => ({ live: { generation: 1, position, failure: null, updatedAt: 0 }, building: null }) } as unknown as ReadStore;
-    const tail = new FeedTail(projector, readStore, 60_000); // no poll within the test
+    const tail = new FeedTail(projector, readStore, 40);
     await tail.bound();
     const waiting = tail.watch('a');
     position = { commit: 6n, prepare: 6n };
-    expect(await tail.bound()).toEqual(position); // another consumer's page read
-    expect(await settled(waiting.changed)).toBe(true);
+    const reading = tail.watch('b'); // another consumer, watching before its read
+    expect(await tail.bound()).toEqual(position);
+    expect(await settled(reading.changed)).toBe(false); // not at once: it would read back to back while the checkpoint moves
+    expect(await new Promise<boolean>((r) => void waiting.changed.then(() => r(true)))).toBe(true); // at the poll
     tail.close();
   });
 });
@@ -84,6 +86,26 @@ describe('streamFeed: heartbeats', () => {
       read: async () => ({ entries: [], next: START }),
       // News every 20 ms, each of it nothing for this consumer.
       watch: () => ({ changed: new Promise<void>((r) => setTimeout(r, 20)), stop: () => undefined }),
+      closed: closed.signal,
+      heartbeatMs: 100,
+      onEnd: () => undefined,
+    });
+    await new Promise((r) => setTimeout(r, 650));
+    closed.abort();
+    await streaming;
+    expect(sent.split(': idle').length - 1).toBeGreaterThanOrEqual(4);
+  });
+
+  it('sends a heartbeat that is due even when news has come during the page read', async () => {
+    const res = Object.assign(new PassThrough(), { status: () => res, setHeader: () => res });
+    let sent = '';
+    res.on('data', (chunk: Buffer) => (sent += chunk.toString()));
+    const closed = new AbortController();
+    const streaming = streamFeed(res as unknown as Response, {
+      from: START,
+      read: async () => (await new Promise((r) => setTimeout(r, 10)), { entries: [], next: START }),
+      // News already there each time the stream waits: the checkpoint moved while it read.
+      watch: () => ({ changed: Promise.resolve(), stop: () => undefined }),
       closed: closed.signal,
       heartbeatMs: 100,
       onEnd: () => undefined,

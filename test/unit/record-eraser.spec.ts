@@ -164,6 +164,11 @@ describe('RecordEraser', () => {
     expect((await keyStore.getMany([keyId])).get(keyId)).toBeNull();
     expect(await keyStore.pendingErasures('customer-')).toEqual([]);
     expect((await events.readStream(keyId)).map((e) => e.type)).toEqual(['CustomerCreated', 'CustomerErased']);
+
+    // Erased, its key gone: another erase writes nothing to the key store.
+    const destroy = jest.spyOn(keyStore, 'destroy');
+    await eraser.erase(id, context, randomUUID());
+    expect(destroy).not.toHaveBeenCalled();
   });
 
   it('finishes in the background an erasure whose key went but whose destruction failed after (its sync, its log’s truncation)', async () => {
