@@ -63,15 +63,25 @@ describe('FeedTail: news for the consumers at the feed’s end', () => {
     const { projector } = fakeProjector(false);
     let position: Position = { commit: 5n, prepare: 5n };
     const readStore = { status: async () => ({ live: { generation: 1, position, failure: null, updatedAt: 0 }, building: null }) } as unknown as ReadStore;
-    const tail = new FeedTail(projector, readStore, 40);
-    await tail.bound();
-    const waiting = tail.watch('a');
-    position = { commit: 6n, prepare: 6n };
-    const reading = tail.watch('b'); // another consumer, watching before its read
-    expect(await tail.bound()).toEqual(position);
-    expect(await settled(reading.changed)).toBe(false); // not at once: it would read back to back while the checkpoint moves
-    expect(await new Promise<boolean>((r) => void waiting.changed.then(() => r(true)))).toBe(true); // at the poll
-    tail.close();
+    jest.useFakeTimers(); // the poll's pace, exactly
+    try {
+      const tail = new FeedTail(projector, readStore, 40);
+      await tail.bound();
+      const waiting = tail.watch('a');
+      position = { commit: 6n, prepare: 6n };
+      const reading = tail.watch('b'); // another consumer, watching before its read
+      const woken = new Set<string>();
+      void waiting.changed.then(() => woken.add('a'));
+      void reading.changed.then(() => woken.add('b'));
+      expect(await tail.bound()).toEqual(position);
+      await jest.advanceTimersByTimeAsync(39);
+      expect(woken).toEqual(new Set()); // not at once: readers would read back to back while the checkpoint moves
+      await jest.advanceTimersByTimeAsync(1);
+      expect(woken).toEqual(new Set(['a', 'b'])); // at the poll
+      tail.close();
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });
 
