@@ -103,7 +103,7 @@ describe('streamFeed: heartbeats', () => {
     await new Promise((r) => setTimeout(r, 650));
     closed.abort();
     await streaming;
-    expect(sent.split(': idle').length - 1).toBeGreaterThanOrEqual(4);
+    expect(sent.split(': idle').length - 1).toBeGreaterThanOrEqual(3); // about 6; none before, whatever the machine's load
   });
 
   it('sends a heartbeat that is due even when news has come during the page read', async () => {
@@ -123,6 +123,6 @@ describe('streamFeed: heartbeats', () => {
     await new Promise((r) => setTimeout(r, 650));
     closed.abort();
     await streaming;
-    expect(sent.split(': idle').length - 1).toBeGreaterThanOrEqual(4);
+    expect(sent.split(': idle').length - 1).toBeGreaterThanOrEqual(3); // about 6; none before, whatever the machine's load
   });
 });
