@@ -33,6 +33,14 @@ describe('RecordWriter', () => {
     writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name, email: 'ada@example.com' }), { isNew: true });
   const update = (writer: RecordWriter, id: string, fields: Record<string, string>) =>
     writer.write(id, context, randomUUID(), (state) => decideUpdateCustomer(state, 'acc', fields));
+  /** Appends whose answer does not say the time the store recorded, as EventStoreDB's does not. */
+  const answersWithoutTime = () => {
+    const append = events.appendToStream.bind(events);
+    jest.spyOn(events, 'appendToStream').mockImplementation(async (...args) => {
+      const { revision, position } = await append(...args);
+      return { revision, position };
+    });
+  };
 
   it('decides on what other writers appended since it kept the record', async () => {
     const id = randomUUID();
@@ -200,11 +208,7 @@ describe('RecordWriter', () => {
 
   it("reads a new record back where the store's answer does not say when it recorded it (EventStoreDB's)", async () => {
     const id = randomUUID();
-    const append = events.appendToStream.bind(events);
-    jest.spyOn(events, 'appendToStream').mockImplementation(async (...args) => {
-      const { revision, position } = await append(...args);
-      return { revision, position };
-    });
+    answersWithoutTime();
     const reads = jest.spyOn(events, 'readStream');
     const writer = writerOf();
     const written = await create(writer, id);
@@ -223,11 +227,7 @@ describe('RecordWriter', () => {
 
   it('answers 503, not the record, when a new record cannot be read back after its append', async () => {
     const id = randomUUID();
-    const append = events.appendToStream.bind(events);
-    jest.spyOn(events, 'appendToStream').mockImplementation(async (...args) => {
-      const { revision, position } = await append(...args);
-      return { revision, position };
-    });
+    answersWithoutTime();
     const writer = writerOf();
     const written = await create(writer, id);
     jest.spyOn(events, 'readStream').mockResolvedValue([]); // a node behind the one that took the append, say
