@@ -1,42 +1,41 @@
 /**
- * The service's errors, as the contract names them. Thrown anywhere (domain, handlers, HTTP
- * plumbing); the HTTP layer's exception filter gives each code its status and the error envelope.
+ * The domain's refusals: what a decision or a query answers when it will not do what it was asked.
+ * They say why in the domain's terms; only the HTTP layer's exception filter gives each a status
+ * (src/http/api-exception.filter.ts), as it does the stores' failures (src/storage/).
  */
-export type ErrorCode =
-  | 'VALIDATION_FAILED'
-  | 'MALFORMED_JSON'
-  | 'UNAUTHORIZED'
-  | 'NOT_FOUND'
-  | 'CONFLICT'
-  | 'PRECONDITION_FAILED'
-  | 'PAYLOAD_TOO_LARGE'
-  | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'RATE_LIMITED'
-  | 'MALFORMED_REQUEST'
-  | 'REQUEST_TIMEOUT'
-  | 'EXPECTATION_FAILED'
-  | 'HEADERS_TOO_LARGE'
-  | 'INTERNAL'
-  | 'UNAVAILABLE';
+export type RefusalReason =
+  /** No such record for this account (another account's records do not exist for it). */
+  | 'not_found'
+  /** The request contradicts what is stored: a slug taken, an Idempotency-Key used for another request. */
+  | 'conflict'
+  /** The request's values break a rule; `details` names each field. */
+  | 'invalid'
+  /** What the request refers to existed and is gone for good (erased): it cannot be done again. */
+  | 'gone'
+  /** The record is not at the revision the request expected (If-Match). */
+  | 'precondition_failed';
 
 export interface FieldFault {
   field: string;
   message: string;
 }
 
-export class ApiError extends Error {
+export class Refusal extends Error {
   constructor(
-    readonly code: ErrorCode,
+    readonly reason: RefusalReason,
     message: string,
     readonly details?: FieldFault[],
-    /** Seconds, sent as Retry-After. */
-    readonly retryAfter?: number,
   ) {
     super(message);
-    this.name = 'ApiError';
+    this.name = 'Refusal';
   }
 }
 
-export const validationFailed = (details: FieldFault[]) => new ApiError('VALIDATION_FAILED', 'The request has invalid fields.', details);
+export const validationFailed = (details: FieldFault[]) => new Refusal('invalid', 'The request has invalid fields.', details);
 
-export const notFound = (what: string) => new ApiError('NOT_FOUND', `${what} not found.`);
+export const notFound = (what: string) => new Refusal('not_found', `${what} not found.`);
+
+export const conflict = (message: string, details?: FieldFault[]) => new Refusal('conflict', message, details);
+
+/** Too many writers decided on the record at once, each refused by another's append: worth another try. */
+export const contended = (label: string) => conflict(`The ${label.toLowerCase()} is being changed by others right now; try again.`);

@@ -1,11 +1,11 @@
-import type { StoredEvent } from '../event-store/event-store.port';
+import { occurredAt, StoredEvent } from '../event-store/event-store.port';
 import { evolveRecord, Fields, RecordKind, RecordState } from '../records/record';
 
 /** One entry of a record's history, as GET /v1/<records>/{id}/history answers it. */
 export interface HistoryEntry {
   event: string;
   revision: number;
-  /** ISO-8601 UTC with milliseconds: when the event was stored. */
+  /** ISO-8601 UTC with milliseconds: when the event happened (occurredAt). */
   occurred: string;
   /** The account whose request appended the event. */
   actor: string;
@@ -37,7 +37,7 @@ export function recordHistory(kind: RecordKind, events: StoredEvent[], before: R
       state = evolveRecord(kind, state, event);
       changes = fieldChanges(fields, state.fields);
     }
-    return { event: event.type, revision: event.revision, occurred: event.recordedAt.toISOString(), actor: event.metadata.accountId, changes };
+    return { event: event.type, revision: event.revision, occurred: occurredAt(event).toISOString(), actor: event.metadata.accountId, changes };
   });
 }
 
@@ -51,13 +51,13 @@ export function fieldChanges(before: Fields, after: Fields): Record<string, { fr
   return changes;
 }
 
-/** The second (epoch seconds) an event was stored in. */
-const secondOf = (event: StoredEvent) => Math.floor(event.recordedAt.getTime() / 1000);
+/** The second (epoch seconds) an event happened in. */
+const secondOf = (event: StoredEvent) => Math.floor(occurredAt(event).getTime() / 1000);
 
 /**
- * The revision a record stood at at the end of second `asOf`: that of its last event stored at or
- * before then, or -1 when its `first` was stored later. A stream's events are stored in time order
- * (its appends are serialized, each stamped as it is stored), so this is a binary search between
+ * The revision a record stood at at the end of second `asOf`: that of its last event that happened
+ * at or before then, or -1 when its `first` happened later. A stream's events are in time order
+ * (its appends are serialized, each stamped as it is decided), so this is a binary search between
  * `first` and `last` that reads about log2(revisions) events with `eventAt`, one at a time.
  */
 export async function revisionAsOf(asOf: number, first: StoredEvent, last: StoredEvent, eventAt: (revision: number) => Promise<StoredEvent>): Promise<number> {

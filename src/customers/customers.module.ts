@@ -27,7 +27,7 @@ import { CustomersController } from './customers.controller';
     {
       provide: CUSTOMER_WRITER,
       useFactory: (eventStore: EventStore, projections: ProjectionsService, keys: DataKeys, config: AppConfig) =>
-        new RecordWriter(CUSTOMER, eventStore, projections, keys, config.recordCacheSize),
+        new RecordWriter(CUSTOMER, eventStore, projections, keys, { keepAtMost: config.recordCacheSize }),
       inject: [EVENT_STORE, ProjectionsService, DATA_KEYS, APP_CONFIG],
     },
     {

@@ -16,7 +16,7 @@ import {
 } from '@nestjs/swagger';
 import type { ReferenceObject, SchemaObject } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import type { ErrorCode } from '../errors';
+import type { ErrorCode } from '../http/api-error';
 import type { MatchKind } from '../read-store/read-store.port';
 import * as EXAMPLE from './examples';
 import { DIGIT_FIELDS } from '../http/field-rules';

@@ -3,8 +3,6 @@
  * Adapters: SQLite (embedded default) and EventStoreDB. Nothing outside the adapters imports a
  * driver; their failures to reach a server surface as StoreUnavailableError.
  */
-import { ApiError } from '../errors';
-
 /**
  * A place in the store's global order. SQLite uses its sequence number for both parts; EventStoreDB
  * its commit and prepare positions in the transaction log.
@@ -30,6 +28,12 @@ export interface EventMetadata {
   schemaVersion: number;
   /** The W3C trace context of the request that appended it, when traces are exported: the projectors' and the feed's spans link to it. */
   traceparent?: string;
+  /**
+   * A record event's business time, ISO-8601 UTC with milliseconds: stamped as its command was
+   * decided (handle-command.ts), so a write knows it without reading its event back. Events stored
+   * before it was stamped have none: their time is the one the store recorded (see occurredAt).
+   */
+  occurredAt?: string;
 }
 
 /** An event's data as written before encryption: its field values in plaintext. */
@@ -75,6 +79,10 @@ export interface StoredEvent<E extends DomainEvent = DomainEvent> {
   recordedAt: Date;
 }
 
+/** When the event happened, as the record's history and times tell it: its business time, else the time the store recorded it. */
+export const occurredAt = (event: { metadata: { occurredAt?: string }; recordedAt: Date }): Date =>
+  event.metadata.occurredAt === undefined ? event.recordedAt : new Date(event.metadata.occurredAt);
+
 /** What the appender believes the stream's last revision is. */
 export type ExpectedRevision = 'no_stream' | 'any' | number;
 
@@ -83,11 +91,6 @@ export interface AppendResult {
   revision: number;
   /** Global position of the last event appended. */
   position: Position;
-  /**
-   * The time the store recorded the events at (StoredEvent.recordedAt), where its answer says it:
-   * the embedded store's does; EventStoreDB's does not, so the time is known only by reading them.
-   */
-  recordedAt?: Date;
 }
 
 export interface EventBatch {
@@ -128,11 +131,11 @@ export class WrongExpectedRevisionError extends Error {
 /**
  * The stream was deleted for good on the server (by hand: the service never deletes one), so it can
  * never be written again: its record reads as never written, yet cannot be created or changed. A
- * conflict the caller cannot resolve, answered 409 with a message saying so, not a 500.
+ * conflict the caller cannot resolve (409, saying so), not a 500.
  */
-export class StreamTombstonedError extends ApiError {
+export class StreamTombstonedError extends Error {
   constructor(readonly streamId: string) {
-    super('CONFLICT', `This record was deleted from the event store (stream ${streamId}) and cannot be written again.`);
+    super(`This record was deleted from the event store (stream ${streamId}) and cannot be written again.`);
     this.name = 'StreamTombstonedError';
   }
 }

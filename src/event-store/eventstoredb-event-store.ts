@@ -7,6 +7,7 @@ import {
   DeadlineExceededError,
   END,
   EventStoreDBClient,
+  NotLeaderError,
   jsonEvent,
   ReadStreamOptions,
   ResolvedEvent,
@@ -17,7 +18,7 @@ import {
 } from '@eventstore/db-client';
 import { ConfigError } from '../config/config';
 import { EsdbClients, reconnection } from './eventstoredb-clients';
-import { StoreUnavailableError } from '../storage/store-unavailable.error';
+import { StoreUnavailableError, WriteOutcomeUnknownError } from '../storage/store-unavailable.error';
 import {
   AppendResult,
   comparePositions,
@@ -76,6 +77,12 @@ const HEAD_PAGE_MOST = 4_096;
 const SCAN_PAGES = 8;
 /** How an append answers when the node has no leader (lost its cluster, or starting). */
 const NOT_READY = /Server Is Not Ready$/;
+/**
+ * Answers by which the server says it did not take an append: not ready, too busy (NotHandled,
+ * Streams.Append.cs v24.10.6 lines 110-116), not the leader. Any other failure of a sent append
+ * (no answer in time, the connection lost) leaves its outcome unknown.
+ */
+const NOT_TAKEN = /Server Is (Not Ready|Too Busy)$/;
 
 /** Put in the subscription's own output by its checkpointReached callback, so it stays in order with the events. */
 interface CheckpointMarker {
@@ -178,12 +185,16 @@ export class EventStoreDbEventStore implements EventStore {
         // A call that used up its deadline is not retried: the caller has waited long enough.
         const spent = error instanceof DeadlineExceededError;
         if (spent) this.replaceClient(client, `an append left unanswered for ${this.deadlineMs} ms`);
-        if (spent || !isTransientEsdbError(error) || attempt === ATTEMPTS) throw translateEsdbError(error, streamId, expected);
+        if (spent || !isTransientEsdbError(error) || attempt === ATTEMPTS) throw appendFailure(error, streamId, expected);
         await sleep(retryDelayMs(attempt));
         continue;
       }
       // The server leaves the position out when it recognised the append as one it already stored.
-      const position = result.position ?? (await this.positionOf(streamId, result.nextExpectedRevision));
+      const position =
+        result.position ??
+        (await this.positionOf(streamId, result.nextExpectedRevision).catch((error) => {
+          throw error instanceof StoreUnavailableError ? new WriteOutcomeUnknownError(error) : error;
+        }));
       return { revision: fromEsdbRevision(result.nextExpectedRevision), position };
     }
   }
@@ -528,6 +539,13 @@ export class EventStoreDbEventStore implements EventStore {
 }
 
 const isSystemStream = (streamId: string) => streamId.startsWith('$');
+
+/** An append's failure as the port names it: unavailable where the server said it did not take it, else of unknown outcome. */
+function appendFailure(error: unknown, streamId: string, expected: ExpectedRevision): unknown {
+  const failure = translateEsdbError(error, streamId, expected);
+  if (!(failure instanceof StoreUnavailableError) || error instanceof NotLeaderError || NOT_TAKEN.test((error as Error).message)) return failure;
+  return new WriteOutcomeUnknownError(failure);
+}
 
 /** A read on a client replaced (and disposed) while it ran: unavailable if it stays so, else read again. */
 class CutShort extends StoreUnavailableError {

@@ -144,7 +144,7 @@ export class SqliteEventStore implements EventStore {
       const earlier = selectById.get(events[0].id);
       if (earlier && earlier.stream_id === streamId) {
         const last = selectById.get(events[events.length - 1].id) ?? earlier;
-        return { revision: last.stream_revision, position: toPosition(last.global_position), recordedAt: new Date(last.recorded_at) };
+        return { revision: last.stream_revision, position: toPosition(last.global_position) };
       }
       const current = selectLastRevision.get(streamId)?.rev ?? null;
       const matches = expected === 'any' || (expected === 'no_stream' ? current === null : current === expected);
@@ -157,7 +157,7 @@ export class SqliteEventStore implements EventStore {
         const info = insert.run(event.id, streamId, revision, event.type, JSON.stringify(event.data), JSON.stringify(storedMetadata(event.metadata)), now);
         position = Number(info.lastInsertRowid);
       }
-      return { revision, position: toPosition(position), recordedAt: new Date(now) };
+      return { revision, position: toPosition(position) };
     });
     // Nested in the group's transaction, appendTx runs as a savepoint: a refused append leaves nothing.
     const groupTx = db.transaction((group: PendingAppend[]) =>

@@ -1,4 +1,4 @@
-import type { Position } from '../event-store/event-store.port';
+import { occurredAt, Position } from '../event-store/event-store.port';
 import type { Projection } from '../projections/projection';
 import type { ReadDocument } from '../read-store/read-store.port';
 import { RecordKind, streamIdOf } from '../records/record';
@@ -33,7 +33,7 @@ export function feedProjection(kinds: RecordKind[]): Projection {
       revision: 0,
       seq: Number(event.position.prepare),
       deleted: false,
-      created: Math.floor(event.recordedAt.getTime() / 1000),
+      created: Math.floor(occurredAt(event).getTime() / 1000),
       fields: { stream: event.streamId, revision: String(event.revision), commit: String(event.position.commit) },
     }),
   };

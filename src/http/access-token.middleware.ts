@@ -1,6 +1,6 @@
 import type { NextFunction, Response } from 'express';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { ApiError } from '../errors';
+import { ApiError } from './api-error';
 import { FixedWindowLimiter } from './rate-limit';
 import type { ServiceRequest } from './request-context';
 

@@ -1,8 +1,11 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, NotFoundException } from '@nestjs/common';
 import type { Response } from 'express';
-import { ApiError, ErrorCode, FieldFault } from '../errors';
+import { FieldFault, Refusal, RefusalReason } from '../errors';
+import { StreamTombstonedError } from '../event-store/event-store.port';
 import type { LoggedError } from '../logging/logging';
-import { StoreUnavailableError } from '../storage/store-unavailable.error';
+import { ReadModelsBehindError } from '../projections/read-models-behind.error';
+import { StoreUnavailableError, WriteOutcomeUnknownError } from '../storage/store-unavailable.error';
+import { ApiError, ErrorCode } from './api-error';
 import { sendJson } from './json-response';
 import type { ServiceRequest } from './request-context';
 
@@ -24,6 +27,16 @@ export const STATUS: Record<ErrorCode, number> = {
   HEADERS_TOO_LARGE: 431,
   INTERNAL: 500,
   UNAVAILABLE: 503,
+};
+
+/** The code each of the domain's refusals is answered with. */
+const REFUSED: Record<RefusalReason, ErrorCode> = {
+  not_found: 'NOT_FOUND',
+  conflict: 'CONFLICT',
+  invalid: 'VALIDATION_FAILED',
+  // The contract has no 410: a record that can never be written again is a conflict its client cannot resolve.
+  gone: 'CONFLICT',
+  precondition_failed: 'PRECONDITION_FAILED',
 };
 
 /** Turns anything thrown while serving a request into the contract's error envelope. */
@@ -88,6 +101,18 @@ interface ExpressError {
 
 function toApiError(exception: unknown, req: ServiceRequest): ApiError {
   if (exception instanceof ApiError) return exception;
+  if (exception instanceof Refusal) return new ApiError(REFUSED[exception.reason], exception.message, exception.details);
+  if (exception instanceof ReadModelsBehindError) return new ApiError('UNAVAILABLE', exception.message, undefined, exception.retryAfter);
+  // A store's failure the writer cannot settle: the record was removed from the store by hand.
+  if (exception instanceof StreamTombstonedError) return new ApiError('CONFLICT', exception.message);
+  if (exception instanceof WriteOutcomeUnknownError) {
+    return new ApiError(
+      'UNAVAILABLE',
+      'The service lost its storage while saving: the change may have been saved; retry with the same Idempotency-Key.',
+      undefined,
+      5,
+    );
+  }
   if (exception instanceof StoreUnavailableError) {
     return new ApiError('UNAVAILABLE', 'The service cannot reach its storage right now; try again shortly.', undefined, 5);
   }

@@ -1,7 +1,8 @@
 import type { NextFunction, Response } from 'express';
 import helmet from 'helmet';
 import { randomUUID } from 'node:crypto';
-import { ApiError, validationFailed } from '../errors';
+import { Refusal, validationFailed } from '../errors';
+import { ApiError } from './api-error';
 import { Logger, logRequest } from '../logging/logging';
 import type { Metrics } from '../metrics/metrics';
 import { BODY_LIMIT_BYTES } from './json-body.middleware';
@@ -51,7 +52,7 @@ export function edgeMiddleware(logger: Logger, metrics: Metrics) {
 }
 
 /** Why a request is refused on its request line and headers alone, or undefined. */
-function refusal(req: ServiceRequest): ApiError | undefined {
+function refusal(req: ServiceRequest): ApiError | Refusal | undefined {
   const { url } = req;
   if (url.includes('%')) {
     try {

@@ -1,6 +1,6 @@
 import { createServer, IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { ErrorCode } from '../errors';
+import type { ErrorCode } from './api-error';
 import { STATUS } from './api-exception.filter';
 import type { Logger } from '../logging/logging';
 import { JSON_CONTENT_TYPE } from './json-response';

@@ -1,5 +1,6 @@
 import express, { NextFunction, Request, Response } from 'express';
-import { ApiError, validationFailed } from '../errors';
+import { Refusal, validationFailed } from '../errors';
+import { ApiError } from './api-error';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
@@ -64,7 +65,7 @@ export function jsonBody(req: Request, res: Response, next: NextFunction): void 
   });
 }
 
-function emptyBodyOnly(body: unknown): ApiError | undefined {
+function emptyBodyOnly(body: unknown): Refusal | undefined {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     return validationFailed([{ field: '(body)', message: 'this operation takes no body; leave it out (or send {})' }]);
   }

@@ -1,11 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash, randomUUID } from 'node:crypto';
 import { DATA_KEYS, DataKeys, digest, open, seal } from '../sealing/data-keys';
-import { ApiError, validationFailed } from '../errors';
+import { conflict, Refusal, validationFailed } from '../errors';
 import { EVENT_STORE, EventStore, NewEventMetadata, SEALED_SCHEMA_VERSION, StoredEvent, WrongExpectedRevisionError } from '../event-store/event-store.port';
 import type { CommandContext } from '../records/command-context';
 import { Fields, RecordKind, streamIdOf } from '../records/record';
-import { eventMetadata, withMetadata } from '../records/record-writer';
+import { eventMetadata } from '../records/record-writer';
+import { withMetadata } from '../records/handle-command';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 
 /** How long a key holds its first response. */
@@ -81,17 +82,17 @@ function keyedCreate(context: CommandContext, key: string, request: { kind: Reco
 }
 
 const createdRecordErased = (kind: RecordKind) =>
-  new ApiError('CONFLICT', `The ${kind.label.toLowerCase()} this Idempotency-Key created has been erased; use a new key to create a new one.`, [
+  new Refusal('gone', `The ${kind.label.toLowerCase()} this Idempotency-Key created has been erased; use a new key to create a new one.`, [
     { field: 'Idempotency-Key', message: 'Idempotency-Key belongs to an erased record' },
   ]);
 
 const usedWithAnotherRequest = () =>
-  new ApiError('CONFLICT', 'This Idempotency-Key was used with a different request; use a new key for a new request.', [
+  conflict('This Idempotency-Key was used with a different request; use a new key for a new request.', [
     { field: 'Idempotency-Key', message: 'Idempotency-Key was used with a different request body' },
   ]);
 
 const usedOnAnotherCollection = (collection: string) =>
-  new ApiError('CONFLICT', `This Idempotency-Key was used to create in /v1/${collection}; use a new key for a new request.`, [
+  conflict(`This Idempotency-Key was used to create in /v1/${collection}; use a new key for a new request.`, [
     { field: 'Idempotency-Key', message: `Idempotency-Key was used with a create in /v1/${collection}` },
   ]);
 
@@ -136,7 +137,7 @@ export class IdempotentCreates {
       if (await this.answer(keyed, claimed, response)) return response;
       // Another attempt answered first: the next turn replays its answer.
     }
-    throw new ApiError('CONFLICT', 'Other requests with this Idempotency-Key are in progress right now; try again.');
+    throw conflict('Other requests with this Idempotency-Key are in progress right now; try again.');
   }
 
   /**

@@ -21,7 +21,7 @@ import { SlugReservations } from './slug-reservations';
     {
       provide: PROFILE_WRITER,
       useFactory: (eventStore: EventStore, projections: ProjectionsService, keys: DataKeys, config: AppConfig) =>
-        new RecordWriter(PROFILE, eventStore, projections, keys, config.recordCacheSize),
+        new RecordWriter(PROFILE, eventStore, projections, keys, { keepAtMost: config.recordCacheSize }),
       inject: [EVENT_STORE, ProjectionsService, DATA_KEYS, APP_CONFIG],
     },
     {

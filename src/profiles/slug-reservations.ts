@@ -1,9 +1,12 @@
-import { ApiError } from '../errors';
-import { comparePositions, NewEventMetadata, EventStore, Position, StoredEvent, WrongExpectedRevisionError } from '../event-store/event-store.port';
-import type { RecordState } from '../records/record';
-import type { RecordWriter } from '../records/record-writer';
-import { withMetadata } from '../records/record-writer';
-import { slugKey } from './profile.decider';
+import { randomUUID } from 'node:crypto';
+import { conflict, contended, Refusal } from '../errors';
+import { comparePositions, NewEventMetadata, EventStore, Position, StoredEvent, StreamTombstonedError, WrongExpectedRevisionError } from '../event-store/event-store.port';
+import { ReadModelsBehindError } from '../projections/read-models-behind.error';
+import type { CommandContext } from '../records/command-context';
+import { Decision, Folded, withMetadata } from '../records/handle-command';
+import type { Fields, RecordState } from '../records/record';
+import { eventMetadata, ifAt, Precondition, RecordWriter, Written } from '../records/record-writer';
+import { PROFILE, ProfileCommand, profileDecider, ProfileEvent, slugChange, slugKey } from './profile.decider';
 
 /** How long a fresh reservation is held even before its profile shows the slug: a write in flight. By the event store's clock. */
 export const RESERVATION_GRACE_MS = 60_000;
@@ -30,6 +33,11 @@ export class SlugReservations {
     private readonly eventStore: EventStore,
     private readonly profiles: RecordWriter,
   ) {}
+
+  /** Writes a profile through the slug claim (SlugClaim): every profile write but its erasure. */
+  write(write: ProfileWrite): Promise<Written> {
+    return new SlugClaim(this, this.profiles, write).run();
+  }
 
   /**
    * Takes the slug for the profile and returns the reservation's position. A reservation the
@@ -58,7 +66,7 @@ export class SlugReservations {
         if (!(error instanceof WrongExpectedRevisionError)) throw error;
       }
     }
-    throw new ApiError('CONFLICT', `The slug "${slug}" is being claimed by others right now; try again.`, [
+    throw conflict(`The slug "${slug}" is being claimed by others right now; try again.`, [
       { field: 'slug', message: 'slug is being claimed concurrently' },
     ]);
   }
@@ -143,5 +151,179 @@ const isGone = (state: RecordState | null) => !!state?.deleted;
 
 const streamOf = (slug: string) => `profile_slug-${slugKey(slug)}`;
 
-export const slugTaken = (slug: string) =>
-  new ApiError('CONFLICT', `The slug "${slug}" is already taken.`, [{ field: 'slug', message: 'slug is already taken' }]);
+export const slugTaken = (slug: string) => conflict(`The slug "${slug}" is already taken.`, [{ field: 'slug', message: 'slug is already taken' }]);
+
+/** A profile write, as the slug claim runs it. */
+export interface ProfileWrite {
+  id: string;
+  context: CommandContext;
+  commandId: string;
+  command: ProfileCommand;
+  precondition?: Precondition;
+  /** The id was just made (a create): the first plan is made on no stream, without reading. */
+  isNew?: boolean;
+}
+
+/** How many times a write plans again because the profile changed under it before giving up (409). */
+const MAX_PLANS = 10;
+
+/** A decision made on a fold of the profile, and what it does to the profile's slug (slugChange). */
+interface Plan {
+  folded: Folded;
+  events: ProfileEvent[];
+  /** Made on what the writer knew without reading: a refusal or no change is planned again on the stream as read. */
+  guessed: boolean;
+  taken?: string;
+  givenUp?: string;
+}
+
+/**
+ * One profile write that may take or give up slugs, as a process of named steps:
+ *
+ * 0. plan: decide on the profile as the writer knows it (or reads it), a pure decision;
+ * 1. reserve the slug the decision takes;
+ * 2. append the decision at the revision it was planned on: the reservation then came after every
+ *    append that state holds, one that gave the slug up included, whose release leaves a
+ *    reservation made after it. The stream moved on since: back to 0;
+ * 3. verify the reservation still holds: nothing fences the append against a takeover (see
+ *    SlugReservations), so a write whose reservation was taken over while its append was on its way
+ *    (a slow append) is undone and answered 409, and no two profiles carry one slug;
+ * 4. release every slug the write touched unless the profile carries it, or a write after this one
+ *    reserved it again. Only once the write's outcome is known (a success or a refusal): after any
+ *    other failure its append may still land (a store's deadline passed), and such a reservation is
+ *    taken over once its grace period is past, if the profile does not carry the slug.
+ *
+ * Steps 0 to 2 run in the profile's turn (RecordWriter.inTurn), so this process's writes to one
+ * profile plan one after another.
+ */
+export class SlugClaim {
+  private readonly touched = new Set<string>();
+  /** This write's appends follow one another, so the last one made is the latest. */
+  private lastAppended: Position | undefined;
+  private readonly metadata: NewEventMetadata;
+  private readonly decide: Decision<ProfileEvent>;
+
+  constructor(
+    private readonly reservations: SlugReservations,
+    private readonly profiles: RecordWriter,
+    private readonly write: ProfileWrite,
+  ) {
+    const { context, commandId, command, precondition } = write;
+    this.metadata = eventMetadata(context, commandId);
+    this.decide = ifAt(PROFILE, context.accountId, precondition, (state) => profileDecider.decide(command, state)) as Decision<ProfileEvent>;
+  }
+
+  /** Returns what the write did, once the read models show it. */
+  async run(): Promise<Written> {
+    const { id } = this.write;
+    let settled = false;
+    try {
+      for (let attempt = 1; attempt <= MAX_PLANS; attempt++) {
+        const done = await this.profiles.inTurn(id, async () => {
+          const plan = await this.plan(attempt === 1);
+          if (!plan || !(await this.reserve(plan))) return undefined;
+          const written = await this.append(plan);
+          return written && { plan, written };
+        });
+        if (!done) continue;
+        await this.verify(done.plan, done.written);
+        settled = true;
+        await this.profiles.shown(id, done.written);
+        return done.written;
+      }
+      throw contended(PROFILE.label);
+    } catch (error) {
+      settled ||= isSettled(error);
+      throw error;
+    } finally {
+      if (settled) await this.release();
+    }
+  }
+
+  /** Step 0. undefined: refused or changing nothing on a guess, which may be out of date; planned again on the stream as read. */
+  async plan(mayGuess: boolean): Promise<Plan | undefined> {
+    const { id, isNew } = this.write;
+    const guess = mayGuess ? this.profiles.known(id, isNew) : undefined;
+    const folded = guess ?? (await this.profiles.load(id));
+    let events: ProfileEvent[];
+    try {
+      events = this.decide(folded.state);
+    } catch (error) {
+      if (guess && error instanceof Refusal) return undefined;
+      throw await this.profiles.refusalOf(id, error);
+    }
+    if (guess && events.length === 0) return undefined;
+    return { folded, events, guessed: !!guess, ...slugChange(folded.state, events) };
+  }
+
+  /** Step 1. false: refused on a guess, planned again on the stream as read; refused on that, the write's refusal. */
+  async reserve(plan: Plan): Promise<boolean> {
+    if (!plan.taken) return true;
+    try {
+      this.lastAppended = await this.reservations.reserve(plan.taken, this.write.id, this.metadata);
+      this.touched.add(plan.taken);
+      return true;
+    } catch (error) {
+      if (!(error instanceof Refusal)) throw error;
+      if (plan.guessed) return false;
+      // Answered as any refusal of the write: not found for a profile being erased.
+      throw await this.profiles.refusalOf(this.write.id, error);
+    }
+  }
+
+  /** Step 2. undefined: the stream moved on since the plan; planned again. */
+  async append(plan: Plan): Promise<Written | undefined> {
+    const { id, context, commandId } = this.write;
+    try {
+      const written = await this.profiles.append(id, plan.folded, () => plan.events, context, commandId);
+      if (written.appended) this.lastAppended = written.appended.position;
+      if (plan.givenUp) this.touched.add(plan.givenUp);
+      return written;
+    } catch (error) {
+      if (error instanceof WrongExpectedRevisionError) return undefined;
+      throw error;
+    }
+  }
+
+  /** Step 3: a reservation taken over during the append undoes the write, refused as the slug taken. */
+  async verify(plan: Plan, written: Written): Promise<void> {
+    if (!written.appended || !plan.taken || (await this.reservations.holds(plan.taken, this.write.id))) return;
+    this.lastAppended = (await this.undo(plan)) ?? this.lastAppended;
+    throw slugTaken(plan.taken);
+  }
+
+  /** Step 4. */
+  async release(): Promise<void> {
+    if (!this.lastAppended) return;
+    for (const slug of this.touched) await this.reservations.release(slug, this.write.id, this.metadata, this.lastAppended);
+  }
+
+  /**
+   * Undoes a write whose slug another profile took over: a create by deleting the profile, an
+   * update by setting back what it changed. The slug it had before is reserved again first: since
+   * the write the profile did not carry it, so another may have taken it over meanwhile, and then
+   * the undo leaves the profile with no slug. Returns the undoing append's position.
+   */
+  private async undo({ folded: { state: before }, events }: Plan): Promise<Position | undefined> {
+    const { id, context } = this.write;
+    const changes: Fields = events[0]?.data ?? {};
+    const previous = Object.fromEntries(Object.keys(changes).map((field) => [field, before?.fields[field] ?? '']));
+    if (previous.slug) {
+      const kept = await this.reservations.reserve(previous.slug, id, this.metadata).then(
+        () => true,
+        (error) => {
+          if (error instanceof Refusal && error.reason === 'conflict') return false;
+          throw error;
+        },
+      );
+      if (!kept) previous.slug = '';
+    }
+    const { accountId } = context;
+    const undoing: ProfileCommand = before ? { type: 'UpdateProfile', data: { accountId, fields: previous } } : { type: 'DeleteProfile', data: { accountId } };
+    const { appended } = await this.profiles.write(id, context, randomUUID(), (state) => profileDecider.decide(undoing, state));
+    return appended?.position;
+  }
+}
+
+/** Whether a write that failed so is known not to append any more: a refusal, or saved and not yet shown. */
+const isSettled = (error: unknown) => error instanceof Refusal || error instanceof ReadModelsBehindError || error instanceof StreamTombstonedError;

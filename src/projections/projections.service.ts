@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config/config';
-import { ApiError } from '../errors';
+import { ReadModelsBehindError } from './read-models-behind.error';
 import { comparePositions, EVENT_STORE, EventStore, Position, START } from '../event-store/event-store.port';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import { Projection, PROJECTIONS } from './projection';
@@ -119,12 +119,7 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
       // After a write (`afterWrite`: an answer that reads the read model), "try again" would write twice.
       const saved = afterWrite ? 'The change was saved, but the' : 'The';
       const retry = afterWrite ? 'read it again shortly' : 'try again shortly';
-      throw new ApiError(
-        'UNAVAILABLE',
-        `${saved} read models are still catching up with the records stored before the service started; ${retry}.`,
-        undefined,
-        5,
-      );
+      throw new ReadModelsBehindError(`${saved} read models are still catching up with the records stored before the service started; ${retry}.`, 5);
     }
   }
 
@@ -147,7 +142,7 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
       );
     } catch (error) {
       this.logger.warn(`Read models behind a write: ${(error as Error).message}`);
-      throw new ApiError('UNAVAILABLE', 'The change was saved, but the read models have not caught up with it yet. Read it again shortly.', undefined, 1);
+      throw new ReadModelsBehindError('The change was saved, but the read models have not caught up with it yet. Read it again shortly.', 1);
     }
   }
 }

@@ -1,7 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError, notFound } from '../errors';
+import { notFound, Refusal } from '../errors';
+import { ReadModelsBehindError } from '../projections/read-models-behind.error';
 import type { CommandContext } from './command-context';
 import type { ReadStore } from '../read-store/read-store.port';
 import { decideErasure, RecordKind, RecordState, streamIdOf } from './record';
@@ -155,6 +156,6 @@ export class RecordEraser {
 }
 
 /** A write saved, that the read models did not show in time. */
-const isLagging = (error: unknown): error is ApiError => error instanceof ApiError && error.code === 'UNAVAILABLE';
+const isLagging = (error: unknown): error is ReadModelsBehindError => error instanceof ReadModelsBehindError;
 /** Too many writers at once on the record: worth another try. */
-const isConflict = (error: unknown) => error instanceof ApiError && error.code === 'CONFLICT';
+const isConflict = (error: unknown) => error instanceof Refusal && error.reason === 'conflict';

@@ -1,4 +1,4 @@
-import type { DomainEvent, NewEventMetadata, StoredEvent } from '../event-store/event-store.port';
+import { DomainEvent, NewEventMetadata, occurredAt, StoredEvent } from '../event-store/event-store.port';
 import { notFound } from '../errors';
 import type { ReadDocument } from '../read-store/read-store.port';
 
@@ -63,7 +63,7 @@ export function evolveRecord(kind: RecordKind, state: RecordState | null, event:
         revision: event.revision,
         seq: Number(event.position.commit),
         deleted: false,
-        created: Math.floor(event.recordedAt.getTime() / 1000),
+        created: Math.floor(occurredAt(event).getTime() / 1000),
         fields: { ...(event.data as Fields) },
       };
     case kind.events.updated:

@@ -40,3 +40,16 @@ export function sqliteFailure(error: unknown): unknown {
   if (code.startsWith('SQLITE_BUSY')) return new StoreUnavailableError('SQLite', `its file stayed locked past the busy timeout (${code})`);
   return error;
 }
+
+/**
+ * A write whose append was sent and whose answer never came (a deadline passed, the connection
+ * dropped): it may have been stored or not. Unavailable like any store failure, but its answer must
+ * say so, so that a client retries with the same Idempotency-Key rather than writing twice.
+ */
+export class WriteOutcomeUnknownError extends StoreUnavailableError {
+  constructor(cause: StoreUnavailableError) {
+    super(cause.store, cause.message);
+    this.message = `${cause.message} (a write's outcome is unknown)`;
+    this.name = 'WriteOutcomeUnknownError';
+  }
+}

@@ -13,7 +13,7 @@ const update = (fields: Record<string, string>, accountId = 'acc'): CustomerComm
 const remove = (accountId = 'acc'): CustomerCommand => ({ type: 'DeleteCustomer', data: { accountId } });
 
 /** A refusal naming these fields. */
-const invalid = (...fields: string[]) => ({ code: 'VALIDATION_FAILED', details: fields.map((field) => expect.objectContaining({ field })) });
+const invalid = (...fields: string[]) => ({ reason: 'invalid', details: fields.map((field) => expect.objectContaining({ field })) });
 
 describe('customer decisions', () => {
   it('appends nothing when the id exists already (an idempotent retry re-running its create)', () => {
@@ -91,6 +91,6 @@ describe('customer decisions', () => {
     ['deleting twice', [created, deleted], remove()],
     ["deleting another account's customer", [created], remove('other')],
   ])('answers NOT_FOUND for %s', (_, given, command) => {
-    spec.given(given).when(command).thenThrows({ code: 'NOT_FOUND' });
+    spec.given(given).when(command).thenThrows({ reason: 'not_found' });
   });
 });

@@ -1,4 +1,4 @@
-import { ApiError } from '../../src/errors';
+import { Refusal } from '../../src/errors';
 import { parseIfMatch } from '../../src/http/etag';
 
 describe('If-Match', () => {
@@ -27,7 +27,7 @@ describe('If-Match', () => {
     } catch (e) {
       error = e;
     }
-    expect(error).toBeInstanceOf(ApiError);
-    expect(error).toMatchObject({ code: 'VALIDATION_FAILED', details: [{ field: 'If-Match', message: expect.any(String) }] });
+    expect(error).toBeInstanceOf(Refusal);
+    expect(error).toMatchObject({ reason: 'invalid', details: [{ field: 'If-Match', message: expect.any(String) }] });
   });
 });

@@ -3,7 +3,7 @@ import { CUSTOMER } from '../../src/customers/customer.decider';
 import { DataKeys } from '../../src/sealing/data-keys';
 import { SealedEventStore } from '../../src/sealing/sealed-event-store';
 import { SqliteKeyStore } from '../../src/key-store/sqlite-key-store';
-import { ApiError } from '../../src/errors';
+import { Refusal } from '../../src/errors';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { IdempotentCreates } from '../../src/idempotency/idempotent-creates';
 import { RECORD_KINDS } from '../../src/read-models';
@@ -61,9 +61,9 @@ describe('IdempotentCreates: a claim kept in plain from before encryption', () =
   it("answers 409, not the erased record's data, once the record is erased", async () => {
     await store.appendToStream(`customer-${id}`, [{ id: randomUUID(), type: CUSTOMER.events.erased, data: {}, metadata }], 0);
     const refused = await retry().catch((error: unknown) => error);
-    expect(refused).toBeInstanceOf(ApiError);
+    expect(refused).toBeInstanceOf(Refusal);
     expect(refused).toMatchObject({
-      code: 'CONFLICT',
+      reason: 'gone',
       message: 'The customer this Idempotency-Key created has been erased; use a new key to create a new one.',
     });
   });
@@ -127,8 +127,8 @@ describe('IdempotentCreates: a sealed claim whose record key the key store does 
       [{ id: randomUUID(), type: CUSTOMER.events.erased, data: {}, metadata: { accountId: 'acc', correlationId: 'r', causationId: 'c', schemaVersion: 2 } }],
       0,
     );
-    await expect(retry()).rejects.toMatchObject({ code: 'CONFLICT' });
+    await expect(retry()).rejects.toMatchObject({ reason: 'gone' });
     keys.db.prepare('DELETE FROM data_keys WHERE key_id = ?').run(streamId);
-    await expect(retry()).rejects.toMatchObject({ code: 'CONFLICT' });
+    await expect(retry()).rejects.toMatchObject({ reason: 'gone' });
   });
 });

@@ -1,4 +1,4 @@
-import { ApiError } from '../../src/errors';
+import { Refusal } from '../../src/errors';
 import { listCursor, MAX_LIST_OFFSET, parseListQuery } from '../../src/http/list-query';
 
 const parse = (q: Record<string, unknown>) => parseListQuery(q, ['email', 'company']);
@@ -7,7 +7,7 @@ function faults(q: Record<string, unknown>): string[] {
   try {
     parse(q);
   } catch (error) {
-    return ((error as ApiError).details ?? []).map((d) => d.field);
+    return ((error as Refusal).details ?? []).map((d) => d.field);
   }
   throw new Error('expected a refusal');
 }
@@ -49,7 +49,7 @@ describe('list query: deep pages (record lists)', () => {
     try {
       records(q);
     } catch (error) {
-      return (error as ApiError).details;
+      return (error as Refusal).details;
     }
     throw new Error('expected a refusal');
   };

@@ -78,7 +78,7 @@ describe('profile decisions', () => {
     ['deleting twice', [created, deleted], remove()],
     ["deleting another account's profile", [created], remove('other')],
   ])('answers NOT_FOUND for %s', (_, given, command) => {
-    spec.given(given).when(command).thenThrows({ code: 'NOT_FOUND' });
+    spec.given(given).when(command).thenThrows({ reason: 'not_found' });
   });
 });
 

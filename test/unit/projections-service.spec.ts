@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { AppConfig } from '../../src/config/config';
 import { customerProjection } from '../../src/customers/customer.projection';
-import { ApiError } from '../../src/errors';
+import { ReadModelsBehindError } from '../../src/projections/read-models-behind.error';
 import type { NewEvent } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { profileProjection } from '../../src/profiles/profile.projection';
@@ -34,8 +34,8 @@ describe('ProjectionsService.waitFor', () => {
       const profile = `profile-${randomUUID()}`;
       const stuck = await events.appendToStream(profile, [ev('ProfileCreated', { name: 'Acme' })], 'no_stream');
       const refused = service.waitFor(profile, stuck.position);
-      await expect(refused).rejects.toBeInstanceOf(ApiError);
-      await expect(refused).rejects.toMatchObject({ code: 'UNAVAILABLE', retryAfter: 1 });
+      await expect(refused).rejects.toBeInstanceOf(ReadModelsBehindError);
+      await expect(refused).rejects.toMatchObject({ retryAfter: 1 });
     } finally {
       await service.onModuleDestroy();
       warned.mockRestore();
@@ -64,10 +64,10 @@ describe('ProjectionsService on a first start far behind the events', () => {
       // Neither instance answers reads from read models short of the events stored before the start.
       for (const instance of [service, other]) {
         expect(instance.projectors.map((p) => p.caughtUp)).toEqual([false, false]);
-        expect(() => instance.assertCaughtUp(customerProjection.schema.name)).toThrow(expect.objectContaining({ code: 'UNAVAILABLE', retryAfter: 5 }));
+        expect(() => instance.assertCaughtUp(customerProjection.schema.name)).toThrow(expect.objectContaining({ name: 'ReadModelsBehindError', retryAfter: 5 }));
         // An answer after a write says the write is saved: "try again" would make it twice.
         expect(() => instance.assertCaughtUp(profileProjection.schema.name, { afterWrite: true })).toThrow(
-          expect.objectContaining({ code: 'UNAVAILABLE', message: expect.stringMatching(/^The change was saved, .* read it again shortly\.$/) }),
+          expect.objectContaining({ name: 'ReadModelsBehindError', message: expect.stringMatching(/^The change was saved, .* read it again shortly\.$/) }),
         );
       }
       const catchUps = logged.mock.calls.filter(([message]) => String(message).includes('catching up'));

@@ -183,10 +183,10 @@ describe('history and as-of reads of a 20,000-event record', () => {
   });
 
   it('answers 404 for a second before the record, and for another account, reading two events at most', async () => {
-    await expect(at(T0 - 1)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(at(T0 - 1)).rejects.toMatchObject({ reason: 'not_found' });
     const before = stores.counted.eventsRead;
-    await expect(history.execute(new RecordHistoryQuery(CUSTOMER, 'acc-2', id, { offset: 0, limit: 100 }))).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(asOf.execute(new RecordAsOfQuery(CUSTOMER, 'acc-2', id, T0 + 50))).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(history.execute(new RecordHistoryQuery(CUSTOMER, 'acc-2', id, { offset: 0, limit: 100 }))).rejects.toMatchObject({ reason: 'not_found' });
+    await expect(asOf.execute(new RecordAsOfQuery(CUSTOMER, 'acc-2', id, T0 + 50))).rejects.toMatchObject({ reason: 'not_found' });
     expect(stores.counted.eventsRead - before).toBe(2);
   });
 
@@ -221,7 +221,7 @@ describe('history and as-of reads of a 20,000-event record', () => {
     );
     // The first event, the last, the page: nothing folded.
     expect(last.eventsRead).toBe(1 + 1 + 100);
-    await expect(at(T0 + 100)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(at(T0 + 100)).rejects.toMatchObject({ reason: 'not_found' });
     // The snapshots are sealed with the record's key, and open as nothing once it is destroyed.
     const [snapshot] = await stores.store.readStream(snapshotStreamOf(stream), 10, 1);
     expect(Object.values(snapshot.data).every((value) => value === '')).toBe(true);
@@ -237,12 +237,12 @@ describe('as-of reads of a record deleted at the end of a snapshot block', () =>
       // 200 events, 100 to an append (one second each): the delete is revision 199, where snapshot 1 would end.
       const id = await longRecord(stores.store, 2 * SNAPSHOT_EVERY, SNAPSHOT_EVERY, newEvent('CustomerDeleted', {}));
       const asOf = new RecordAsOfHandler(stores.store);
-      await expect(asOf.execute(new RecordAsOfQuery(CUSTOMER, ACCOUNT, id, T0 + 1))).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(asOf.execute(new RecordAsOfQuery(CUSTOMER, ACCOUNT, id, T0 + 1))).rejects.toMatchObject({ reason: 'not_found' });
       const before = await asOf.execute(new RecordAsOfQuery(CUSTOMER, ACCOUNT, id, T0));
       expect(before).toMatchObject({ revision: SNAPSHOT_EVERY - 1, deleted: false, fields: { name: `Ada ${SNAPSHOT_EVERY - 1}` } });
       // Snapshot 0 only: none holds a deleted record.
       expect(await stores.inner.readStream(snapshotStreamOf(streamIdOf(CUSTOMER, id)))).toHaveLength(1);
-      await expect(asOf.execute(new RecordAsOfQuery(CUSTOMER, ACCOUNT, id, T0 + 1))).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(asOf.execute(new RecordAsOfQuery(CUSTOMER, ACCOUNT, id, T0 + 1))).rejects.toMatchObject({ reason: 'not_found' });
     } finally {
       await stores.dispose();
     }

@@ -6,7 +6,8 @@ import { DataKeys } from '../../src/sealing/data-keys';
 import { RecordEraser } from '../../src/records/record-eraser';
 import { SealedEventStore } from '../../src/sealing/sealed-event-store';
 import { SqliteKeyStore } from '../../src/key-store/sqlite-key-store';
-import { ApiError } from '../../src/errors';
+import { contended } from '../../src/errors';
+import { ReadModelsBehindError } from '../../src/projections/read-models-behind.error';
 import { EventBatch, Position, START } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { foldBatch, Projector } from '../../src/projections/projector';
@@ -51,7 +52,7 @@ describe('RecordEraser', () => {
 
   const readModels = {
     waitFor: async (_streamId: string, position: Position) => {
-      if (lagging) throw new ApiError('UNAVAILABLE', 'The change is saved, but the read models do not show it yet; try reading it again shortly.');
+      if (lagging) throw new ReadModelsBehindError('The change is saved, but the read models do not show it yet; try reading it again shortly.', 1);
       await projector.waitFor(position, 5000);
     },
   } as unknown as ProjectionsService;
@@ -67,7 +68,7 @@ describe('RecordEraser', () => {
     const elsewhere = new SealedEventStore(inner, new DataKeys(keyStore), RECORD_KINDS);
     const writer = new RecordWriter(CUSTOMER, elsewhere, readModels, elsewhere.keys);
     await expect(writer.write(id, context, randomUUID(), (state) => decideUpdateCustomer(state, 'acc', { name: 'Grace' }))).rejects.toMatchObject({
-      code: 'NOT_FOUND',
+      reason: 'not_found',
     });
   });
 
@@ -81,7 +82,7 @@ describe('RecordEraser', () => {
     lagging = true;
     const freeing = jest.fn(async () => undefined);
     const eraser = new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), reads);
-    await expect(eraser.erase(id, context, randomUUID(), freeing)).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    await expect(eraser.erase(id, context, randomUUID(), freeing)).rejects.toBeInstanceOf(ReadModelsBehindError);
 
     // Scrubbed at once, and what the erased record held freed:
     expect(await reads.get('customers', 'acc', id)).toBeNull();
@@ -198,7 +199,7 @@ describe('RecordEraser', () => {
       await keyStore.destroy(`customer-${id}`, 'acc'); // a stop came right after the key went
     }
     // The first erasure's write meets too many writers once.
-    jest.spyOn(writer, 'write').mockRejectedValueOnce(new ApiError('CONFLICT', 'The customer is being changed by others right now; try again.'));
+    jest.spyOn(writer, 'write').mockRejectedValueOnce(contended('Customer'));
     await new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), reads).finishPending();
     await finished();
     for (const id of ids) expect((await events.readStream(`customer-${id}`)).map((e) => e.type)).toEqual(['CustomerCreated', 'CustomerErased']);

@@ -7,6 +7,7 @@ import type { ProjectionsService } from '../../src/projections/projections.servi
 import { snapshotStreamOf } from '../../src/sealing/sealed-event-store';
 import { RecordSnapshots, SNAPSHOT_EVERY } from '../../src/records/record-snapshots';
 import { RecordWriter } from '../../src/records/record-writer';
+import type { Clock } from '../../src/records/handle-command';
 import { openTempSqlite } from '../support/temp-sqlite';
 
 /** The read models are not this test's subject: a write here need not wait for them. */
@@ -28,20 +29,11 @@ describe('RecordWriter', () => {
     sqlite.dispose();
   });
 
-  const writerOf = (keepAtMost?: number) => new RecordWriter(CUSTOMER, events, noReadModels, unsealed, keepAtMost);
+  const writerOf = (keepAtMost?: number, clock?: Clock) => new RecordWriter(CUSTOMER, events, noReadModels, unsealed, { keepAtMost, clock });
   const create = (writer: RecordWriter, id: string, name = 'Ada') =>
     writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name, email: 'ada@example.com' }), { isNew: true });
   const update = (writer: RecordWriter, id: string, fields: Record<string, string>) =>
     writer.write(id, context, randomUUID(), (state) => decideUpdateCustomer(state, 'acc', fields));
-  /** Appends whose answer does not say the time the store recorded, as EventStoreDB's does not. */
-  const answersWithoutTime = () => {
-    const append = events.appendToStream.bind(events);
-    jest.spyOn(events, 'appendToStream').mockImplementation(async (...args) => {
-      const { revision, position } = await append(...args);
-      return { revision, position };
-    });
-  };
-
   it('decides on what other writers appended since it kept the record', async () => {
     const id = randomUUID();
     const here = writerOf();
@@ -111,7 +103,7 @@ describe('RecordWriter', () => {
 
     await remove(elsewhere, id);
     // Deleted elsewhere: the kept record says it exists, the stream that it does not.
-    await expect(update(here, id, { name: 'Ada L' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(update(here, id, { name: 'Ada L' })).rejects.toMatchObject({ reason: 'not_found' });
   });
 
   it('takes writes to one record asked for at once in turn: none is refused and decided again', async () => {
@@ -166,72 +158,42 @@ describe('RecordWriter', () => {
     expect((await writer.load(id)).revision).toBe(0);
   });
 
-  it('decides ahead on the record it kept without reading or appending, and leaves a refusal to the write', async () => {
+  it('decides first on the record it kept, without reading, and on no stream for an id just made', async () => {
     const id = randomUUID();
     const writer = writerOf();
+    expect(writer.known(id)).toBeUndefined();
     await create(writer, id);
-    await update(writer, id, { name: 'Ada 1' }); // kept from here on
+    expect(writer.known(id)).toMatchObject({ revision: 0, state: { fields: { name: 'Ada' } } });
+    expect(writer.known(randomUUID(), true)).toEqual({ state: null, revision: 'no_stream' });
     const reads = jest.spyOn(events, 'readStream');
-    const appends = jest.spyOn(events, 'appendToStream');
-
-    const ahead = await writer.decideAhead(id, context, (state) => decideUpdateCustomer(state, 'acc', { name: 'Ada 2' }), {});
-    expect(ahead).toMatchObject({ guessed: true, state: { revision: 1 }, events: [{ type: 'CustomerUpdated', data: { name: 'Ada 2' } }] });
-    const refused = await writer.decideAhead(id, context, (state) => decideUpdateCustomer(state, 'acc', { name: 'Ada 2' }), { precondition: [0] });
-    expect(refused.events).toEqual([]);
+    await update(writer, id, { name: 'Ada 1' });
     expect(reads).not.toHaveBeenCalled();
-    expect(appends).not.toHaveBeenCalled();
-
-    expect((await writer.decideAhead(id, context, () => [], { fresh: true })).guessed).toBe(false);
-    expect(reads).toHaveBeenCalledTimes(1);
   });
 
-  it('creates without reading the stream, before or after: it answers with the fold of what it appended, at the time the store recorded', async () => {
+  it('creates without reading the stream, before or after: it answers with the fold of what it appended, at the business time it stamped', async () => {
     const id = randomUUID();
     const reads = jest.spyOn(events, 'readStream');
-    const writer = writerOf();
+    const at = new Date('2001-01-01T00:00:00.250Z');
+    const writer = writerOf(undefined, () => at);
     const written = await create(writer, id);
     expect(written.appended?.revision).toBe(0);
     expect(await writer.created(id, written, 'acc')).toBe(written.record);
     expect(reads).not.toHaveBeenCalled();
     reads.mockRestore();
     const [stored] = await events.readStream(`customer-${id}`);
-    expect(written.appended?.recordedAt).toEqual(stored.recordedAt);
+    expect(stored.metadata.occurredAt).toBe('2001-01-01T00:00:00.250Z');
+    expect(stored.recordedAt).not.toEqual(at); // the store's own time: not what the record's created goes by
+    expect(written.record?.created).toBe(978_307_200);
     expect(written.record).toEqual((await writerOf().load(id)).state);
   });
 
-  it('takes a new record’s created from the time the store says it recorded, not its own clock', async () => {
-    const append = events.appendToStream.bind(events);
-    jest.spyOn(events, 'appendToStream').mockImplementation(async (...args) => ({ ...(await append(...args)), recordedAt: new Date('2001-01-01T00:00:00Z') }));
-    const written = await create(writerOf(), randomUUID());
-    expect(written.record?.created).toBe(978_307_200);
-  });
-
-  it("reads a new record back where the store's answer does not say when it recorded it (EventStoreDB's)", async () => {
+  it('folds a record stored before events carried their business time with the time the store recorded', async () => {
     const id = randomUUID();
-    answersWithoutTime();
-    const reads = jest.spyOn(events, 'readStream');
-    const writer = writerOf();
-    const written = await create(writer, id);
-    expect(written.record).toBeNull();
-    expect(reads).not.toHaveBeenCalled();
-    const record = await writer.created(id, written, 'acc');
-    expect(reads.mock.calls).toEqual([[`customer-${id}`, 0]]);
-    expect(record).toEqual((await writerOf().load(id)).state);
-    expect(record.fields).toEqual({ name: 'Ada', email: 'ada@example.com' });
-
-    // Kept as read: the next write decides on it without reading.
-    reads.mockClear();
-    await update(writer, id, { name: 'Ada L' });
-    expect(reads).not.toHaveBeenCalled();
-  });
-
-  it('answers 503, not the record, when a new record cannot be read back after its append', async () => {
-    const id = randomUUID();
-    answersWithoutTime();
-    const writer = writerOf();
-    const written = await create(writer, id);
-    jest.spyOn(events, 'readStream').mockResolvedValue([]); // a node behind the one that took the append, say
-    await expect(writer.created(id, written, 'acc')).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringContaining('was saved') });
+    const metadata = { accountId: 'acc', correlationId: 'c', causationId: 'c' };
+    await events.appendToStream(`customer-${id}`, [{ id: randomUUID(), type: 'CustomerCreated', data: { name: 'Ada', email: 'a@x.io' }, metadata }], 'no_stream');
+    const [stored] = await events.readStream(`customer-${id}`);
+    expect(stored.metadata.occurredAt).toBeUndefined();
+    expect((await writerOf().load(id)).state?.created).toBe(Math.floor(stored.recordedAt.getTime() / 1000));
   });
 
   describe('a create that finds its id taken (an Idempotency-Key’s retry) answers the record as it is now', () => {
@@ -254,20 +216,20 @@ describe('RecordWriter', () => {
       const writer = writerOf();
       await create(writer, id);
       await writer.write(id, context, randomUUID(), (state) => decideDeleteCustomer(state, 'acc'));
-      await expect(retry(writerOf(), id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(retry(writerOf(), id)).rejects.toMatchObject({ reason: 'not_found' });
     });
 
     it('not found in another account', async () => {
       const id = randomUUID();
       await create(writerOf(), id);
-      await expect(retry(writerOf(), id, 'other')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(retry(writerOf(), id, 'other')).rejects.toMatchObject({ reason: 'not_found' });
     });
 
     it('not found once its key is destroyed (its erasure not appended yet)', async () => {
       const id = randomUUID();
       await create(writerOf(), id);
       const destroyed = { current: async () => null } as unknown as DataKeys;
-      await expect(retry(new RecordWriter(CUSTOMER, events, noReadModels, destroyed), id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(retry(new RecordWriter(CUSTOMER, events, noReadModels, destroyed), id)).rejects.toMatchObject({ reason: 'not_found' });
     });
   });
 

@@ -44,7 +44,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
   });
 
   const create = (id: string, slug: string) => new CreateProfileHandler(profiles, slugs).execute(new CreateProfileCommand(context, id, { name: 'Shop', slug }));
-  const update = (id: string, slug: string) => new UpdateProfileHandler(profiles, slugs).execute(new UpdateProfileCommand(context, id, { slug }));
+  const update = (id: string, slug: string) => new UpdateProfileHandler(slugs).execute(new UpdateProfileCommand(context, id, { slug }));
   /** The slug's stream, as `type(profile)` entries. */
   const reservations = async (slug: string) =>
     (await events.readStream(`profile_slug-${slug}`)).map((e) => `${e.type}(${(e.data as { profileId: string }).profileId === 'X' ? 'X' : '?'})`);
@@ -77,7 +77,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
     await movingOff;
     expect((await profiles.load(X)).state?.fields.slug).toBe('b');
     expect((await reservations('b')).at(-1)).toBe('SlugReserved(X)');
-    await expect(slugs.reserve('b', 'Y', metadata)).rejects.toMatchObject({ code: 'CONFLICT' });
+    await expect(slugs.reserve('b', 'Y', metadata)).rejects.toMatchObject({ reason: 'conflict' });
   });
 
   it('leaves a reservation made after the write giving the slug up: a write of the profile in flight takes it back', async () => {
@@ -115,7 +115,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
 
     expect((await new RecordWriter(PROFILE, events, noReadModels, unsealed).load(X)).state?.fields.slug).toBe('b');
     expect((await reservations('b')).at(-1)).toBe('SlugReserved(X)');
-    await expect(slugs.reserve('b', 'Y', metadata)).rejects.toMatchObject({ code: 'CONFLICT' });
+    await expect(slugs.reserve('b', 'Y', metadata)).rejects.toMatchObject({ reason: 'conflict' });
   });
 
   it('reserves again when the profile changed between the reservation step and the append: the slug it takes is always reserved after', async () => {
@@ -146,7 +146,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
     expect((await profiles.load(X)).state?.fields.slug).toBe('shop');
     expect((await reservations('shop')).at(-1)).toBe('SlugReserved(X)');
     expect((await reservations('other')).at(-1)).toBe('SlugReleased(X)');
-    await expect(slugs.reserve('shop', 'Y', metadata)).rejects.toMatchObject({ code: 'CONFLICT' });
+    await expect(slugs.reserve('shop', 'Y', metadata)).rejects.toMatchObject({ reason: 'conflict' });
   });
 
   it('frees at once a slug an update moved the profile onto while it was being erased (issue 36, item 4)', async () => {
@@ -205,7 +205,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
     it("goes by the store's clock, not this host's: a host 61 s ahead tries too early, gives the reservation back and answers 409", async () => {
       stampedEarlier(() => 61_000);
       await slugs.reserve('shop', 'X', metadata); // X's profile is on its way
-      await expect(create('Y', 'shop')).rejects.toMatchObject({ code: 'CONFLICT' });
+      await expect(create('Y', 'shop')).rejects.toMatchObject({ reason: 'conflict' });
       // Once on each of the write's two decisions (the first on a guess), each given back.
       expect(await reservations('shop')).toEqual(['SlugReserved(X)', 'SlugReserved(?)', 'SlugReserved(X)', 'SlugReserved(?)', 'SlugReserved(X)']);
       expect((await profiles.load('Y')).state).toBeNull(); // Y's profile never appended
@@ -220,7 +220,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
       await create('Y', 'shop'); // X does not carry the slug yet: taken over
       land();
 
-      await expect(x).rejects.toMatchObject({ code: 'CONFLICT' });
+      await expect(x).rejects.toMatchObject({ reason: 'conflict' });
       expect((await profiles.load('X')).state).toMatchObject({ deleted: true });
       expect((await profiles.load('Y')).state?.fields.slug).toBe('shop');
       expect((await reservations('shop')).at(-1)).toBe('SlugReserved(?)');
@@ -239,7 +239,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
         await x;
         return read;
       });
-      await expect(create('Y', 'shop')).rejects.toMatchObject({ code: 'CONFLICT' });
+      await expect(create('Y', 'shop')).rejects.toMatchObject({ reason: 'conflict' });
 
       expect((await profiles.load('X')).state?.fields.slug).toBe('shop');
       expect((await profiles.load('Y')).state).toBeNull();
@@ -250,13 +250,13 @@ describe('slug reservations, with the profile writes that take and give up slugs
       await create('X', 'old');
       stampedEarlier((e) => (e.streamId === 'profile_slug-shop' && e.revision === 0 ? 61_000 : 0));
       const { land } = holdXsAppend();
-      const x = new UpdateProfileHandler(profiles, slugs).execute(new UpdateProfileCommand(context, 'X', { slug: 'shop', name: 'New name' }));
+      const x = new UpdateProfileHandler(slugs).execute(new UpdateProfileCommand(context, 'X', { slug: 'shop', name: 'New name' }));
       x.catch(() => undefined);
       await new Promise((resolve) => setTimeout(resolve, 20));
       await create('Y', 'shop');
       land();
 
-      await expect(x).rejects.toMatchObject({ code: 'CONFLICT' });
+      await expect(x).rejects.toMatchObject({ reason: 'conflict' });
       expect((await profiles.load('X')).state?.fields).toMatchObject({ slug: 'old', name: 'Shop' });
       expect((await reservations('old')).at(-1)).toBe('SlugReserved(X)'); // still X's: it carries it again
     });
@@ -265,7 +265,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
       await create('X', 'old');
       stampedEarlier((e) => (e.streamId.startsWith('profile_slug-') && e.revision === 0 ? 61_000 : 0));
       const { land } = holdXsAppend();
-      const x = new UpdateProfileHandler(profiles, slugs).execute(new UpdateProfileCommand(context, 'X', { slug: 'shop', name: 'New name' }));
+      const x = new UpdateProfileHandler(slugs).execute(new UpdateProfileCommand(context, 'X', { slug: 'shop', name: 'New name' }));
       x.catch(() => undefined);
       await new Promise((resolve) => setTimeout(resolve, 20));
       await create('Y', 'shop'); // takes "shop" over while X's append is on its way
@@ -277,7 +277,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
       });
       land();
 
-      await expect(x).rejects.toMatchObject({ code: 'CONFLICT' });
+      await expect(x).rejects.toMatchObject({ reason: 'conflict' });
       expect((await profiles.load('X')).state?.fields).toMatchObject({ slug: '', name: 'Shop' });
       expect((await profiles.load('Y')).state?.fields.slug).toBe('shop');
       expect((await profiles.load('Z')).state?.fields.slug).toBe('old');
