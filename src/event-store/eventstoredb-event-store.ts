@@ -7,7 +7,6 @@ import {
   DeadlineExceededError,
   END,
   EventStoreDBClient,
-  NotLeaderError,
   jsonEvent,
   ReadStreamOptions,
   ResolvedEvent,
@@ -33,6 +32,7 @@ import {
   SubscribeOptions,
 } from './event-store.port';
 import {
+  appendNotTaken,
   fromEsdbRevision,
   isEndOfLog,
   isServerRecord,
@@ -77,12 +77,6 @@ const HEAD_PAGE_MOST = 4_096;
 const SCAN_PAGES = 8;
 /** How an append answers when the node has no leader (lost its cluster, or starting). */
 const NOT_READY = /Server Is Not Ready$/;
-/**
- * Answers by which the server says it did not take an append: not ready, too busy (NotHandled,
- * Streams.Append.cs v24.10.6 lines 110-116), not the leader. Any other failure of a sent append
- * (no answer in time, the connection lost) leaves its outcome unknown.
- */
-const NOT_TAKEN = /Server Is (Not Ready|Too Busy)$/;
 
 /** Put in the subscription's own output by its checkpointReached callback, so it stays in order with the events. */
 interface CheckpointMarker {
@@ -167,6 +161,8 @@ export class EventStoreDbEventStore implements EventStore {
     if (events.length === 0) throw new Error('appendToStream needs at least one event');
     const data = events.map((e) => jsonEvent({ id: e.id, type: e.type, data: e.data, metadata: { ...storedMetadata(e.metadata) } }));
     const expectedRevision = toEsdbExpectedRevision(expected);
+    // Once an attempt may have been stored, so may the append, whatever the later ones answer.
+    let maybeStored = false;
     for (let attempt = 1; ; attempt++) {
       const client = this.client;
       let result;
@@ -185,7 +181,8 @@ export class EventStoreDbEventStore implements EventStore {
         // A call that used up its deadline is not retried: the caller has waited long enough.
         const spent = error instanceof DeadlineExceededError;
         if (spent) this.replaceClient(client, `an append left unanswered for ${this.deadlineMs} ms`);
-        if (spent || !isTransientEsdbError(error) || attempt === ATTEMPTS) throw appendFailure(error, streamId, expected);
+        maybeStored ||= !appendNotTaken(error);
+        if (spent || !isTransientEsdbError(error) || attempt === ATTEMPTS) throw appendFailure(error, streamId, expected, maybeStored);
         await sleep(retryDelayMs(attempt));
         continue;
       }
@@ -540,11 +537,10 @@ export class EventStoreDbEventStore implements EventStore {
 
 const isSystemStream = (streamId: string) => streamId.startsWith('$');
 
-/** An append's failure as the port names it: unavailable where the server said it did not take it, else of unknown outcome. */
-function appendFailure(error: unknown, streamId: string, expected: ExpectedRevision): unknown {
+/** An append's failure as the port names it: a store unavailable is of unknown outcome once an attempt may have been stored. */
+function appendFailure(error: unknown, streamId: string, expected: ExpectedRevision, maybeStored: boolean): unknown {
   const failure = translateEsdbError(error, streamId, expected);
-  if (!(failure instanceof StoreUnavailableError) || error instanceof NotLeaderError || NOT_TAKEN.test((error as Error).message)) return failure;
-  return new WriteOutcomeUnknownError(failure);
+  return maybeStored && failure instanceof StoreUnavailableError ? new WriteOutcomeUnknownError(failure) : failure;
 }
 
 /** A read on a client replaced (and disposed) while it ran: unavailable if it stays so, else read again. */

@@ -62,6 +62,20 @@ export function isTransientEsdbError(error: unknown): boolean {
   );
 }
 
+/**
+ * Whether an append that failed so was not taken by the server, for sure: it said so (not the
+ * leader; not ready or too busy, NotHandled in Streams.Append.cs v24.10.6 lines 110-116), or the
+ * client found no leader to send it to. Any other failure of a sent append (no answer in time, the
+ * connection lost or replaced) leaves its outcome unknown.
+ */
+export function appendNotTaken(error: unknown): boolean {
+  return (
+    error instanceof NotLeaderError ||
+    (error instanceof Error && (NOT_HANDLED.test(error.message) || NO_LEADER_FOUND.test(error.message)))
+  );
+}
+const NOT_HANDLED = /Server Is (Not Ready|Too Busy)$/;
+
 /** The port's error for a client error: conflicts and unavailability get names; anything else is a bug. */
 export function translateEsdbError(error: unknown, streamId?: string, expected?: ExpectedRevision): unknown {
   if (error instanceof WrongExpectedVersionError && streamId !== undefined && expected !== undefined) {

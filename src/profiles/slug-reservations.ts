@@ -200,6 +200,8 @@ export class SlugClaim {
   private readonly touched = new Set<string>();
   /** This write's appends follow one another, so the last one made is the latest. */
   private lastAppended: Position | undefined;
+  /** The profile as this write's last append left it: a slug it carries needs no release. */
+  private leftAs: RecordState | null = null;
   private readonly metadata: NewEventMetadata;
   private readonly decide: Decision<ProfileEvent>;
 
@@ -276,7 +278,10 @@ export class SlugClaim {
     const { id, context, commandId } = this.write;
     try {
       const written = await this.profiles.append(id, plan.folded, () => plan.events, context, commandId);
-      if (written.appended) this.lastAppended = written.appended.position;
+      if (written.appended) {
+        this.lastAppended = written.appended.position;
+        this.leftAs = written.record;
+      }
       if (plan.givenUp) this.touched.add(plan.givenUp);
       return written;
     } catch (error) {
@@ -288,14 +293,17 @@ export class SlugClaim {
   /** Step 3: a reservation taken over during the append undoes the write, refused as the slug taken. */
   async verify(plan: Plan, written: Written): Promise<void> {
     if (!written.appended || !plan.taken || (await this.reservations.holds(plan.taken, this.write.id))) return;
+    this.leftAs = null;
     this.lastAppended = (await this.undo(plan)) ?? this.lastAppended;
     throw slugTaken(plan.taken);
   }
 
-  /** Step 4. */
+  /** Step 4. A slug the profile carries as this write left it is not read for: a later write that gives it up releases it. */
   async release(): Promise<void> {
     if (!this.lastAppended) return;
-    for (const slug of this.touched) await this.reservations.release(slug, this.write.id, this.metadata, this.lastAppended);
+    for (const slug of this.touched) {
+      if (!carriesSlug(this.leftAs, slug)) await this.reservations.release(slug, this.write.id, this.metadata, this.lastAppended);
+    }
   }
 
   /**

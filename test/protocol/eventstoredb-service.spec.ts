@@ -148,9 +148,48 @@ describe('the service when EventStoreDB stops answering (scripted endpoint, find
       const write = await t.http.post(withToken('customers')).send({ email: 'silent@x.io' });
       expect(write.status).toBe(503);
       expect(write.headers['retry-after']).toBeDefined();
+      // Sent, and never answered: it may have been stored.
+      expect(write.body.error.message).toBe('The service lost its storage while saving: the change may have been saved; retry with the same Idempotency-Key.');
     } finally {
       jest.restoreAllMocks();
     }
+  });
+});
+
+describe('a create on the EventStoreDB protocol reads nothing back (scripted endpoint)', () => {
+  let server: InMemoryEventStoreDb;
+  let t: TestApp;
+  /** Reads of records' streams asked for once `stalled`: left unanswered. */
+  const unanswered: string[] = [];
+  let stalled = false;
+  beforeAll(async () => {
+    server = await startInMemoryEventStoreDb({
+      read: (_call, read) => {
+        if (!stalled || !/^(customer|profile)-/.test(read.stream ?? '')) return false;
+        unanswered.push(read.stream!);
+        return true;
+      },
+    });
+    t = await startTestApp({ env: { EVENTSTORE_CONNECTION_STRING: server.connectionString, STORE_TIMEOUT_MS: '2000' } });
+    stalled = true;
+  });
+  afterAll(async () => {
+    await t?.close();
+    await server?.close();
+  });
+
+  it('answers 201 with the record and its created time while every read of a record stream would stall', async () => {
+    const before = Math.floor(Date.now() / 1000);
+    const customer = await t.http.post(withToken('customers')).send({ name: 'Ada', email: 'ada@x.io' });
+    expect(customer.status).toBe(201);
+    expect(customer.body.data.Customer).toMatchObject({ name: 'Ada', email: 'ada@x.io' });
+    expect(customer.body.data.Customer.created).toBeGreaterThanOrEqual(before);
+    expect(customer.body.data.Customer.created).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000));
+    const profile = await t.http.post(withToken('profiles')).send({ name: 'Shop', slug: `shop${randomUUID().slice(0, 8)}` });
+    expect([profile.status, profile.body.error?.message, unanswered]).toEqual([201, undefined, []]);
+    // Its event carries the business time its create answered with.
+    const stored = server.log.find((e) => e.streamId === `customer-${customer.body.data.Customer.id}`)!;
+    expect(Math.floor(Date.parse((stored.metadata as { occurredAt: string }).occurredAt) / 1000)).toBe(customer.body.data.Customer.created);
   });
 });
 

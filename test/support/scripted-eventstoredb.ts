@@ -519,6 +519,8 @@ export async function startInMemoryEventStoreDb(
   options: {
     /** Answers an append instead of the log, when it returns true. */
     append?: (request: AppendRequest, answer: AppendAnswer) => boolean;
+    /** Answers a read instead of the log (or leaves it unanswered), when it returns true. */
+    read?: (call: ReadCall, read: ReadRequest) => boolean;
     gossip?: Script['gossip'];
   } = {},
 ): Promise<InMemoryEventStoreDb> {
@@ -528,6 +530,7 @@ export async function startInMemoryEventStoreDb(
   const server = await startScriptedEventStoreDb({
     read: (call) => {
       const read = describeRead(call);
+      if (options.read?.(call, read)) return;
       if (read.stream !== undefined) return answerStreamRead(call, log);
       if (!read.subscription) return answerReadBackwards(call, [...log].reverse());
       call.write(confirmationMessage());
