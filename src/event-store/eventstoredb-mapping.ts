@@ -69,10 +69,7 @@ export function isTransientEsdbError(error: unknown): boolean {
  * connection lost or replaced) leaves its outcome unknown.
  */
 export function appendNotTaken(error: unknown): boolean {
-  return (
-    error instanceof NotLeaderError ||
-    (error instanceof Error && (NOT_HANDLED.test(error.message) || NO_LEADER_FOUND.test(error.message)))
-  );
+  return error instanceof NotLeaderError || (error instanceof Error && (NOT_HANDLED.test(error.message) || NO_LEADER_FOUND.test(error.message)));
 }
 const NOT_HANDLED = /Server Is (Not Ready|Too Busy)$/;
 

@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { conflict, contended, Refusal } from '../errors';
-import { comparePositions, NewEventMetadata, EventStore, Position, StoredEvent, StreamTombstonedError, WrongExpectedRevisionError } from '../event-store/event-store.port';
+import {
+  comparePositions,
+  NewEventMetadata,
+  EventStore,
+  Position,
+  StoredEvent,
+  StreamTombstonedError,
+  WrongExpectedRevisionError,
+} from '../event-store/event-store.port';
 import { ReadModelsBehindError } from '../projections/read-models-behind.error';
 import type { CommandContext } from '../records/command-context';
 import { Decision, Folded, withMetadata } from '../records/handle-command';
@@ -66,9 +74,7 @@ export class SlugReservations {
         if (!(error instanceof WrongExpectedRevisionError)) throw error;
       }
     }
-    throw conflict(`The slug "${slug}" is being claimed by others right now; try again.`, [
-      { field: 'slug', message: 'slug is being claimed concurrently' },
-    ]);
+    throw conflict(`The slug "${slug}" is being claimed by others right now; try again.`, [{ field: 'slug', message: 'slug is being claimed concurrently' }]);
   }
 
   /**

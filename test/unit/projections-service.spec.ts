@@ -64,7 +64,9 @@ describe('ProjectionsService on a first start far behind the events', () => {
       // Neither instance answers reads from read models short of the events stored before the start.
       for (const instance of [service, other]) {
         expect(instance.projectors.map((p) => p.caughtUp)).toEqual([false, false]);
-        expect(() => instance.assertCaughtUp(customerProjection.schema.name)).toThrow(expect.objectContaining({ name: 'ReadModelsBehindError', retryAfter: 5 }));
+        expect(() => instance.assertCaughtUp(customerProjection.schema.name)).toThrow(
+          expect.objectContaining({ name: 'ReadModelsBehindError', retryAfter: 5 }),
+        );
         // An answer after a write says the write is saved: "try again" would make it twice.
         expect(() => instance.assertCaughtUp(profileProjection.schema.name, { afterWrite: true })).toThrow(
           expect.objectContaining({ name: 'ReadModelsBehindError', message: expect.stringMatching(/^The change was saved, .* read it again shortly\.$/) }),

@@ -190,7 +190,11 @@ describe('RecordWriter', () => {
   it('folds a record stored before events carried their business time with the time the store recorded', async () => {
     const id = randomUUID();
     const metadata = { accountId: 'acc', correlationId: 'c', causationId: 'c' };
-    await events.appendToStream(`customer-${id}`, [{ id: randomUUID(), type: 'CustomerCreated', data: { name: 'Ada', email: 'a@x.io' }, metadata }], 'no_stream');
+    await events.appendToStream(
+      `customer-${id}`,
+      [{ id: randomUUID(), type: 'CustomerCreated', data: { name: 'Ada', email: 'a@x.io' }, metadata }],
+      'no_stream',
+    );
     const [stored] = await events.readStream(`customer-${id}`);
     expect(stored.metadata.occurredAt).toBeUndefined();
     expect((await writerOf().load(id)).state?.created).toBe(Math.floor(stored.recordedAt.getTime() / 1000));
