@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { append } from '@eventstore/db-client/dist/streams/appendToStream/append';
 import {
   AllStreamResolvedEvent,
@@ -17,6 +18,7 @@ import {
 } from '@eventstore/db-client';
 import { ConfigError } from '../config/config';
 import { EsdbClients, reconnection } from './eventstoredb-clients';
+import { headOf, LogEntry, pastSubscription } from './eventstoredb-log-end';
 import { StoreUnavailableError, WriteOutcomeUnknownError } from '../storage/store-unavailable.error';
 import {
   AppendResult,
@@ -57,24 +59,6 @@ const DEFAULT_SILENCE_MS = 10_000;
  * client reconnects to it, so a call tried again reaches it.
  */
 const ON_LEADER = { requiresLeader: true } as const;
-/** Events read at once when looking for the head past the server's own events at the end of the log. */
-const HEAD_PAGE = 32;
-/**
- * The head's search reads each page after the first four times as long as the one before, up to
- * this many events: a log may end with thousands of the server's own events (a node idle for long
- * with `WriteStatsToDb` on writes one to its `$stats-…` stream every 30 s), which then take a few
- * reads, not one a page.
- */
-const HEAD_PAGE_MOST = 4_096;
-/**
- * Pages of the log's end a silent subscription's watchdog reads at most, looking for an event of
- * its own past it. A healthy one is never that far behind: the server sends it a checkpoint at the
- * end of a catch-up (no earlier than the start of its last page) and then every 32 events it
- * considers live (Enumerator.AllSubscriptionFiltered.cs v24.10.6 lines 307-311 and 326-328;
- * SubscriptionsService.cs lines 372-382). One further behind is renewed: its catch-up brings it
- * within a page of the end.
- */
-const SCAN_PAGES = 8;
 /** How an append answers when the node has no leader (lost its cluster, or starting). */
 const NOT_READY = /Server Is Not Ready$/;
 
@@ -228,65 +212,21 @@ export class EventStoreDbEventStore implements EventStore {
    */
   async headPosition(): Promise<Position> {
     try {
-      return await this.retried((client) => this.readHead(client));
+      return await this.retried((client) => headOf((from, maxCount) => this.readBackwards(client, from, maxCount)));
     } catch (error) {
       throw translateEsdbError(error);
     }
   }
 
-  private async readHead(client: EventStoreDBClient): Promise<Position> {
-    let from: Position | typeof END = END;
-    for (let maxCount = HEAD_PAGE; ; maxCount = Math.min(4 * maxCount, HEAD_PAGE_MOST)) {
-      let last: Position | undefined;
-      let head: Position | undefined;
-      await this.eachEvent(client, client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount, ...ON_LEADER }), (resolved) => {
-        const event = resolved.event;
-        if (!event?.position || head) return;
-        const position = { commit: event.position.commit, prepare: event.position.prepare };
-        // A page read from a position may start with the event at that position: the last page's.
-        if (from !== END && comparePositions(position, from) >= 0) return;
-        last = position;
-        if (!isSystemStream(event.streamId)) head = position;
-      });
-      if (head) return head;
-      if (!last) return START;
-      from = last;
-    }
-  }
-
-  /**
-   * Why a subscription that is at `from` and lets through the streams `matches` accepts is behind:
-   * an event it would be sent lies past it. Null when none does. The log's end is read backwards
-   * down to `from`, a page at a time, and filtered here (the client's readAll takes no filter):
-   * events of other streams past it are no reason, as the server owes it no checkpoint for fewer
-   * than 32 of them.
-   */
-  private async pastSubscription(from: Position, matches: (streamId: string) => boolean): Promise<string | null> {
-    return this.retried(async (client) => {
-      let page: Position | typeof END = END;
-      for (let pages = 0; pages < SCAN_PAGES; pages++) {
-        let last: Position | undefined;
-        let found: string | undefined;
-        let reached = false;
-        await this.eachEvent(client, client.readAll({ direction: BACKWARDS, fromPosition: page, maxCount: HEAD_PAGE, ...ON_LEADER }), (resolved) => {
-          const event = resolved.event;
-          if (!event?.position || found || reached) return;
-          const position = { commit: event.position.commit, prepare: event.position.prepare };
-          // A page read from a position may start with the event at that position: the last page's.
-          if (page !== END && comparePositions(position, page) >= 0) return;
-          if (comparePositions(position, from) <= 0) {
-            reached = true;
-            return;
-          }
-          last = position;
-          if (matches(event.streamId)) found = `${event.streamId}@${event.revision} lies past it at ${position.commit}/${position.prepare}`;
-        });
-        if (found) return found;
-        if (reached || !last) return null;
-        page = last;
-      }
-      return `the ${SCAN_PAGES * HEAD_PAGE} last events of the log are all past it`;
+  /** A page of the log read backwards on `client`, for the searches of its end (eventstoredb-log-end.ts). */
+  private async readBackwards(client: EventStoreDBClient, from: Position | 'end', maxCount: number): Promise<LogEntry[]> {
+    const page: LogEntry[] = [];
+    const fromPosition = from === 'end' ? END : from;
+    await this.eachEvent(client, client.readAll({ direction: BACKWARDS, fromPosition, maxCount, ...ON_LEADER }), ({ event }) => {
+      if (event?.position)
+        page.push({ streamId: event.streamId, revision: event.revision, position: { commit: event.position.commit, prepare: event.position.prepare } });
     });
+    return page;
   }
 
   /** Unknown: positions are byte offsets in the server's log, not event counts. */
@@ -328,7 +268,9 @@ export class EventStoreDbEventStore implements EventStore {
         subscription.destroy(new StoreUnavailableError('EventStoreDB', `no subscription confirmation within ${this.deadlineMs} ms`));
       }, this.deadlineMs);
       let batchPosition = position;
-      const watchdog = this.watch(subscription, () => this.pastSubscription(batchPosition, matches));
+      const watchdog = this.watch(subscription, () =>
+        this.retried((client) => pastSubscription((from, maxCount) => this.readBackwards(client, from, maxCount), batchPosition, matches)),
+      );
       subscription.once('confirmation', () => {
         clearTimeout(unconfirmed);
         watchdog.arm();
@@ -386,7 +328,8 @@ export class EventStoreDbEventStore implements EventStore {
         void subscription.unsubscribe().catch(() => undefined);
         leave();
       }
-      await sleep(retryDelayMs(failures), signal);
+      // At once when the signal aborts.
+      await sleep(retryDelayMs(failures), undefined, { signal }).catch(() => undefined);
     }
   }
 
@@ -535,8 +478,6 @@ export class EventStoreDbEventStore implements EventStore {
   }
 }
 
-const isSystemStream = (streamId: string) => streamId.startsWith('$');
-
 /** An append's failure as the port names it: a store unavailable is of unknown outcome once an attempt may have been stored. */
 function appendFailure(error: unknown, streamId: string, expected: ExpectedRevision, maybeStored: boolean): unknown {
   const failure = translateEsdbError(error, streamId, expected);
@@ -552,17 +493,4 @@ class CutShort extends StoreUnavailableError {
 
 function isDrained(subscription: AllStreamSubscription): boolean {
   return subscription.readableLength === 0;
-}
-
-/** Resolves after `ms`, or at once when the signal aborts. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
