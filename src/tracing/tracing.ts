@@ -106,10 +106,11 @@ export function inSpan<T>(
     try {
       return await work(span);
     } catch (error) {
-      // Its type and code only: a driver's message may quote values (MongoDB's duplicate key
-      // error quotes the key), and a stack begins with the message.
-      const { name, code } = error as Error & { code?: unknown };
-      span.recordException({ name, message: typeof code === 'string' ? code : name });
+      // Its type and code (a refusal's reason) only: a driver's message may quote values
+      // (MongoDB's duplicate key error quotes the key), and a stack begins with the message.
+      const { name, code, reason } = error as Error & { code?: unknown; reason?: unknown };
+      const said = typeof code === 'string' ? code : reason;
+      span.recordException({ name, message: typeof said === 'string' ? said : name });
       span.setStatus({ code: SpanStatusCode.ERROR, message: name });
       throw error;
     } finally {
