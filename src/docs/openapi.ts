@@ -175,7 +175,11 @@ const ERRORS: Record<number, { codes: ErrorCode[]; description: string; retry?: 
     retry: true,
   },
   500: { codes: ['INTERNAL'], description: 'unexpected failure; no internals are shown' },
-  503: { codes: ['UNAVAILABLE'], description: 'saved, but the read models have not caught up yet, or a store is down', retry: true },
+  503: {
+    codes: ['UNAVAILABLE'],
+    description: 'saved, but the read models have not caught up yet; a store is down; or a write was sent and its answer lost (it may have been saved)',
+    retry: true,
+  },
 };
 
 function errorResponse(status: number, example: unknown = EXAMPLE.ERRORS[status]) {
