@@ -61,7 +61,7 @@ async function until(check: () => boolean): Promise<void> {
   while (!check()) await new Promise((r) => setTimeout(r, 20));
 }
 
-describe('EventStoreDB adapter: every call is bounded by its deadline (finding 3)', () => {
+describe('EventStoreDB adapter: every call is bounded by its deadline', () => {
   it('fails a read and the head with StoreUnavailableError when the server never answers, and cancels the call', async () => {
     const s = await open({}); // Streams.Read accepted and never answered
     await expect(s.readStream('customer-1')).rejects.toThrow(StoreUnavailableError);
@@ -112,7 +112,7 @@ describe('EventStoreDB adapter: every call is bounded by its deadline (finding 3
   });
 });
 
-describe('EventStoreDB adapter: a server starting or overloaded (finding 4)', () => {
+describe('EventStoreDB adapter: a server starting or overloaded', () => {
   for (const reason of ['Server Is Not Ready', 'Server Is Too Busy'] as const) {
     it(`retries an append answered "${reason}", and succeeds once the server takes it`, async () => {
       let attempts = 0;
@@ -140,7 +140,7 @@ describe('EventStoreDB adapter: a server starting or overloaded (finding 4)', ()
 });
 
 describe('EventStoreDB adapter: subscriptions', () => {
-  it('hands over batches as large as maxBatchSize once that many events wait (finding 6)', async () => {
+  it('hands over batches as large as maxBatchSize once that many events wait', async () => {
     const s = await open({
       read: (call) => {
         call.write(confirmationMessage());
@@ -163,7 +163,7 @@ describe('EventStoreDB adapter: subscriptions', () => {
     expect(Math.max(...sizes)).toBe(100);
   });
 
-  it("ignores the server's end-of-log marker as a checkpoint, as 24.10.0-24.10.4 send it (finding 8)", async () => {
+  it("ignores the server's end-of-log marker as a checkpoint, as 24.10.0-24.10.4 send it", async () => {
     // A filtered subscription from the start that met no matching event before going live sends
     // the checkpoint TFPos(-1, -1) it started from, which Position.FromInt64 turns into 2^64-1
     // (Enumerator.AllSubscriptionFiltered.cs v24.10.4 lines 147, 304-307 and 348-349;
@@ -266,7 +266,7 @@ describe('EventStoreDB adapter: a stream deleted on the server', () => {
   });
 });
 
-describe('EventStoreDB adapter: reads of part of a stream (issue 36, item 2)', () => {
+describe('EventStoreDB adapter: reads of part of a stream', () => {
   const log: ScriptedEvent[] = Array.from({ length: 10 }, (_, revision) => ({ streamId: 'customer-1', revision, commit: BigInt(100 * (revision + 1)) }));
 
   it('reads a range of revisions as one forward read of that many from the first, on the leader', async () => {
@@ -299,7 +299,7 @@ describe('EventStoreDB adapter: reads of part of a stream (issue 36, item 2)', (
   });
 });
 
-describe('EventStoreDB adapter: the head is where a subscription can get to (finding 10)', () => {
+describe('EventStoreDB adapter: the head is where a subscription can get to', () => {
   // $all read backwards from the end, the server's own streams included (Enumerator.ReadAllBackwards.cs).
   const log: ScriptedEvent[] = [
     { streamId: '$stats-127.0.0.1:2113', revision: 7, commit: 3000n },
@@ -364,7 +364,7 @@ describe('EventStoreDB adapter: the head is where a subscription can get to (fin
 });
 
 describe('EventStoreDB adapter: lag', () => {
-  it('is unknown: positions are byte offsets in the log, not event counts (finding 2)', async () => {
+  it('is unknown: positions are byte offsets in the log, not event counts', async () => {
     const s = await open({});
     expect(s.eventsBetween()).toBeNull();
   });

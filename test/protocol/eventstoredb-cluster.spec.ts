@@ -153,7 +153,7 @@ function follow(s: EventStoreDbEventStore, from: Position): EventBatch[] {
 
 const delivered = (batches: EventBatch[]) => batches.flatMap((b) => b.events.map((e) => `${e.streamId}@${e.revision}`));
 
-describe('EventStoreDB in a cluster: reads go to the leader (item 2)', () => {
+describe('EventStoreDB in a cluster: reads go to the leader', () => {
   // The leader's log, and that of a follower that has not yet replicated its last event.
   const leaderLog: ScriptedEvent[] = [
     { streamId: 'customer-1', revision: 0, commit: 1000n },
@@ -242,7 +242,7 @@ describe('EventStoreDB in a cluster: reads go to the leader (item 2)', () => {
   });
 });
 
-describe('EventStoreDB in a cluster: a subscription that goes silent is renewed (item 1)', () => {
+describe('EventStoreDB in a cluster: a subscription that goes silent is renewed', () => {
   it('resubscribes once the head moves past a silent subscription, and the new event reaches the consumer', async () => {
     // Each subscription catches up, then hears nothing more, whatever is appended.
     const log: ScriptedEvent[] = [{ streamId: 'customer-1', revision: 0, commit: 100n }];
@@ -478,7 +478,7 @@ describe('EventStoreDB: a client replaced after a read went unanswered', () => {
   });
 });
 
-describe('the service when its subscriptions go silent after catching up (item 1)', () => {
+describe('the service when its subscriptions go silent after catching up', () => {
   let app: TestApp | undefined;
   afterEach(async () => {
     await app?.close();
@@ -510,7 +510,7 @@ describe('the service when its subscriptions go silent after catching up (item 1
   });
 });
 
-describe('EventStoreDB: clients replaced, and what is left on them (review 33b)', () => {
+describe('EventStoreDB: clients replaced, and what is left on them', () => {
   it("ends an append left unanswered on a client it replaced, by the call's own deadline", async () => {
     // The append's own gRPC deadline ends the call on the server too. Before, on the client's batch
     // appends: a stream opened after the replacement's disposal (deadline Infinity, client 6.2.1

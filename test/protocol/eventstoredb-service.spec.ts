@@ -80,7 +80,7 @@ describe('the service on the EventStoreDB protocol (scripted endpoint)', () => {
     await server?.close();
   });
 
-  it('is ready with lag unknown, not thousands of "events" behind, though profiles never saw a position (finding 2)', async () => {
+  it('is ready with lag unknown, not thousands of "events" behind, though profiles never saw a position', async () => {
     const ready = await t.http.get('/health/ready');
     expect(ready.status).toBe(200);
     expect(ready.body).toMatchObject({ status: 'ready', head: '5000', problems: [] });
@@ -97,7 +97,7 @@ describe('the service on the EventStoreDB protocol (scripted endpoint)', () => {
     expect(metrics.text).not.toMatch(/^projection_lag\{/m);
   });
 
-  it('answers a write the server is not ready for with 503 and Retry-After, not 500 (finding 4)', async () => {
+  it('answers a write the server is not ready for with 503 and Retry-After, not 500', async () => {
     jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     const res = await t.http.post(withToken('customers')).send({ email: 'later@x.io' });
     jest.restoreAllMocks();
@@ -108,7 +108,7 @@ describe('the service on the EventStoreDB protocol (scripted endpoint)', () => {
   });
 });
 
-describe('the service when EventStoreDB stops answering (scripted endpoint, finding 3)', () => {
+describe('the service when EventStoreDB stops answering (scripted endpoint)', () => {
   let server: ScriptedServer;
   let t: TestApp;
   let silent = false;
@@ -339,7 +339,7 @@ describe('the CLI on the EventStoreDB protocol (scripted endpoint)', () => {
   });
   const env = () => ({ EVENTSTORE_CONNECTION_STRING: server.connectionString, STORE_TIMEOUT_MS: '2000' });
 
-  it('shows lag as unknown in the status (finding 2)', async () => {
+  it('shows lag as unknown in the status', async () => {
     const json = await runCli(['projections', 'status', '--json'], dataDir, env());
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({

@@ -192,7 +192,7 @@ describe('EventStoreDB mapping', () => {
   });
 });
 
-describe('EventStoreDB reconnection settings (review 33b, findings 2 and 3)', () => {
+describe('EventStoreDB reconnection settings', () => {
   it('makes no new client for one host and no discovery: it would reach the same node', () => {
     expect(reconnection('esdb://localhost:2113?tls=false', 5000)).toEqual({ connectionString: 'esdb://localhost:2113?tls=false', discoveryMs: 0 });
   });

@@ -57,7 +57,7 @@ describe('RecordEraser', () => {
     },
   } as unknown as ProjectionsService;
 
-  it("answers 404 to an update decided on values that read '' while another worker erases the record (issue 36, item 4)", async () => {
+  it("answers 404 to an update decided on values that read '' while another worker erases the record", async () => {
     const id = randomUUID();
     const here = new RecordWriter(CUSTOMER, events, readModels, events.keys);
     await here.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada', email: 'ada@example.com' }), { isNew: true });

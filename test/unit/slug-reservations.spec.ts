@@ -149,7 +149,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
     await expect(slugs.reserve('shop', 'Y', metadata)).rejects.toMatchObject({ reason: 'conflict' });
   });
 
-  it('frees at once a slug an update moved the profile onto while it was being erased (issue 36, item 4)', async () => {
+  it('frees at once a slug an update moved the profile onto while it was being erased', async () => {
     await create('X', 'a');
     // The erasure reads X (slug "a"), then waits in its key's destruction until `destroy` is called.
     let destroying!: () => void;
@@ -173,7 +173,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
     expect((await profiles.load('Z')).state?.fields.slug).toBe('a');
   });
 
-  describe('a takeover, fenced (issue 33, item 6)', () => {
+  describe('a takeover, fenced', () => {
     /**
      * Slugs and profiles on the event store as read with some events' times `earlier(event)` ms
      * before they were stamped: as a store whose clock is behind this host's, or an event from
