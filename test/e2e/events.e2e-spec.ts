@@ -20,7 +20,8 @@ describe('events appended by the API', () => {
     return res.body.data.Customer.id as string;
   };
 
-  it('records the fields set, and metadata without the token', async () => {
+  it('records the fields set, and metadata without the token: the event carries the time its change was decided', async () => {
+    const before = Date.now();
     const id = await create('req-create-1');
     const [created] = await store.readStream(`customer-${id}`);
     expect(created.type).toBe('CustomerCreated');
@@ -30,7 +31,11 @@ describe('events appended by the API', () => {
       correlationId: 'req-create-1',
       causationId: expect.stringMatching(/^[0-9a-f-]{36}$/),
       schemaVersion: 2,
+      occurredAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     });
+    // Decided before it was stored, within the request.
+    expect(Date.parse(created.metadata.occurredAt!)).toBeGreaterThanOrEqual(before);
+    expect(Date.parse(created.metadata.occurredAt!)).toBeLessThanOrEqual(Date.now());
     expect(JSON.stringify({ data: created.data, metadata: created.metadata })).not.toContain(TOKENS.a);
   });
 
