@@ -2,31 +2,32 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { AuditModule } from './audit/audit.module';
 import type { AppConfig } from './config/config';
-import { CustomersModule } from './customers/customers.module';
 import { FeedModule } from './feed/feed.module';
 import { MetricsModule } from './health/metrics.module';
-import { ProfilesModule } from './profiles/profiles.module';
 import { HealthModule } from './health/health.module';
+import { checkedKinds, type RecordKindDefinition } from './kinds/record-kind-definition';
 import { ProjectionsModule } from './projections/projections.module';
-import { READ_MODELS, RECORD_KINDS } from './read-models';
+import { readModelsOf } from './read-models';
+import { REGISTERED_KINDS } from './record-kinds';
 import { StoresModule } from './stores/stores.module';
 
 @Module({})
 export class AppModule {
-  static forRoot(config: AppConfig): DynamicModule {
+  /** The service keeping the records of `definitions` (the registered kinds unless given). */
+  static forRoot(config: AppConfig, definitions: readonly RecordKindDefinition[] = REGISTERED_KINDS): DynamicModule {
+    const kinds = checkedKinds(definitions);
     return {
       module: AppModule,
       // Routes are matched in the order their modules come: the /v1 routes first, since every
       // route an /v1 request walks past costs a match.
       imports: [
         CqrsModule.forRoot(),
-        CustomersModule,
-        ProfilesModule,
-        FeedModule.forRoot(RECORD_KINDS),
+        ...definitions.map((definition) => definition.module),
+        FeedModule.forRoot(kinds),
         AuditModule,
         MetricsModule,
-        StoresModule.forRoot(config, RECORD_KINDS),
-        ProjectionsModule.forRoot(READ_MODELS),
+        StoresModule.forRoot(config, kinds),
+        ProjectionsModule.forRoot(readModelsOf(definitions)),
         HealthModule,
       ],
     };
