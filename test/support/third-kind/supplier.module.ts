@@ -238,7 +238,7 @@ class SuppliersController {
     {
       provide: WRITER,
       useFactory: (eventStore: EventStore, projections: ProjectionsService, keys: DataKeys, config: AppConfig) =>
-        new RecordWriter(SUPPLIER, eventStore, projections, keys, config.recordCacheSize),
+        new RecordWriter(SUPPLIER, eventStore, projections, keys, { keepAtMost: config.recordCacheSize }),
       inject: [EVENT_STORE, ProjectionsService, DATA_KEYS, APP_CONFIG],
     },
     {
