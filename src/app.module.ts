@@ -5,16 +5,15 @@ import type { AppConfig } from './config/config';
 import { FeedModule } from './feed/feed.module';
 import { MetricsModule } from './health/metrics.module';
 import { HealthModule } from './health/health.module';
-import { checkedKinds, type RecordKindDefinition } from './kinds/record-kind-definition';
+import { checkedKinds, type RecordKindDefinition, type RecordKindRoutes } from './kinds/record-kind-definition';
 import { ProjectionsModule } from './projections/projections.module';
 import { readModelsOf } from './read-models';
-import { REGISTERED_KINDS } from './record-kinds';
 import { StoresModule } from './stores/stores.module';
 
 @Module({})
 export class AppModule {
-  /** The service keeping the records of `definitions` (the registered kinds unless given). */
-  static forRoot(config: AppConfig, definitions: readonly RecordKindDefinition[] = REGISTERED_KINDS): DynamicModule {
+  /** The service keeping the records of `definitions`, whose `routes` (routesOf) are loaded. */
+  static forRoot(config: AppConfig, definitions: readonly RecordKindDefinition[], routes: RecordKindRoutes[]): DynamicModule {
     const kinds = checkedKinds(definitions);
     return {
       module: AppModule,
@@ -22,7 +21,7 @@ export class AppModule {
       // route an /v1 request walks past costs a match.
       imports: [
         CqrsModule.forRoot(),
-        ...definitions.map((definition) => definition.module),
+        ...routes.map((kind) => kind.module),
         FeedModule.forRoot(kinds),
         AuditModule,
         MetricsModule,

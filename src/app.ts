@@ -15,7 +15,7 @@ import type { ServiceRequest } from './http/request-context';
 import type { DestinationStream } from 'pino';
 import { createLogger, NestPinoLogger } from './logging/logging';
 import { Metrics } from './metrics/metrics';
-import type { RecordKindDefinition } from './kinds/record-kind-definition';
+import { type RecordKindDefinition, routesOf } from './kinds/record-kind-definition';
 import { REGISTERED_KINDS } from './record-kinds';
 
 /** The API's paths: routes match regardless of case, as Express matches them. */
@@ -42,9 +42,10 @@ export async function createApp(
   logDestination?: DestinationStream,
   { kinds = REGISTERED_KINDS }: { kinds?: readonly RecordKindDefinition[] } = {},
 ): Promise<NestExpressApplication> {
+  const routes = await routesOf(kinds);
   const logger = createLogger(config.logLevel, logDestination);
   const adapter = new JsonExpressAdapter({ ...config, maxConnections: workerShare(config.maxConnections, config) }, logger);
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, kinds), adapter, {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, kinds, routes), adapter, {
     bodyParser: false,
     abortOnError: false,
     logger: new NestPinoLogger(logger),
@@ -66,7 +67,7 @@ export async function createApp(
   adapter.addAfterRoutes(() =>
     setUpDocs(
       app,
-      kinds.map((definition) => definition.api),
+      routes.map((kind) => kind.api),
     ),
   );
   await app.init();

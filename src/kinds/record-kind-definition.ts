@@ -15,16 +15,36 @@ export interface RecordKindDefinition {
   kind: RecordKind;
   /** Its read model, one document per record (recordProjection): projected, rebuilt, listed. */
   readModel: Projection;
-  /** Its /v1 resource in the OpenAPI document: names, bodies (the field rules), answers, filters. */
-  api: ApiRecordSpec;
+  /**
+   * Its routes, loaded by the app as it starts (routesOf): the CLI and the benches need the kind and
+   * its read model alone, and load neither the controllers nor the OpenAPI and validation libraries.
+   */
+  routes: () => Promise<RecordKindRoutes>;
+}
+
+/** What a kind adds to the app: its module and what the OpenAPI document says of it. */
+export interface RecordKindRoutes {
   /** Its controller and its command and query handlers: the module the app imports. */
   module: Type<unknown>;
+  /** Its /v1 resource in the OpenAPI document: names, bodies (the field rules), answers, filters. */
+  api: ApiRecordSpec;
+}
+
+/** The routes of `definitions`, in their order, each checked to be its kind's. */
+export async function routesOf(definitions: readonly RecordKindDefinition[]): Promise<RecordKindRoutes[]> {
+  return Promise.all(
+    definitions.map(async ({ kind, routes }) => {
+      const loaded = await routes();
+      if (loaded.api.resource !== kind.label) throw new Error(`Record kind ${kind.label}: its OpenAPI resource is ${loaded.api.resource}`);
+      return loaded;
+    }),
+  );
 }
 
 /**
  * The kinds of `definitions`, once checked to be told apart wherever they meet: by their stream
  * prefix (sealing, the feed), their label (the answers' wrapper, idempotency keys), their read model's
- * name (a collection, a rebuild's argument). Each definition's parts must name the same kind.
+ * name (a collection, a rebuild's argument). A definition's read model must follow its kind's streams.
  */
 export function checkedKinds(definitions: readonly RecordKindDefinition[]): RecordKind[] {
   const seen = new Map<string, string>();
@@ -33,8 +53,7 @@ export function checkedKinds(definitions: readonly RecordKindDefinition[]): Reco
     if (other) throw new Error(`Record kinds ${other} and ${label} have the same ${what} "${value}"`);
     seen.set(`${what} ${value}`, label);
   };
-  for (const { kind, readModel, api } of definitions) {
-    if (api.resource !== kind.label) throw new Error(`Record kind ${kind.label}: its OpenAPI resource is ${api.resource}`);
+  for (const { kind, readModel } of definitions) {
     if (readModel.streamPrefixes.join() !== `${kind.streamPrefix}-`) throw new Error(`Record kind ${kind.label}: its read model follows other streams`);
     once('stream prefix', kind.streamPrefix, kind.label);
     once('label', kind.label.toLowerCase(), kind.label);

@@ -1,6 +1,6 @@
 import { CUSTOMERS } from '../../src/customers/customer.kind';
 import { CUSTOMER } from '../../src/customers/customer.decider';
-import { checkedKinds } from '../../src/kinds/record-kind-definition';
+import { checkedKinds, routesOf } from '../../src/kinds/record-kind-definition';
 import { READ_MODELS, readModelsOf, RECORD_KINDS } from '../../src/read-models';
 import { REGISTERED_KINDS } from '../../src/record-kinds';
 import { recordProjection } from '../../src/records/record.projection';
@@ -35,8 +35,9 @@ describe('record kinds', () => {
     expect(() => checkedKinds([CUSTOMERS, SUPPLIER_AS_CUSTOMERS])).toThrow('Record kinds Customer and Supplier have the same read model "customers"');
   });
 
-  it('refuses a definition whose parts name different kinds', () => {
-    expect(() => checkedKinds([{ ...SUPPLIERS, api: CUSTOMERS.api }])).toThrow('Record kind Supplier: its OpenAPI resource is Customer');
+  it('refuses a definition whose parts name different kinds', async () => {
+    const customerRoutes = await CUSTOMERS.routes();
+    await expect(routesOf([{ ...SUPPLIERS, routes: async () => customerRoutes }])).rejects.toThrow('Record kind Supplier: its OpenAPI resource is Customer');
     expect(() => checkedKinds([{ ...SUPPLIERS, readModel: CUSTOMERS.readModel }])).toThrow('Record kind Supplier: its read model follows other streams');
   });
 });
