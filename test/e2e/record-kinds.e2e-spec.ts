@@ -49,7 +49,19 @@ describeUnlessWorkers('a kind of record given to the app as its definition', 'th
     await t.http.get(withToken(`suppliers/${created.id}`, TOKENS.b)).expect(404);
   });
 
-  it('lists the account’s suppliers by its read model’s filters: email as a whole, city by any part', async () => {
+  it('creates a supplier once for a repeated Idempotency-Key, in its own collection', async () => {
+    const key = uid('supplier-key');
+    const send = () => t.http.post(withToken('suppliers')).set('Idempotency-Key', key).send({ name: 'Once Only' });
+    const first = await send().expect(201);
+    const again = await send().expect(201);
+    expect(again.body).toEqual(first.body);
+    expect(await list({ email: '' })).toContain(first.body.data.Supplier.id);
+    // The key belongs to its create in /v1/suppliers: a create elsewhere with it is refused.
+    const elsewhere = await t.http.post(withToken('customers')).set('Idempotency-Key', key).send({ email: 'once@only.example' }).expect(409);
+    expect(elsewhere.body.error.message).toBe('This Idempotency-Key was used to create in /v1/suppliers; use a new key for a new request.');
+  });
+
+  it("lists the account's suppliers by its read model's filters: email as a whole, city by any part", async () => {
     const city = uid('Bandar');
     const first = await createSupplier({ name: 'First', email: `${uid('a')}@one.example`, city: `${city} Anzali` });
     const second = await createSupplier({ name: 'Second', email: `${uid('b')}@two.example`, city: `Port of ${city}` });
@@ -60,7 +72,7 @@ describeUnlessWorkers('a kind of record given to the app as its definition', 'th
     expect(await list({ city: 'anzali', email: String(second.email) })).toEqual([]);
   });
 
-  it('keeps a supplier’s history, and after its erasure none of its values, in its history or anywhere', async () => {
+  it("keeps a supplier's history, and after its erasure none of its values in it", async () => {
     const name = uid('Gilan Growers');
     const supplier = await createSupplier({ name, city: uid('Fuman') });
     await t.http
@@ -87,7 +99,7 @@ describeUnlessWorkers('a kind of record given to the app as its definition', 'th
     ]);
   });
 
-  it('tells a supplier’s changes in the change feed, as /v1/suppliers entries, blanked once it is erased', async () => {
+  it("tells a supplier's changes in the change feed, as /v1/suppliers entries, blanked once it is erased", async () => {
     const { cursor: start } = await readFeed(t.baseUrl, TOKENS.a);
     const supplier = await createSupplier({ name: 'Feed Leaf', city: 'Astara' });
     await t.http
@@ -135,7 +147,7 @@ describeUnlessWorkers('a kind of record given to the app as its definition', 'th
   });
 
   describeOnSqlite('on the embedded store', () => {
-    it('keeps a supplier’s values in plain only in its read model, and nowhere once erased', async () => {
+    it("keeps a supplier's values in plain only in its read model, and nowhere once erased", async () => {
       const values = [uid('Sealed Supplier Name'), uid('Sealed City')];
       const supplier = await createSupplier({ name: values[0], city: values[1] });
       // The read model holds them in plain while the supplier is there; the events are sealed.
@@ -147,7 +159,7 @@ describeUnlessWorkers('a kind of record given to the app as its definition', 'th
 });
 
 describeUnlessWorkers('rebuilding the read models of a kind given to the app', 'the kind is defined in the tests, so it needs the app in-process', () => {
-  it('replays the kind’s events into a new generation of its read model, as the CLI’s rebuild does for the registered kinds', async () => {
+  it("replays the kind's events into a new generation of its read model, as the CLI's rebuild does for the registered kinds", async () => {
     const kinds = [...REGISTERED_KINDS, SUPPLIERS];
     const first = await startTestApp({ extraKinds: [SUPPLIERS] });
     const supplier = (await first.http.post(withToken('suppliers')).send({ name: 'Rebuilt Leaf', city: 'Ramsar' }).expect(201)).body.data.Supplier;
