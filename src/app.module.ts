@@ -2,31 +2,31 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { AuditModule } from './audit/audit.module';
 import type { AppConfig } from './config/config';
-import { CustomersModule } from './customers/customers.module';
 import { FeedModule } from './feed/feed.module';
 import { MetricsModule } from './health/metrics.module';
-import { ProfilesModule } from './profiles/profiles.module';
 import { HealthModule } from './health/health.module';
+import { checkedKinds, type RecordKindDefinition, type RecordKindRoutes } from './kinds/record-kind-definition';
 import { ProjectionsModule } from './projections/projections.module';
-import { READ_MODELS, RECORD_KINDS } from './read-models';
+import { readModelsOf } from './read-models';
 import { StoresModule } from './stores/stores.module';
 
 @Module({})
 export class AppModule {
-  static forRoot(config: AppConfig): DynamicModule {
+  /** The service keeping the records of `definitions`, whose `routes` (routesOf) are loaded. */
+  static forRoot(config: AppConfig, definitions: readonly RecordKindDefinition[], routes: RecordKindRoutes[]): DynamicModule {
+    const kinds = checkedKinds(definitions);
     return {
       module: AppModule,
       // Routes are matched in the order their modules come: the /v1 routes first, since every
       // route an /v1 request walks past costs a match.
       imports: [
         CqrsModule.forRoot(),
-        CustomersModule,
-        ProfilesModule,
-        FeedModule.forRoot(RECORD_KINDS),
+        ...routes.map((kind) => kind.module),
+        FeedModule.forRoot(kinds),
         AuditModule,
         MetricsModule,
-        StoresModule.forRoot(config, RECORD_KINDS),
-        ProjectionsModule.forRoot(READ_MODELS),
+        StoresModule.forRoot(config, kinds),
+        ProjectionsModule.forRoot(readModelsOf(definitions)),
         HealthModule,
       ],
     };

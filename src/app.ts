@@ -4,7 +4,6 @@ import type { NextFunction, Response } from 'express';
 import { AppModule } from './app.module';
 import { setUpDocs } from './docs/openapi';
 import type { AppConfig } from './config/config';
-import { CUSTOMER_API } from './customers/customer.api';
 import { AccessTokens, accessTokenMiddleware, RateLimits } from './http/access-token.middleware';
 import { ApiExceptionFilter } from './http/api-exception.filter';
 import { BodyValidationPipe } from './http/body-validation.pipe';
@@ -16,7 +15,8 @@ import type { ServiceRequest } from './http/request-context';
 import type { DestinationStream } from 'pino';
 import { createLogger, NestPinoLogger } from './logging/logging';
 import { Metrics } from './metrics/metrics';
-import { PROFILE_API } from './profiles/profile.api';
+import { type RecordKindDefinition, routesOf } from './kinds/record-kind-definition';
+import { REGISTERED_KINDS } from './record-kinds';
 
 /** The API's paths: routes match regardless of case, as Express matches them. */
 const V1_PATH = /^\/v1(?:\/|$)/i;
@@ -32,14 +32,20 @@ const corsOptions = (origins: string[]) => ({
 
 /**
  * The whole service, initialised and not yet listening: main.ts and the tests build it the same way
- * (the tests keep its log lines in memory: `logDestination`, stdout otherwise).
+ * (the tests keep its log lines in memory: `logDestination`, stdout otherwise; a test may give kinds
+ * of record of its own: `kinds`, the registered ones otherwise).
  * Order matters: authentication and rate limits come before the body is read, so the bodies of
  * strangers and of tokens over their limit are never read or parsed.
  */
-export async function createApp(config: AppConfig, logDestination?: DestinationStream): Promise<NestExpressApplication> {
+export async function createApp(
+  config: AppConfig,
+  logDestination?: DestinationStream,
+  { kinds = REGISTERED_KINDS }: { kinds?: readonly RecordKindDefinition[] } = {},
+): Promise<NestExpressApplication> {
+  const routes = await routesOf(kinds);
   const logger = createLogger(config.logLevel, logDestination);
   const adapter = new JsonExpressAdapter({ ...config, maxConnections: workerShare(config.maxConnections, config) }, logger);
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), adapter, {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, kinds, routes), adapter, {
     bodyParser: false,
     abortOnError: false,
     logger: new NestPinoLogger(logger),
@@ -58,7 +64,12 @@ export async function createApp(config: AppConfig, logDestination?: DestinationS
   );
   app.useGlobalFilters(new ApiExceptionFilter());
   app.useGlobalPipes(new BodyValidationPipe());
-  adapter.addAfterRoutes(() => setUpDocs(app, [PROFILE_API, CUSTOMER_API]));
+  adapter.addAfterRoutes(() =>
+    setUpDocs(
+      app,
+      routes.map((kind) => kind.api),
+    ),
+  );
   await app.init();
   return app;
 }

@@ -14,6 +14,7 @@ const UPDATE = { mobile: '09351112233', company: '' };
 /** /v1/customers in the OpenAPI document (docs/openapi.ts). */
 export const CUSTOMER_API: ApiRecordSpec = {
   resource: 'Customer',
+  tag: 'Customers: the buyer records',
   bodies: { create: CreateCustomerBody, update: UpdateCustomerBody },
   filters: customerProjection.schema.filters,
   answers: {
@@ -27,6 +28,7 @@ export const CUSTOMER_API: ApiRecordSpec = {
     full: customerView(record(ID, CREATE), 'full'),
     short: customerView(record(ID, CREATE), 'short'),
     updated: customerView(record(ID, CREATE, UPDATE), 'short'),
+    filters: { email: 'ada@example.com', mobile: '09121234567', company: 'engines' },
     history: [
       {
         event: 'CustomerCreated',

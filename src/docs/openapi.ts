@@ -43,15 +43,17 @@ export interface ApiAnswer {
 
 /** What a feature tells the document about its /v1 resource. */
 export interface ApiRecordSpec {
-  /** The wrapper of every answer; in lower case, the tag and the paths' noun. */
-  resource: 'Profile' | 'Customer';
+  /** The wrapper of every answer (the kind's label); in lower case, the tag and the paths' noun. */
+  resource: string;
+  /** The tag's description: what these records are. */
+  tag: string;
   bodies: { create: Type<object>; update: Type<object> };
   /** The list filters, as the projection's schema declares them. */
   filters: Record<string, MatchKind>;
   /** A create's answer, and the one of lists, reads and updates when it shows fewer fields. */
   answers: { full: ApiAnswer; short?: ApiAnswer };
-  /** What "Try it out" sends (create, update) and what the answers show. */
-  examples: { id: string; create: object; update: object; full: object; short: object; updated: object; history: object[] };
+  /** What "Try it out" sends (create, update, a list's filters) and what the answers show. */
+  examples: { id: string; create: object; update: object; full: object; short: object; updated: object; history: object[]; filters: Record<string, string> };
   /**
    * The resource's own rules, in the operations' descriptions: what a create requires (sentences),
    * what an update may not change (sentences), what else an erasure frees (a clause).
@@ -60,6 +62,12 @@ export interface ApiRecordSpec {
 }
 
 const ref = (name: string): ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
+
+/** `a, b and c`. */
+const listed = (names: readonly string[]) => (names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1)}` : names.join(''));
+
+/** The collections of `specs`, as the paths and tags name them: `profiles`. */
+const collectionsOf = (specs: ApiRecordSpec[]) => specs.map((spec) => `${spec.resource.toLowerCase()}s`);
 
 function recordSchema({ description, fields, extra = {} }: ApiAnswer): SchemaObject {
   const properties: Record<string, SchemaObject> = {
@@ -241,8 +249,7 @@ const wrapper = (resource: ApiRecordSpec['resource'], schema: SchemaObject | Ref
 });
 
 /** Tags and the two ways of sending the token, for a /v1 controller. */
-export const ApiResource = ({ resource }: ApiRecordSpec) =>
-  applyDecorators(ApiTags(`${resource.toLowerCase()}s`), ApiBearerAuth(), ApiSecurity('access_token'));
+export const ApiResource = (spec: ApiRecordSpec) => applyDecorators(ApiTags(collectionsOf([spec])[0]), ApiBearerAuth(), ApiSecurity('access_token'));
 
 /** The tag of what is outside /v1: health, metrics. */
 export const ApiOperations = () => ApiTags('operations');
@@ -276,23 +283,14 @@ const MATCH_RULES: Record<MatchKind, string> = {
   'contains-ci': 'matches any record whose value contains it, ignoring case',
 };
 
-const FILTER_EXAMPLES: Record<string, string> = {
-  email: 'ada@example.com',
-  mobile: '09121234567',
-  company: 'engines',
-  tel: '02188776655',
-  site: 'saffrontea',
-  slug: 'SaffronTea',
-};
-
-const FILTERS = (filters: Record<string, MatchKind>) =>
+const FILTERS = (filters: Record<string, MatchKind>, examples: Record<string, string>) =>
   Object.entries(filters).map(([name, kind]) =>
     ApiQuery({
       name,
       required: false,
       schema: { type: 'string' },
       description: `filter: ${MATCH_RULES[kind]}; empty is ignored; filters combine with AND`,
-      example: FILTER_EXAMPLES[name],
+      example: examples[name],
     }),
   );
 
@@ -365,7 +363,7 @@ const OPERATIONS: Record<Operation, (spec: ApiRecordSpec, parts: OperationParts)
     }),
     ...PAGING(10),
     ...CURSOR,
-    ...FILTERS(spec.filters),
+    ...FILTERS(spec.filters, example.filters),
     successResponse(200, `a page of the account's ${name}s`, 200, { type: 'array', items: wrapper(resource, short) }, [{ [resource]: example.short }], {
       headers: { ...TOTAL_COUNT, ...TOTAL_CAPPED, ...NEXT_CURSOR },
     }),
@@ -437,7 +435,7 @@ interface OperationParts {
   rules: ApiRecordSpec['rules'];
 }
 
-/** One operation on /v1/profiles or /v1/customers, with every answer it can give. */
+/** One operation on a kind's /v1 collection (/v1/profiles, /v1/customers), with every answer it can give. */
 export function ApiRecordOperation(spec: ApiRecordSpec, operation: Operation) {
   const { resource, answers, examples: example, rules } = spec;
   const parts: OperationParts = {
@@ -513,6 +511,10 @@ function feedEntrySchema(specs: ApiRecordSpec[]): SchemaObject {
   };
 }
 
+/** GET /v1/events' first paragraph, for the collections it tells of (setUpDocs names the service's). */
+const feedSummary = (collections: string[]) =>
+  `Every change to the account's ${listed(collections)}, oldest first, in the order stored: each a CloudEvents 1.0 entry. Page on with the X-Next-Cursor of each answer as \`after\` (or the \`id\` of the last entry you handled); cursors are opaque, belong to the account, and stay valid for good. Read from your last cursor after any interruption and you miss nothing.`;
+
 /** Tags and the two ways of sending the token, for GET /v1/events. */
 export const ApiFeed = () => applyDecorators(ApiTags('events'), ApiBearerAuth(), ApiSecurity('access_token'));
 
@@ -525,7 +527,7 @@ export function ApiFeedOperation({ examples }: ApiFeedSpec) {
     ApiOperation({
       summary: "The account's changes: a change feed",
       description: [
-        "Every change to the account's profiles and customers, oldest first, in the order stored: each a CloudEvents 1.0 entry. Page on with the X-Next-Cursor of each answer as `after` (or the `id` of the last entry you handled); cursors are opaque, belong to the account, and stay valid for good. Read from your last cursor after any interruption and you miss nothing.",
+        feedSummary(['records']),
         '`wait` long-polls: with nothing after the cursor, the answer waits for news up to that many seconds, then answers an empty page with the cursor sent.',
         `With \`Accept: text/event-stream\` the same entries come as server-sent events: \`id:\` the entry's cursor, \`event:\` its type, \`data:\` the entry; a comment (\`: idle\`) at least every 15 s while there is nothing new. Resume with Last-Event-ID (as EventSource sends it) or \`after\`. \`limit\` and \`wait\` do not apply to a stream.`,
         'A `*.erased` entry means: delete every copy you keep of that record, including values read earlier.',
@@ -590,9 +592,13 @@ export function ApiFeedOperation({ examples }: ApiFeedSpec) {
   );
 }
 
-/** Serves the document at /docs-json (in the service's JSON conventions) and its UI at /docs; `specs` give the resources' answers. */
+/**
+ * Serves the document at /docs-json (in the service's JSON conventions) and its UI at /docs; `specs`
+ * give the resources: their tags, their answers, the change feed's kinds of entry.
+ */
 export function setUpDocs(app: NestExpressApplication, specs: ApiRecordSpec[]): void {
-  const config = new DocumentBuilder()
+  const collections = collectionsOf(specs);
+  const builder = new DocumentBuilder()
     .setTitle('Profiles and customers service')
     .setDescription(
       'Business profiles and customers for an invoicing platform. Every /v1 request carries an access token, as ?access_token=… or as Authorization: Bearer …; every answer is application/json; charset=UTF-8.',
@@ -601,13 +607,16 @@ export function setUpDocs(app: NestExpressApplication, specs: ApiRecordSpec[]): 
     // The header first: Swagger UI's Authorize dialog offers them in this order, and a query token shows in the request URL on screen.
     // Tokens are opaque strings, not JWTs: no bearerFormat (Nest's default says JWT).
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: undefined, description: 'the access token as Authorization: Bearer <token>' })
-    .addApiKey({ type: 'apiKey', in: 'query', name: 'access_token', description: 'the access token as a query parameter' }, 'access_token')
-    .addTag('profiles', 'Business profiles: the seller identity printed on invoices')
-    .addTag('customers', 'Customers: the buyer records')
-    .addTag('events', "The change feed: every change to the account's profiles and customers, for the platform's other services to follow")
+    .addApiKey({ type: 'apiKey', in: 'query', name: 'access_token', description: 'the access token as a query parameter' }, 'access_token');
+  specs.forEach((spec, i) => builder.addTag(collections[i], spec.tag));
+  const config = builder
+    .addTag('events', `The change feed: every change to the account's ${listed(collections)}, for the platform's other services to follow`)
     .addTag('operations', 'Health and metrics, outside /v1 and without a token')
     .build();
   const document = SwaggerModule.createDocument(app, config);
+  // The feed's decorator is the class's, made before the kinds are known: its operation names them here.
+  const feed = document.paths['/v1/events']?.get;
+  if (feed?.description) feed.description = feed.description.replace(feedSummary(['records']), feedSummary(collections));
   const schemas = (document.components ??= {}).schemas ?? {};
   // Request bodies refuse any field they do not list.
   for (const schema of Object.values(schemas)) (schema as SchemaObject).additionalProperties = false;

@@ -104,7 +104,7 @@ const usedOnAnotherCollection = (collection: string) =>
  * response, or, finding a claim without one (an attempt in flight, or one that crashed midway), runs
  * the same create with the same id: the record's stream makes that exactly-once, since a create on
  * an existing id appends nothing. The first response appended is the one every attempt answers.
- * The projectors follow only `profile-`/`customer-` streams, so these never reach a read model.
+ * The projectors follow only the record kinds' streams (`profile-`, `customer-`), so these never reach a read model.
  * The answer holds the record's personal data, so it is sealed with the record's key: once the
  * record is erased, a retry finds nothing to replay and answers 409.
  */

@@ -12,6 +12,7 @@ const FULL = profileView(record(ID, CREATE), true);
 /** /v1/profiles in the OpenAPI document (docs/openapi.ts): every answer shows the whole profile. */
 export const PROFILE_API: ApiRecordSpec = {
   resource: 'Profile',
+  tag: 'Business profiles: the seller identity printed on invoices',
   bodies: { create: ProfileBody, update: ProfileBody },
   filters: profileProjection.schema.filters,
   answers: {
@@ -33,6 +34,7 @@ export const PROFILE_API: ApiRecordSpec = {
     full: FULL,
     short: FULL,
     updated: profileView(record(ID, CREATE, UPDATE), true),
+    filters: { email: 'ada@example.com', tel: '02188776655', site: 'saffrontea', slug: 'SaffronTea' },
     history: [
       {
         event: 'ProfileCreated',

@@ -5,9 +5,9 @@ import type { ReadDocument } from '../read-store/read-store.port';
 /** A record's field values as stored: every value is a string, '' meaning "no value". */
 export type Fields = Record<string, string>;
 
-/** What profiles and customers share: a stream per record and four event types. */
+/** What every kind of record shares (profiles, customers: src/record-kinds.ts): a stream per record and four event types. */
 export interface RecordKind {
-  /** 'Profile' or 'Customer': the response wrapper key, and the name in error messages. */
+  /** `Profile`, `Customer`: the response wrapper key, the name in error messages; in lower case with an s, the collection (`/v1/profiles`). */
   label: string;
   /** Stream id prefix, `profile` for `profile-<uuid>`. */
   streamPrefix: string;

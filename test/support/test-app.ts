@@ -9,7 +9,9 @@ import { createApp } from '../../src/app';
 import { loadConfig } from '../../src/config/config';
 import { EVENT_STORE, EventStore } from '../../src/event-store/event-store.port';
 import { openEventStore } from '../../src/stores/stores.module';
+import type { RecordKindDefinition } from '../../src/kinds/record-kind-definition';
 import { RECORD_KINDS } from '../../src/read-models';
+import { REGISTERED_KINDS } from '../../src/record-kinds';
 import { startChildService } from './child-service';
 import { liveStoreEnv, RUN_SUFFIX, TEST_WORKERS } from './stores';
 
@@ -57,17 +59,23 @@ export function makeDataDir(): string {
 /**
  * The real service on a real SQLite file in a temp dir (or on the live stores, TEST_STORES=live),
  * listening on an ephemeral port. `accounts`: token -> account id, ACCOUNTS unless given.
+ * `extraKinds`: kinds of record defined by the tests, kept beside the service's own (in-process
+ * only: the built service started for TEST_WORKERS knows its registered kinds alone).
  */
-export async function startTestApp(options: { dataDir?: string; env?: NodeJS.ProcessEnv; accounts?: Map<string, string> } = {}): Promise<TestApp> {
+export async function startTestApp(
+  options: { dataDir?: string; env?: NodeJS.ProcessEnv; accounts?: Map<string, string>; extraKinds?: RecordKindDefinition[] } = {},
+): Promise<TestApp> {
   const dataDir = options.dataDir ?? makeDataDir();
   const accounts = options.accounts ?? ACCOUNTS;
+  if (TEST_WORKERS && options.extraKinds) throw new Error('extraKinds needs the app in-process: use describeUnlessWorkers');
   if (TEST_WORKERS) return startWorkers(dataDir, accounts, options.env);
   const env = { DATA_DIR: dataDir, LOG_LEVEL: 'error', ...liveStoreEnv(), ...options.env };
   const config = { ...loadConfig(env), accessTokens: accounts };
   // Kept for the suite, not printed (a store closed on purpose, say, logs an error): a passing run
   // prints the runner's report alone.
   let output = '';
-  const app = await createApp(config, { write: (line: string) => void (output += line) });
+  const kinds = [...REGISTERED_KINDS, ...(options.extraKinds ?? [])];
+  const app = await createApp(config, { write: (line: string) => void (output += line) }, { kinds });
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   const baseUrl = `http://127.0.0.1:${port}`;
