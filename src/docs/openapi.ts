@@ -1,24 +1,11 @@
 import { applyDecorators } from '@nestjs/common';
 import type { Type } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import {
-  ApiBearerAuth,
-  ApiBody,
-  ApiHeader,
-  ApiOperation,
-  ApiParam,
-  ApiQuery,
-  ApiResponse,
-  ApiSecurity,
-  ApiTags,
-  DocumentBuilder,
-  SwaggerModule,
-} from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiParam, ApiQuery, ApiSecurity, ApiTags, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { ReferenceObject, SchemaObject } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import type { ErrorCode } from '../http/api-error';
 import type { MatchKind } from '../read-store/read-store.port';
-import * as EXAMPLE from './examples';
+import { ETAG, NEXT_CURSOR, RESPONSE_SCHEMAS, TOTAL_CAPPED, TOTAL_COUNT, errorResponse, ref, successResponse, wrapper } from './responses';
 import { DIGIT_FIELDS } from '../http/field-rules';
 import { FEED_LIMIT, FEED_MAX_WAIT_SECONDS, MAX_LIST_OFFSET } from '../http/list-query';
 import { sendJson } from '../http/json-response';
@@ -61,8 +48,6 @@ export interface ApiRecordSpec {
   rules: { create: string; update?: string; erase?: string };
 }
 
-const ref = (name: string): ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
-
 /** `a, b and c`. */
 const listed = (names: readonly string[]) => (names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1)}` : names.join(''));
 
@@ -81,172 +66,6 @@ function recordSchema({ description, fields, extra = {} }: ApiAnswer): SchemaObj
   Object.assign(properties, extra, { created: { type: 'integer', description: 'seconds since the epoch' } });
   return { type: 'object', description, additionalProperties: false, required: Object.keys(properties), properties };
 }
-
-/** The response schemas every resource shares; setUpDocs puts the resources' answers before them. */
-const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
-  HistoryEntry: {
-    type: 'object',
-    description: "One event of a record's history.",
-    additionalProperties: false,
-    required: ['event', 'revision', 'occurred', 'actor', 'changes'],
-    properties: {
-      event: { type: 'string', description: 'the event type, e.g. CustomerUpdated' },
-      revision: { type: 'integer', minimum: 0 },
-      occurred: { type: 'string', format: 'date-time', description: 'when the event was stored (UTC, milliseconds)' },
-      actor: { type: 'string', description: 'the account whose token made the change' },
-      changes: ref('Changes'),
-    },
-  },
-  Changes: {
-    type: 'object',
-    description:
-      'each field the event changed, with values as reads show them ("" for no value); {} for a delete or an erasure. Once the record is erased, each field an event set maps to null: its values are gone for good',
-    additionalProperties: {
-      type: 'object',
-      nullable: true,
-      additionalProperties: false,
-      required: ['from', 'to'],
-      properties: { from: { type: 'string' }, to: { type: 'string' } },
-    },
-  },
-  Error: {
-    type: 'object',
-    description: 'The error envelope of every 4xx and 5xx answer.',
-    additionalProperties: false,
-    required: ['success', 'status', 'error'],
-    properties: {
-      success: { type: 'boolean', enum: [false] },
-      status: { type: 'integer', description: 'the HTTP status again' },
-      error: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['code', 'message'],
-        properties: {
-          code: { type: 'string' },
-          message: { type: 'string' },
-          details: {
-            type: 'array',
-            minItems: 1,
-            description: 'every faulty field, when fields are at fault',
-            items: {
-              type: 'object',
-              additionalProperties: false,
-              required: ['field', 'message'],
-              properties: { field: { type: 'string' }, message: { type: 'string' } },
-            },
-          },
-        },
-      },
-    },
-  },
-};
-
-const REQUEST_ID = {
-  'X-Request-Id': { description: "the request's id: the client's own when well-formed; also the events' correlationId", schema: { type: 'string' } },
-};
-const ETAG = { ETag: { description: 'the record\'s stream revision, quoted: "3"', schema: { type: 'string', pattern: '^"[0-9]+"$' } } };
-const TOTAL_COUNT = {
-  'X-Total-Count': { description: 'how many there are, ignoring paging (for a list: up to 10000)', schema: { type: 'string', pattern: '^[0-9]+$' } },
-};
-const TOTAL_CAPPED = {
-  'X-Total-Count-Capped': {
-    required: false,
-    description: 'true when more than 10000 match: X-Total-Count is then 10000, a lower bound',
-    schema: { type: 'string', enum: ['true'] },
-  },
-};
-const NEXT_CURSOR = {
-  'X-Next-Cursor': {
-    required: false,
-    description: 'on a full page: the after of the next one (absent once a page comes back short)',
-    schema: { type: 'string' },
-  },
-};
-const RETRY_AFTER = { 'Retry-After': { description: 'seconds to wait before trying again', schema: { type: 'integer' } } };
-
-const ERRORS: Record<number, { codes: ErrorCode[]; description: string; retry?: boolean }> = {
-  400: {
-    codes: ['VALIDATION_FAILED', 'MALFORMED_JSON'],
-    description: 'invalid fields or parameters (each named in details), or a body that is not a JSON object',
-  },
-  401: { codes: ['UNAUTHORIZED'], description: 'access_token missing or invalid, or an Authorization header not of the form Bearer <token>' },
-  404: { codes: ['NOT_FOUND'], description: "no such record for this account (also another account's records and malformed ids)" },
-  409: { codes: ['CONFLICT'], description: 'slug taken, an Idempotency-Key reused with another body, or the record changed by too many writers at once' },
-  412: { codes: ['PRECONDITION_FAILED'], description: 'If-Match no longer matches the record: nothing was written' },
-  413: { codes: ['PAYLOAD_TOO_LARGE'], description: 'body over 64 KiB (or declared so by Content-Length, whatever the method)' },
-  415: { codes: ['UNSUPPORTED_MEDIA_TYPE'], description: 'body not application/json' },
-  417: { codes: ['EXPECTATION_FAILED'], description: 'an Expect header other than 100-continue' },
-  429: {
-    codes: ['RATE_LIMITED'],
-    description:
-      "this access token's request allowance (or this address's failed authentications) is used up; each instance of the service counts its own, and with WORKERS=N each worker allows 1/N of the configured limit",
-    retry: true,
-  },
-  500: { codes: ['INTERNAL'], description: 'unexpected failure; no internals are shown' },
-  503: {
-    codes: ['UNAVAILABLE'],
-    description: 'saved, but the read models have not caught up yet; a store is down; or a write was sent and its answer lost (it may have been saved)',
-    retry: true,
-  },
-};
-
-function errorResponse(status: number, example: unknown = EXAMPLE.ERRORS[status]) {
-  const { codes, description, retry } = ERRORS[status];
-  return ApiResponse({
-    status,
-    description,
-    headers: { ...REQUEST_ID, ...(retry ? RETRY_AFTER : {}) },
-    content: {
-      'application/json; charset=UTF-8': {
-        schema: {
-          allOf: [
-            ref('Error'),
-            {
-              type: 'object',
-              properties: { status: { type: 'integer', enum: [status] }, error: { type: 'object', properties: { code: { type: 'string', enum: codes } } } },
-            },
-          ],
-        },
-        example,
-      },
-    },
-  });
-}
-
-function successResponse(
-  status: number,
-  description: string,
-  bodyStatus: number,
-  data: SchemaObject,
-  example: unknown,
-  extra: { message?: string; headers?: object; alternatives?: Record<string, { schema: SchemaObject; example: unknown }> } = {},
-) {
-  const properties: Record<string, SchemaObject> = {
-    data,
-    success: { type: 'boolean', enum: [true] },
-    status: { type: 'integer', enum: [bodyStatus] },
-    ...(extra.message ? { message: { type: 'string', enum: [extra.message] } } : {}),
-  };
-  return ApiResponse({
-    status,
-    description,
-    headers: { ...REQUEST_ID, ...extra.headers },
-    content: {
-      'application/json; charset=UTF-8': {
-        schema: { type: 'object', additionalProperties: false, required: Object.keys(properties), properties },
-        example: { data: example, success: true, status: bodyStatus, ...(extra.message ? { message: extra.message } : {}) },
-      },
-      ...extra.alternatives,
-    },
-  });
-}
-
-const wrapper = (resource: ApiRecordSpec['resource'], schema: SchemaObject | ReferenceObject): SchemaObject => ({
-  type: 'object',
-  additionalProperties: false,
-  required: [resource],
-  properties: { [resource]: schema },
-});
 
 /** Tags and the two ways of sending the token, for a /v1 controller. */
 export const ApiResource = (spec: ApiRecordSpec) => applyDecorators(ApiTags(collectionsOf([spec])[0]), ApiBearerAuth(), ApiSecurity('access_token'));
