@@ -64,14 +64,16 @@ export function isTransientEsdbError(error: unknown): boolean {
 
 /**
  * Whether an append that failed so was not taken by the server, for sure: it said so (not the
- * leader; not ready or too busy, NotHandled in Streams.Append.cs v24.10.6 lines 110-116), or the
- * client found no leader to send it to. Any other failure of a sent append (no answer in time, the
- * connection lost or replaced) leaves its outcome unknown.
+ * leader; not ready or too busy, NotHandled in Streams.Append.cs v24.10.6 lines 110-116), the
+ * client found no leader to send it to (discovery runs before the call: client 6.2.1
+ * Client/index.ts lines 475-477), or it was never sent: grpc-js fails a call it has no connection
+ * for at once, putting it on none (1.14 load-balancing-call.js lines 243-250). Any other failure
+ * of an append (no answer in time, the connection lost or replaced) leaves its outcome unknown.
  */
 export function appendNotTaken(error: unknown): boolean {
-  return error instanceof NotLeaderError || (error instanceof Error && (NOT_HANDLED.test(error.message) || NO_LEADER_FOUND.test(error.message)));
+  return error instanceof NotLeaderError || (error instanceof Error && NOT_SENT_OR_TAKEN.some((said) => said.test(error.message)));
 }
-const NOT_HANDLED = /Server Is (Not Ready|Too Busy)$/;
+const NOT_SENT_OR_TAKEN = [/Server Is (Not Ready|Too Busy)$/, NO_LEADER_FOUND, /No connection established/];
 
 /** The port's error for a client error: conflicts and unavailability get names; anything else is a bug. */
 export function translateEsdbError(error: unknown, streamId?: string, expected?: ExpectedRevision): unknown {

@@ -83,6 +83,17 @@ describe('EventStoreDB adapter: every call is bounded by its deadline', () => {
     await until(() => server!.appends.length === 1 && server!.appends[0].cancelled);
   });
 
+  it('fails an append it could not send (nothing listens) as unavailable, its outcome known: not stored', async () => {
+    const closed = new EventStoreDbEventStore(EventStoreDBClient.connectionString('esdb://127.0.0.1:1?tls=false'), 1500);
+    try {
+      const failure = await closed.appendToStream('customer-1', [newEvent()], 'no_stream').catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(StoreUnavailableError);
+      expect(failure).not.toBeInstanceOf(WriteOutcomeUnknownError);
+    } finally {
+      await closed.close();
+    }
+  });
+
   it('does not try again an append whose deadline the server says passed: the caller has waited long enough', async () => {
     let sent = 0;
     const s = await open({
