@@ -79,9 +79,14 @@ export interface StoredEvent<E extends DomainEvent = DomainEvent> {
   recordedAt: Date;
 }
 
-/** When the event happened, as the record's history and times tell it: its business time, else the time the store recorded it. */
-export const occurredAt = (event: { metadata: { occurredAt?: string }; recordedAt: Date }): Date =>
-  event.metadata.occurredAt === undefined ? event.recordedAt : new Date(event.metadata.occurredAt);
+/**
+ * When the event happened, as the record's history and times tell it: its business time, else (an
+ * event stored before it was stamped, or one whose stamp does not parse) the time the store recorded it.
+ */
+export function occurredAt(event: { metadata: { occurredAt?: string }; recordedAt: Date }): Date {
+  const stamped = event.metadata.occurredAt === undefined ? NaN : Date.parse(event.metadata.occurredAt);
+  return Number.isNaN(stamped) ? event.recordedAt : new Date(stamped);
+}
 
 /** What the appender believes the stream's last revision is. */
 export type ExpectedRevision = 'no_stream' | 'any' | number;

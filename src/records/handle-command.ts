@@ -1,5 +1,5 @@
 import { v7 as timeOrderedUuid } from 'uuid';
-import type { AppendResult, DomainEvent, EventStore, NewEvent, NewEventMetadata, Position } from '../event-store/event-store.port';
+import { AppendResult, DomainEvent, EventStore, NewEvent, NewEventMetadata, occurredAt, Position } from '../event-store/event-store.port';
 import { evolveRecord, RecordKind, RecordState, streamIdOf } from './record';
 
 /**
@@ -15,6 +15,8 @@ export interface Folded {
   state: RecordState | null;
   revision: number | 'no_stream';
   position?: Position;
+  /** The last event's business time (occurredAt), in milliseconds: the next one is stamped no earlier. */
+  lastAt?: number;
 }
 
 export const NO_STREAM: Folded = { state: null, revision: 'no_stream' };
@@ -46,7 +48,7 @@ export async function readRecord(eventStore: EventStore, kind: RecordKind, id: s
   let state = known.state;
   for (const event of events) state = evolveRecord(kind, state, event);
   const last = events[events.length - 1];
-  return { state, revision: last.revision, position: last.position };
+  return { state, revision: last.revision, position: last.position, lastAt: occurredAt(last).getTime() };
 }
 
 /** What a decision appended (null: it changed nothing), and the record as it left it. */
@@ -60,7 +62,9 @@ export interface Handled {
 /**
  * Decides on `folded` and appends what it decides at `folded.revision`, each event stamped with its
  * business time (`occurredAt`, from `clock`) as the decision is made: the write needs no read back
- * to know the record's times. Throws the decision's refusal, or the store's failure (among them
+ * to know the record's times. Never earlier than the event before it: a stream's times stay in
+ * order (as-of reads search them) whichever host's clock, or the store's for events stamped
+ * before, set the one before. Throws the decision's refusal, or the store's failure (among them
  * WrongExpectedRevisionError when the stream moved on since `folded`).
  */
 export async function decideAndAppend(
@@ -74,8 +78,8 @@ export async function decideAndAppend(
 ): Promise<Handled> {
   const decided = decide(folded.state);
   if (decided.length === 0) return { appended: null, after: folded };
-  const occurredAt = clock();
-  const events = withMetadata(decided, { ...metadata, occurredAt: occurredAt.toISOString() });
+  const at = new Date(Math.max(clock().getTime(), folded.lastAt ?? -Infinity));
+  const events = withMetadata(decided, { ...metadata, occurredAt: at.toISOString() });
   const streamId = streamIdOf(kind, id);
   const appended = await eventStore.appendToStream(streamId, events, folded.revision);
   const { position } = appended;
@@ -84,8 +88,8 @@ export async function decideAndAppend(
   // keys takes V8's slow path, paid for every key added, on every update.
   const state = events.reduce<RecordState | null>(
     (current, { id, type, data, metadata }, i) =>
-      evolveRecord(kind, current, { id, type, data, metadata, streamId, revision: first + i, position, recordedAt: occurredAt }),
+      evolveRecord(kind, current, { id, type, data, metadata, streamId, revision: first + i, position, recordedAt: at }),
     folded.state,
   );
-  return { appended, after: { state, revision: appended.revision, position }, lastEventId: events[events.length - 1].id };
+  return { appended, after: { state, revision: appended.revision, position, lastAt: at.getTime() }, lastEventId: events[events.length - 1].id };
 }

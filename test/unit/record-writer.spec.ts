@@ -187,6 +187,19 @@ describe('RecordWriter', () => {
     expect(written.record).toEqual((await writerOf().load(id)).state);
   });
 
+  it('stamps an event no earlier than the one before it, whatever its host’s clock says: a stream’s times stay in order', async () => {
+    const id = randomUUID();
+    await create(
+      writerOf(undefined, () => new Date('2030-01-01T00:00:00.000Z')),
+      id,
+    ); // a host whose clock is ahead
+    const behind = writerOf(undefined, () => new Date('2020-01-01T00:00:00.000Z'));
+    await update(behind, id, { name: 'Ada L' });
+    await update(behind, id, { name: 'Ada M' }); // decided on the fold it kept
+    const times = (await events.readStream(`customer-${id}`)).map((e) => e.metadata.occurredAt);
+    expect(times).toEqual(['2030-01-01T00:00:00.000Z', '2030-01-01T00:00:00.000Z', '2030-01-01T00:00:00.000Z']);
+  });
+
   it('folds a record stored before events carried their business time with the time the store recorded', async () => {
     const id = randomUUID();
     const metadata = { accountId: 'acc', correlationId: 'c', causationId: 'c' };
@@ -198,6 +211,16 @@ describe('RecordWriter', () => {
     const [stored] = await events.readStream(`customer-${id}`);
     expect(stored.metadata.occurredAt).toBeUndefined();
     expect((await writerOf().load(id)).state?.created).toBe(Math.floor(stored.recordedAt.getTime() / 1000));
+    // One whose stamp does not parse (written by hand) goes by the recorded time too, not an invalid date.
+    const other = randomUUID();
+    const stamped = { ...metadata, occurredAt: 'yesterday' };
+    await events.appendToStream(
+      `customer-${other}`,
+      [{ id: randomUUID(), type: 'CustomerCreated', data: { name: 'Ada', email: 'a@x.io' }, metadata: stamped }],
+      'no_stream',
+    );
+    const [odd] = await events.readStream(`customer-${other}`);
+    expect((await writerOf().load(other)).state?.created).toBe(Math.floor(odd.recordedAt.getTime() / 1000));
   });
 
   describe('a create that finds its id taken (an Idempotency-Key’s retry) answers the record as it is now', () => {
