@@ -106,12 +106,9 @@ function toApiError(exception: unknown, req: ServiceRequest): ApiError {
   // A store's failure the writer cannot settle: the record was removed from the store by hand.
   if (exception instanceof StreamTombstonedError) return new ApiError('CONFLICT', exception.message);
   if (exception instanceof WriteOutcomeUnknownError) {
-    return new ApiError(
-      'UNAVAILABLE',
-      'The service lost its storage while saving: the change may have been saved; retry with the same Idempotency-Key.',
-      undefined,
-      5,
-    );
+    // A create is safe to retry under its Idempotency-Key; an update, a delete or an erasure as it is.
+    const retry = req.method === 'POST' && !req.path.endsWith('/erase') ? 'retry with the same Idempotency-Key' : 'retry it as it is';
+    return new ApiError('UNAVAILABLE', `The service lost its storage while saving: the change may have been saved; ${retry}.`, undefined, 5);
   }
   if (exception instanceof StoreUnavailableError) {
     return new ApiError('UNAVAILABLE', 'The service cannot reach its storage right now; try again shortly.', undefined, 5);

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { conflict, contended, Refusal } from '../errors';
 import {
@@ -170,6 +171,8 @@ export interface ProfileWrite {
   isNew?: boolean;
 }
 
+const logger = new Logger('SlugClaim');
+
 /** How many times a write plans again because the profile changed under it before giving up (409). */
 const MAX_PLANS = 10;
 
@@ -296,29 +299,44 @@ export class SlugClaim {
     }
   }
 
-  /** Step 3: a reservation taken over during the append undoes the write, refused as the slug taken. */
+  /**
+   * Step 3: a reservation taken over during the append undoes the write, refused as the slug
+   * taken. One no longer held because a later write moved the profile off the slug (and released
+   * it) is no conflict: this write stands, and that one after it.
+   */
   async verify(plan: Plan, written: Written): Promise<void> {
-    if (!written.appended || !plan.taken || (await this.reservations.holds(plan.taken, this.write.id))) return;
+    const { id } = this.write;
+    if (!written.appended || !plan.taken || (await this.reservations.holds(plan.taken, id))) return;
+    if (!carriesSlug((await this.profiles.load(id)).state, plan.taken)) return;
     this.leftAs = null;
     this.lastAppended = (await this.undo(plan)) ?? this.lastAppended;
     throw slugTaken(plan.taken);
   }
 
-  /** Step 4. A slug the profile carries as this write left it is not read for: a later write that gives it up releases it. */
+  /**
+   * Step 4. A slug the profile carries as this write left it is not read for: a later write that
+   * gives it up releases it. A release that fails leaves the write's answer as it is: the
+   * reservation is taken over once its grace period is past, the profile not carrying the slug.
+   */
   async release(): Promise<void> {
     if (!this.lastAppended) return;
     for (const slug of this.touched) {
-      if (!carriesSlug(this.leftAs, slug)) await this.reservations.release(slug, this.write.id, this.metadata, this.lastAppended);
+      if (carriesSlug(this.leftAs, slug)) continue;
+      await this.reservations
+        .release(slug, this.write.id, this.metadata, this.lastAppended)
+        .catch((error: Error) => logger.warn(`Left the reservation of slug "${slug}" to be taken over later: ${error.message}`));
     }
   }
 
   /**
    * Undoes a write whose slug another profile took over: a create by deleting the profile, an
-   * update by setting back what it changed. The slug it had before is reserved again first: since
-   * the write the profile did not carry it, so another may have taken it over meanwhile, and then
-   * the undo leaves the profile with no slug. Returns the undoing append's position.
+   * update by setting back what it changed and what a write after it has not changed since (the
+   * undo runs outside the profile's turn). Nothing once the profile no longer carries the slug. The
+   * slug it had before is reserved again first: since the write the profile did not carry it, so
+   * another may have taken it over meanwhile, and then the undo leaves the profile with no slug.
+   * Returns the undoing append's position.
    */
-  private async undo({ folded: { state: before }, events }: Plan): Promise<Position | undefined> {
+  private async undo({ folded: { state: before }, events, taken }: Plan): Promise<Position | undefined> {
     const { id, context } = this.write;
     const changes: Fields = events[0]?.data ?? {};
     const previous = Object.fromEntries(Object.keys(changes).map((field) => [field, before?.fields[field] ?? '']));
@@ -333,8 +351,14 @@ export class SlugClaim {
       if (!kept) previous.slug = '';
     }
     const { accountId } = context;
-    const undoing: ProfileCommand = before ? { type: 'UpdateProfile', data: { accountId, fields: previous } } : { type: 'DeleteProfile', data: { accountId } };
-    const { appended } = await this.profiles.write(id, context, randomUUID(), (state) => profileDecider.decide(undoing, state));
+    const undoing = (state: RecordState | null): ProfileEvent[] => {
+      if (!carriesSlug(state, taken!)) return [];
+      if (!before) return profileDecider.decide({ type: 'DeleteProfile', data: { accountId } }, state);
+      const unchanged = Object.keys(previous).filter((field) => (state!.fields[field] ?? '') === changes[field]);
+      const fields = Object.fromEntries(unchanged.map((field) => [field, previous[field]]));
+      return profileDecider.decide({ type: 'UpdateProfile', data: { accountId, fields } }, state);
+    };
+    const { appended } = await this.profiles.write(id, context, randomUUID(), undoing);
     return appended?.position;
   }
 }

@@ -84,7 +84,7 @@ describe('the domain’s refusals and the stores’ failures, as answered', () =
       new WriteOutcomeUnknownError(new StoreUnavailableError('EventStoreDB', 'no answer within 5000 ms')),
       503,
       'UNAVAILABLE',
-      'The service lost its storage while saving: the change may have been saved; retry with the same Idempotency-Key.',
+      'The service lost its storage while saving: the change may have been saved; retry it as it is.',
       '5',
     ],
     ['a full disk', new StoreFullError('SQLite', 'SQLITE_FULL'), 503, 'UNAVAILABLE', 'The service cannot reach its storage right now; try again shortly.', '5'],
@@ -92,6 +92,9 @@ describe('the domain’s refusals and the stores’ failures, as answered', () =
   const app = express();
   app.get('/throw/:n', (req) => {
     throw cases[Number(req.params.n)][1];
+  });
+  app.post('/v1/customers', () => {
+    throw new WriteOutcomeUnknownError(new StoreUnavailableError('EventStoreDB', 'no answer within 5000 ms'));
   });
   app.use((error: unknown, req: express.Request, res: express.Response, _next: express.NextFunction) => {
     const host = { switchToHttp: () => ({ getRequest: () => req, getResponse: () => res }) } as unknown as ArgumentsHost;
@@ -105,5 +108,13 @@ describe('the domain’s refusals and the stores’ failures, as answered', () =
     expect(res.status).toBe(status);
     expect(res.body.error).toMatchObject({ code, message });
     expect(res.headers['retry-after']).toBe(retryAfter);
+  });
+
+  it('answers a create of unknown outcome telling to retry with the same Idempotency-Key', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const res = await request(app).post('/v1/customers');
+    warn.mockRestore();
+    expect(res.status).toBe(503);
+    expect(res.body.error.message).toBe('The service lost its storage while saving: the change may have been saved; retry with the same Idempotency-Key.');
   });
 });

@@ -376,6 +376,32 @@ describe('the slug claim, step by step', () => {
     expect((await profiles.load('X')).state?.fields).toEqual({ name: 'Shop', slug: '' });
   });
 
+  it('lets a write stand whose reservation a later write of the profile released, moving it off the slug', async () => {
+    await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'CreateProfile', data: { fields: { name: 'Shop' } } }, isNew: true });
+    const x = claim('X', { slug: 'b' });
+    const plan = (await x.plan(false))!;
+    await x.reserve(plan);
+    const written = (await x.append(plan))!;
+    // A later write moves the profile from "b" to "c" before this one verifies, releasing "b".
+    await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'UpdateProfile', data: { accountId: 'acc', fields: { slug: 'c' } } } });
+    expect(await holder('b')).toBeUndefined();
+    await expect(x.verify(plan, written)).resolves.toBeUndefined();
+    expect((await profiles.load('X')).state?.fields.slug).toBe('c');
+    expect(await holder('c')).toBe('X');
+  });
+
+  it('sets back, when the slug was taken over, only what no later write has changed since', async () => {
+    await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'CreateProfile', data: { fields: { name: 'Shop' } } }, isNew: true });
+    const x = claim('X', { slug: 'b', tel: '21' });
+    const plan = (await x.plan(false))!;
+    await x.reserve(plan);
+    const written = (await x.append(plan))!;
+    await profiles.write('X', context, randomUUID(), () => [{ type: 'ProfileUpdated', data: { tel: '22' } }]); // a later write
+    await events.appendToStream('profile_slug-b', [{ id: randomUUID(), type: 'SlugReserved', data: { slug: 'b', profileId: 'Y' }, metadata }], 'any');
+    await expect(x.verify(plan, written)).rejects.toMatchObject({ reason: 'conflict' });
+    expect((await profiles.load('X')).state?.fields).toEqual({ name: 'Shop', slug: '', tel: '22' });
+  });
+
   it('releases the slugs the write gave up, and reads nothing for the one its profile carries as it left it', async () => {
     await slugs.write({
       id: 'X',
