@@ -53,6 +53,9 @@ export interface MongoGeneration {
   dropped?: boolean;
   /** Its documents carry their substring tokens (`substrings`): made since the substring index was. */
   substrings?: boolean;
+  /** The schema it was built with: its fingerprint and its filters. Absent if made before generations kept them. */
+  fingerprint?: string;
+  filters?: Record<string, MatchKind>;
 }
 
 export const READ_MODELS_COLLECTION = 'read_models';

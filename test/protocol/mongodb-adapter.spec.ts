@@ -36,7 +36,8 @@ function ensureCollectionReply(command: Document, db: string, model: Document): 
   if (command.createIndexes) return { ok: 1 };
   if (command.find === 'read_models') return { cursor: { firstBatch: [model], id: 0n, ns: `${db}.read_models` }, ok: 1 };
   if (command.find === 'read_model_generations') {
-    const generation = { _id: `${model._id}:${model.live}`, substrings: true };
+    // Made by this version: it keeps the schema it was built with.
+    const generation = { _id: `${model._id}:${model.live}`, substrings: true, fingerprint: 'built-with', filters: {} };
     return { cursor: { firstBatch: [generation], id: 0n, ns: `${db}.read_model_generations` }, ok: 1 };
   }
   return null;
