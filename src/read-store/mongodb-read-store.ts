@@ -1,7 +1,7 @@
 import { Collection, Db, MongoClient } from 'mongodb';
 import { START } from '../event-store/event-store.port';
 import { assertPromotable, assertWritable, generationSchema, schemaFingerprint } from './generation-rules';
-import { writeNewer } from './mongodb-documents';
+import { ignoreDuplicate, writeNewer } from './mongodb-writes';
 import {
   checkFieldNames,
   findFilter,
@@ -22,7 +22,7 @@ import {
   SUBSTRINGS_INDEX,
   toMongoCheckpoint,
 } from './mongodb-mapping';
-import { connectMongoClient, isDuplicateKey, translateMongoError } from '../storage/mongodb-client';
+import { connectMongoClient, translateMongoError } from '../storage/mongodb-client';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import { readsSubstrings } from './substrings';
 import {
@@ -102,10 +102,8 @@ export class MongoDbReadStore implements ReadStore {
     checkFieldNames(schema);
     readModelCollection(schema.name, 1);
     await this.guard(async () => {
-      await this.ignoreDuplicate(() =>
-        this.readModels.updateOne({ _id: schema.name }, { $setOnInsert: { live: 1, building: null, next: 2 } }, { upsert: true }),
-      );
-      await this.ignoreDuplicate(() =>
+      await ignoreDuplicate(() => this.readModels.updateOne({ _id: schema.name }, { $setOnInsert: { live: 1, building: null, next: 2 } }, { upsert: true }));
+      await ignoreDuplicate(() =>
         this.generations.updateOne(
           { _id: generationId(schema.name, 1) },
           { $setOnInsert: { collection: schema.name, generation: 1, failure: null, updatedAt: new Date(), substrings: true, ...builtWith(schema) } },
@@ -307,7 +305,7 @@ export class MongoDbReadStore implements ReadStore {
 
   async promote(collection: string, generation: number): Promise<void> {
     const model = await this.readModel(collection);
-    assertPromotable(collection, model, generation, null, null);
+    assertPromotable(collection, model, generation, null, null); // not the building one: replaced, whatever the checkpoints
     const { live, building } = await this.status(collection);
     assertPromotable(collection, model, generation, building!.position, live.position);
     const builtKey = positionKey(building!.position ?? START);
@@ -471,15 +469,6 @@ export class MongoDbReadStore implements ReadStore {
     const model = await this.readModel(collection);
     assertWritable(collection, model, generation);
     return model;
-  }
-
-  private async ignoreDuplicate(operation: () => Promise<unknown>): Promise<void> {
-    try {
-      await operation();
-    } catch (error) {
-      // Two processes creating the same read model at once: the other one's insert won.
-      if (!isDuplicateKey(error)) throw error;
-    }
   }
 
   private collection(name: string, generation: number): Collection<MongoReadDocument> {

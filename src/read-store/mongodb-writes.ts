@@ -1,5 +1,5 @@
 import type { AnyBulkWriteOperation, Collection } from 'mongodb';
-import { duplicateKeyFailures } from '../storage/mongodb-client';
+import { duplicateKeyFailures, isDuplicateKey } from '../storage/mongodb-client';
 import { MongoReadDocument, toMongoDocument } from './mongodb-mapping';
 import type { CollectionSchema, ReadDocument } from './read-store.port';
 
@@ -27,5 +27,14 @@ export async function writeNewer(c: Collection<MongoReadDocument>, schema: Colle
       if (!duplicates) throw error;
       pending = duplicates.map((i) => pending[i]);
     }
+  }
+}
+
+/** Runs an insert (an upsert) that another process may be making at the same time: the other one's winning is no failure. */
+export async function ignoreDuplicate(operation: () => Promise<unknown>): Promise<void> {
+  try {
+    await operation();
+  } catch (error) {
+    if (!isDuplicateKey(error)) throw error;
   }
 }
