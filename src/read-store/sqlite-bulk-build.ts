@@ -108,10 +108,10 @@ export class SqliteBulkBuilds {
   }
 
   /**
-   * Writes a batch into the build's table, within the commit's transaction. Returns what settles the
-   * build after the transaction: `committed` once it is, `failed` if it rolled back.
+   * Writes a batch into the build's table, within the commit's transaction. Returns the rowid the
+   * next new row is to get, for `committed` once the transaction is; should it roll back, `rolledBack`.
    */
-  write(build: Build, values: RowValues, writes: RowWrites, documents: ReadDocument[]): { committed(): void; failed(): void } {
+  write(build: Build, values: RowValues, writes: RowWrites, documents: ReadDocument[]): number {
     if (build.needsIdIndex) {
       this.db.exec(idIndex(build.name));
       build.needsIdIndex = false;
@@ -119,10 +119,10 @@ export class SqliteBulkBuilds {
     const rowids = build.rowids;
     if (!rowids) {
       writeRows(values, writes, documents);
-      return { committed: () => {}, failed: () => {} };
+      return build.nextRowid;
     }
     // Rows of this batch get rowids from here on, and go in the rowid table as they are inserted
-    // (should the transaction fail, `failed` lets the table go).
+    // (should the transaction fail, `rolledBack` lets the table go).
     const first = build.nextRowid;
     let nextRowid = first;
     // New rows, waiting to go in INSERT_ROWS at a time: each its rowid, then its values.
@@ -149,23 +149,28 @@ export class SqliteBulkBuilds {
       }
     }
     if (filled > 0) insertWaiting();
-    return {
-      committed: () => {
-        build.nextRowid = nextRowid;
-        if (build.rowids && build.rowids.size > this.rowidsInMemory) {
-          this.db.exec(idIndex(build.name));
-          build.rowids = null;
-        }
-      },
-      // The batch rolled back: its rowid table names rows never written, whose rowids the next batch
-      // would give others. It is let go; the rest of the build finds rows by the id index.
-      failed: () => {
-        if (build.rowids === rowids) {
-          build.rowids = null;
-          build.needsIdIndex = true;
-        }
-      },
-    };
+    return nextRowid;
+  }
+
+  /** A batch `write` wrote is committed: past rowidsInMemory documents, the build goes on by the id index. */
+  committed(build: Build, nextRowid: number): void {
+    build.nextRowid = nextRowid;
+    if (build.rowids && build.rowids.size > this.rowidsInMemory) {
+      this.db.exec(idIndex(build.name));
+      build.rowids = null;
+    }
+  }
+
+  /**
+   * A batch rolled back, `rowids` the build's rowid table before it: the table names rows never
+   * written, whose rowids the next batch would give others. It is let go; the rest of the build finds
+   * rows by the id index.
+   */
+  rolledBack(build: Build, rowids: RowidTable | null): void {
+    if (rowids && build.rowids === rowids) {
+      build.rowids = null;
+      build.needsIdIndex = true;
+    }
   }
 }
 

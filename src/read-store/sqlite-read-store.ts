@@ -247,7 +247,8 @@ export class SqliteReadStore implements ReadStore {
   async commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
     const { generation, position } = checkpoint;
     const build = this.builds.get(collection, generation);
-    let written: ReturnType<SqliteBulkBuilds['write']> | undefined;
+    const rowids = build?.rowids ?? null;
+    let nextRowid = 0;
     try {
       this.transaction.immediate(() => {
         const state = this.assertWritable(collection, generation);
@@ -255,7 +256,7 @@ export class SqliteReadStore implements ReadStore {
         if (state === 'building' && !build) {
           throw new Error(`Generation ${generation} of ${collection} is being built by another process`);
         }
-        if (build) written = this.builds.write(build, table.values, table.writes, documents);
+        if (build) nextRowid = this.builds.write(build, table.values, table.writes, documents);
         else writeRows(table.values, table.writes, documents);
         // A large batch's tokens go in the substring index with it, a small one's a little later.
         if (documents.length >= SUBSTRINGS_FLUSH_AT) table.pending?.flush();
@@ -263,10 +264,10 @@ export class SqliteReadStore implements ReadStore {
         this.generations.saveCheckpointOf(collection, generation, next);
       });
     } catch (error) {
-      written?.failed();
+      if (build) this.builds.rolledBack(build, rowids);
       throw sqliteFailure(error);
     }
-    written?.committed();
+    if (build) this.builds.committed(build, nextRowid);
     if (documents.length > 0 && documents.length < SUBSTRINGS_FLUSH_AT) this.flushSubstringsSoon(collection, generation);
   }
 
