@@ -157,10 +157,12 @@ export class MongoDbReadStore implements ReadStore {
 
   async find(collection: string, query: FindQuery): Promise<FindResult> {
     const current = this.schema(collection);
-    const [docs, total] = await this.readLive(collection, async (g) => {
+    const found = await this.readLive(collection, async (g) => {
       const built = await this.built(collection, g);
       const { schema } = built;
-      for (const f of Object.keys(query.filters)) if (!schema.filters[f] && current.filters[f]) throw new FilterNotBuiltError('MongoDB', collection, f);
+      // A filter the generation lacks: none found, should it still be the live one (else the read is made again in the live one).
+      const lacking = Object.keys(query.filters).find((f) => !schema.filters[f] && current.filters[f]);
+      if (lacking) return lacking;
       // Substring filters alone read the substring index, where the generation has one (see indexesFor).
       const substrings = readsSubstrings(schema, Object.keys(query.filters)) && built.substrings;
       const filter = findFilter(collection, schema, query, { substrings });
@@ -179,6 +181,8 @@ export class MongoDbReadStore implements ReadStore {
         query.count === false ? 0 : c.countDocuments(filter, { limit: COUNT_LIMIT + 1, ...options }),
       ]);
     });
+    if (typeof found === 'string') throw new FilterNotBuiltError('MongoDB', collection, found);
+    const [docs, total] = found;
     return { documents: docs.map(fromMongoDocument), total: Math.min(total, COUNT_LIMIT), capped: total > COUNT_LIMIT };
   }
 

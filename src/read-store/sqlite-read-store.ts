@@ -228,9 +228,14 @@ export class SqliteReadStore implements ReadStore {
       try {
         result = read(this.table(collection, generation));
       } catch (error) {
-        // The generation last read was retired and dropped since: look the live one up.
-        if (attempt > 1 || !/no such table/.test((error as Error).message)) throw error;
-        generation = this.liveGeneration(collection);
+        // The generation last read was retired and dropped since, or lacks a filter the one
+        // promoted since has: look the live one up.
+        const lacking = error instanceof FilterNotBuiltError;
+        if (attempt > 1 || !(lacking || /no such table/.test((error as Error).message))) throw error;
+        const live = this.liveGeneration(collection);
+        if (lacking && live === generation) throw error;
+        generation = live;
+        this.collection(collection).tables.delete(generation);
         continue;
       }
       if (result.live === null) throw new Error(`Unknown collection ${collection}: call ensureCollection first`);
