@@ -4,7 +4,7 @@ import { SqliteDatabase, TEXT_KEY, transactions } from '../storage/sqlite-databa
 import { generationSchema, InUse, schemaFingerprint } from './generation-rules';
 import type { CollectionSchema, GenerationStatus, MatchKind, ProjectionFailure } from './read-store.port';
 
-export interface GenerationRow {
+interface GenerationRow {
   generation: number;
   /** A dropped generation keeps its row, so generation numbers are never reused. */
   state: 'live' | 'building' | 'retired' | 'dropped';

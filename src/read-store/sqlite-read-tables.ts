@@ -5,7 +5,7 @@ import type { CollectionSchema, MatchKind, ReadDocument } from './read-store.por
 /** The SQLite read store's tables of documents: their names, columns, rows and indexes. */
 
 /** The columns a document is read from, id first: not the filter columns, which only queries use (fewer columns, cheaper rows). */
-export const DOCUMENT_COLUMNS = ['id', 'account_id', 'revision', 'seq', 'deleted', 'created', 'fields'];
+const DOCUMENT_COLUMNS = ['id', 'account_id', 'revision', 'seq', 'deleted', 'created', 'fields'];
 export const DOCUMENT = DOCUMENT_COLUMNS.join(', ');
 
 export interface DocumentRow {
@@ -47,7 +47,7 @@ export function allColumns(schema: CollectionSchema): string[] {
  * A document table's columns but id, parted by whether an index reads them (the partial indexes'
  * `deleted` included): a rewrite sets the plain ones and matches the indexed ones.
  */
-export function columnsByIndexing(schema: CollectionSchema): { plain: string[]; indexed: string[] } {
+function columnsByIndexing(schema: CollectionSchema): { plain: string[]; indexed: string[] } {
   const indexed = ['account_id', 'seq', 'deleted', ...indexedFilters(schema).map(filterColumn)];
   return { plain: allColumns(schema).filter((col) => col !== 'id' && !indexed.includes(col)), indexed };
 }

@@ -32,9 +32,9 @@ export interface Pending {
 }
 
 /** A generation table's substring index: named outside `<collection>__g<n>`, the tables' own pattern. */
-export const substringsTable = (table: string) => `substrings_${table}`;
+const substringsTable = (table: string) => `substrings_${table}`;
 /** The rows of a generation table changed since its substring index was last brought up to date (see keepByFlush). */
-export const pendingTable = (table: string) => `substrings_pending_${table}`;
+const pendingTable = (table: string) => `substrings_pending_${table}`;
 /** The SQL of a row's substring tokens (substrings.ts), from the table's columns. */
 const tokensOf = (fields: string[], table: string) =>
   `${TOKENS_FUNCTION}(${[`${table}.account_id`, ...fields.map((f) => `${table}.${filterColumn(f)}`)].join(', ')})`;
