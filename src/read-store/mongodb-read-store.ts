@@ -1,6 +1,6 @@
 import { Collection, Db, MongoClient } from 'mongodb';
 import { START } from '../event-store/event-store.port';
-import { assertPromotable, assertWritable, generationSchema, schemaFingerprint } from './generation-rules';
+import { assertPromotable, assertWritable, generationSchema } from './generation-rules';
 import { ignoreDuplicate, writeNewer } from './mongodb-writes';
 import {
   checkFieldNames,
@@ -11,6 +11,8 @@ import {
   GENERATIONS_COLLECTION,
   indexesFor,
   LEASES_COLLECTION,
+  Built,
+  builtWith,
   MongoGeneration,
   MongoLease,
   MongoReadDocument,
@@ -41,16 +43,6 @@ import {
   RebuildBehindError,
 } from './read-store.port';
 import { MongoDbReadLeases } from './mongodb-read-leases';
-
-/** What a generation keeps of how it was built, known once read (it never changes). */
-interface Built {
-  /** Its documents carry substring tokens (see generationInfo). */
-  substrings: boolean;
-  /** The schema it was built with: its documents' `match` and its indexes. */
-  schema: CollectionSchema;
-  /** Its record keeps its schema; if not, it was made before generations kept it (taken as built with the code's). */
-  kept: boolean;
-}
 
 /**
  * Read store on MongoDB (driver 7). Each read model's generations are collections of their own
@@ -492,9 +484,4 @@ export class MongoDbReadStore implements ReadStore {
       throw translateMongoError(error);
     }
   }
-}
-
-/** What a generation built with `schema` keeps of it. */
-function builtWith(schema: CollectionSchema): Pick<MongoGeneration, 'fingerprint' | 'filters'> {
-  return { fingerprint: schemaFingerprint(schema), filters: schema.filters };
 }
