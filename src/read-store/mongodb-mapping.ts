@@ -70,7 +70,7 @@ export interface Built {
 }
 
 /** What a generation built with `schema` keeps of it. */
-export function builtWith(schema: CollectionSchema): Pick<MongoGeneration, 'fingerprint' | 'filters'> {
+export function keptSchema(schema: CollectionSchema): Pick<MongoGeneration, 'fingerprint' | 'filters'> {
   return { fingerprint: schemaFingerprint(schema), filters: schema.filters };
 }
 

@@ -12,7 +12,7 @@ import {
   indexesFor,
   LEASES_COLLECTION,
   Built,
-  builtWith,
+  keptSchema,
   MongoGeneration,
   MongoLease,
   MongoReadDocument,
@@ -98,7 +98,7 @@ export class MongoDbReadStore implements ReadStore {
       await ignoreDuplicate(() =>
         this.generations.updateOne(
           { _id: generationId(schema.name, 1) },
-          { $setOnInsert: { collection: schema.name, generation: 1, failure: null, updatedAt: new Date(), substrings: true, ...builtWith(schema) } },
+          { $setOnInsert: { collection: schema.name, generation: 1, failure: null, updatedAt: new Date(), substrings: true, ...keptSchema(schema) } },
           { upsert: true },
         ),
       );
@@ -107,7 +107,8 @@ export class MongoDbReadStore implements ReadStore {
       this.schemas.set(schema.name, schema);
       const built = await this.built(schema.name, live);
       // A live generation made before generations kept their schema is taken as built with this one.
-      if (!built.kept) await this.generations.updateOne({ _id: generationId(schema.name, live), fingerprint: { $exists: false } }, { $set: builtWith(schema) });
+      if (!built.kept)
+        await this.generations.updateOne({ _id: generationId(schema.name, live), fingerprint: { $exists: false } }, { $set: keptSchema(schema) });
       // createIndexes creates the collection too, and is a no-op for indexes that already exist as
       // specified: those of the schema the generation was built with. A generation made before the
       // substring index came gets none: its documents carry no tokens, its finds match by $regex,
@@ -268,7 +269,7 @@ export class MongoDbReadStore implements ReadStore {
       // Replaces what a rebuild that crashed before this fix left under the same number.
       await this.generations.replaceOne(
         { _id: generationId(collection, generation) },
-        { collection, generation, failure: null, updatedAt: new Date(), substrings: true, ...builtWith(schema) },
+        { collection, generation, failure: null, updatedAt: new Date(), substrings: true, ...keptSchema(schema) },
         { upsert: true },
       );
       await this.collection(collection, generation).createIndexes(indexesFor(schema, { substrings: true }));
