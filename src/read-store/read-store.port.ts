@@ -114,8 +114,9 @@ export class RebuildBehindError extends Error {
 }
 
 /**
- * The documents as the API and the change feed read them, always from the live generation, and
- * their erasure. No checkpoint and no generation: what a request needs, nothing a projector does.
+ * The documents as the API and the change feed read them, from the live generation (a projector's
+ * getMany names its own), and their erasure. No checkpoint and no generation's state: a request
+ * needs none, and queries never commit.
  */
 export interface ReadDocuments {
   /**
@@ -130,8 +131,8 @@ export interface ReadDocuments {
   oldest(collection: string, accountId: string): Promise<ReadDocument | null>;
   /**
    * A page of the account's live documents. A filter the live generation was built without (its
-   * schema gained it since, and the rebuild that adds it is under way) throws StoreUnavailableError:
-   * it works once the rebuild is promoted.
+   * schema gained it since, and the rebuild that adds it is under way) throws FilterNotBuiltError,
+   * a StoreUnavailableError (503): it works once the rebuild is promoted.
    */
   find(collection: string, query: FindQuery): Promise<FindResult>;
   /**
