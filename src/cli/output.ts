@@ -1,5 +1,5 @@
 import { ConfigError } from '../config/config';
-import { PoisonEventError } from '../projections/projector';
+import { PoisonEventError } from '../projections/fold-batch';
 import { GenerationReplacedError } from '../read-store/read-store.port';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import { FeedRefusedError } from './events';

@@ -2,7 +2,7 @@ import { EventStore, START } from '../event-store/event-store.port';
 import { formatPosition } from '../projections/positions';
 import type { Projection } from '../projections/projection';
 import { rebuildProjections, RebuildResult } from '../projections/rebuild';
-import type { GenerationStatus, ReadStore } from '../read-store/read-store.port';
+import type { GenerationStatus, ReadDocuments, ReadGenerations } from '../read-store/read-store.port';
 import { count, formatTable } from './output';
 import { ProgressReporter } from './progress';
 
@@ -20,7 +20,7 @@ interface ProjectionStatus {
 }
 
 /** `projections status`: how far each read model is, from what the stores keep (the service may be elsewhere). */
-export async function projectionsStatus(readModels: Projection[], eventStore: EventStore, readStore: ReadStore, json: boolean): Promise<string> {
+export async function projectionsStatus(readModels: Projection[], eventStore: EventStore, readStore: ReadGenerations, json: boolean): Promise<string> {
   const head = await eventStore.headPosition();
   const projections: ProjectionStatus[] = [];
   for (const projection of readModels) {
@@ -60,7 +60,7 @@ export async function projectionsStatus(readModels: Projection[], eventStore: Ev
 export async function projectionsRebuild(
   selected: Projection[],
   eventStore: EventStore,
-  readStore: ReadStore,
+  readStore: ReadDocuments & ReadGenerations,
   options: { json: boolean; graceMs: number; signal: AbortSignal },
 ): Promise<string> {
   const progress = new ProgressReporter();

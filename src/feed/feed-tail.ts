@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { comparePositions, Position, START } from '../event-store/event-store.port';
 import { siblings } from '../instance';
 import type { Projector } from '../projections/projector';
-import type { ReadDocument, ReadStore } from '../read-store/read-store.port';
+import type { ReadDocument, ReadGenerations } from '../read-store/read-store.port';
 import { FEED } from './feed.projection';
 
 /** How often an instance that does not fold the feed's index looks for news while consumers wait. */
@@ -45,7 +45,7 @@ export class FeedTail {
 
   constructor(
     private readonly projector: Projector,
-    private readonly readStore: ReadStore,
+    private readonly readStore: ReadGenerations,
     private readonly pollMs = FEED_POLL_MS,
   ) {
     this.unlisten = projector.onAdvance((written) => this.wake(written));

@@ -1,6 +1,6 @@
 import { DynamicModule, Inject, Module, OnModuleDestroy } from '@nestjs/common';
 import { ProjectionsService } from '../projections/projections.service';
-import { READ_STORE, ReadStore } from '../read-store/read-store.port';
+import { READ_STORE, ReadGenerations } from '../read-store/read-store.port';
 import type { RecordKind } from '../records/record';
 import { FeedCursorSecret } from './feed-cursor-secret';
 import { FeedTail } from './feed-tail';
@@ -21,7 +21,7 @@ export class FeedModule implements OnModuleDestroy {
         { provide: FEED_KINDS, useValue: kinds },
         {
           provide: FeedTail,
-          useFactory: (projections: ProjectionsService, readStore: ReadStore) => {
+          useFactory: (projections: ProjectionsService, readStore: ReadGenerations) => {
             const projector = projections.projectors.find((p) => p.projection.name === FEED);
             if (!projector) throw new Error(`The change feed needs the ${FEED} read model among the projections`);
             return new FeedTail(projector, readStore);

@@ -4,7 +4,7 @@ import { recordHistory, type HistoryEntry } from '../audit/record-history';
 import { comparePositions, EVENT_STORE, EventStore, Position } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
 import { DATA_KEYS, type DataKeys } from '../sealing/data-keys';
-import { READ_STORE, ReadStore } from '../read-store/read-store.port';
+import { READ_STORE, ReadDocuments } from '../read-store/read-store.port';
 import { RecordKind, recordIdOf, streamIdOf } from '../records/record';
 import { RecordSnapshots } from '../records/record-snapshots';
 import { linkCurrentSpanTo } from '../tracing/tracing';
@@ -66,7 +66,7 @@ export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
   private readonly reads = new Limiter(READS_AT_ONCE);
 
   constructor(
-    @Inject(READ_STORE) private readonly readStore: ReadStore,
+    @Inject(READ_STORE) private readonly readStore: ReadDocuments,
     @Inject(EVENT_STORE) private readonly eventStore: EventStore,
     @Inject(FEED_KINDS) private readonly kinds: RecordKind[],
     private readonly tail: FeedTail,

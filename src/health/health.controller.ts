@@ -7,9 +7,9 @@ import { APP_CONFIG, AppConfig } from '../config/config';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { sendJson } from '../http/json-response';
 import { formatPosition } from '../projections/positions';
-import { PoisonEventError } from '../projections/projector';
+import { PoisonEventError } from '../projections/fold-batch';
 import { ProjectionsService } from '../projections/projections.service';
-import { READ_STORE, ReadStore } from '../read-store/read-store.port';
+import { READ_STORE, ReadGenerations } from '../read-store/read-store.port';
 import { WRITE_FAILURE_REMEMBERED_MS, WriteFailures } from '../storage/write-failures';
 
 /** What /health/ready answers, 200 or 503 alike. */
@@ -55,7 +55,7 @@ export class HealthController {
   constructor(
     private readonly projections: ProjectionsService,
     @Inject(EVENT_STORE) private readonly eventStore: EventStore,
-    @Inject(READ_STORE) private readonly readStore: ReadStore,
+    @Inject(READ_STORE) private readonly readStore: ReadGenerations,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly writes: WriteFailures,
   ) {}

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import { APP_CONFIG, AppConfig } from '../config/config';
 import { ReadModelsBehindError } from './read-models-behind.error';
 import { comparePositions, EVENT_STORE, EventStore, Position, START } from '../event-store/event-store.port';
+import { builtWith } from '../read-store/generation-rules';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import { Projection, PROJECTIONS } from './projection';
 import { Projector } from './projector';
@@ -28,6 +29,7 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
   readonly projectors: Projector[];
   private readonly stopping = new AbortController();
   private catchingUp?: Promise<void>;
+  private reshaping?: Promise<void>;
 
   constructor(
     @Inject(PROJECTIONS) projections: Projection[],
@@ -42,23 +44,32 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
   /**
    * Starts the projectors. Those far behind the head are rebuilt first, in the background, by the
    * instance that takes their lease: the app serves meanwhile (their reads from the live generation
-   * as it was, writes 503 until they run). Other instances follow as usual, and see the promotion.
+   * as it was, writes 503 until they run). Those whose live generation was built with another schema
+   * than the code's (a filter added, removed or matched otherwise) start as usual, folding into it
+   * and serving from it, while the instance that takes their lease rebuilds them in the background
+   * with the code's schema. Other instances follow as usual, and see the promotions.
    */
   async onApplicationBootstrap(): Promise<void> {
     const head = await this.eventStore.headPosition();
     const behind: Projector[] = [];
+    const reshaped: Projector[] = [];
     for (const projector of this.projectors) {
-      const { name } = projector.projection.schema;
+      const { schema } = projector.projection;
       projector.catchUpTo(head);
-      await this.readStore.ensureCollection(projector.projection.schema);
+      await this.readStore.ensureCollection(schema);
       // What a rebuild stopped during its grace period left: storage no read has used since.
-      await this.readStore.dropRetired(name, REBUILD_GRACE_MS);
-      const { live } = await this.readStore.status(name);
-      // Only the instance that takes the read model's lease catches it up; the others follow it.
-      if (this.farBehind(live.position, head) && (await projector.takeLease().catch(() => false))) behind.push(projector);
+      await this.readStore.dropRetired(schema.name, REBUILD_GRACE_MS);
+      const { live } = await this.readStore.status(schema.name);
+      const farBehind = this.farBehind(live.position, head);
+      const otherSchema = !builtWith(await this.readStore.fingerprint(schema.name, live.generation), schema);
+      // Only the instance that takes the read model's lease rebuilds it; the others follow it.
+      if (!(farBehind || otherSchema) || !(await projector.takeLease().catch(() => false))) continue;
+      if (otherSchema) this.logger.log(`Read model ${projector.projection.name} was built with another schema: rebuilding it with the current one`);
+      (farBehind ? behind : reshaped).push(projector);
     }
     await Promise.all(this.projectors.filter((p) => !behind.includes(p)).map((p) => p.start()));
     if (behind.length) this.catchingUp = this.catchUpByRebuild(behind);
+    if (reshaped.length) this.reshaping = this.rebuildWithSchema(reshaped);
   }
 
   /**
@@ -72,7 +83,7 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
 
   async onModuleDestroy(): Promise<void> {
     this.stopping.abort();
-    await this.catchingUp;
+    await Promise.all([this.catchingUp, this.reshaping]);
     await Promise.all(this.projectors.map((p) => p.stop()));
   }
 
@@ -105,6 +116,28 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
       await Promise.all(projectors.filter((p) => p.state === 'starting').map((p) => p.start()));
     } finally {
       clearInterval(renew);
+    }
+  }
+
+  /**
+   * Rebuilds read models whose live generation was built with another schema, beside their
+   * projectors, which go on folding into it (reads and writes served as before; a filter it lacks
+   * answers 503) until the rebuild is promoted: then they carry on in the new generation. Failed,
+   * the live generation stays, and the next start tries again.
+   */
+  private async rebuildWithSchema(projectors: Projector[]): Promise<void> {
+    const names = projectors.map((p) => p.projection.name).join(', ');
+    try {
+      const results = await rebuildProjections(
+        projectors.map((p) => p.projection),
+        this.eventStore,
+        this.readStore,
+        { signal: this.stopping.signal, graceMs: CATCH_UP_GRACE_MS },
+      );
+      this.logger.log(`Rebuilt ${names} with the current schema from ${Math.max(...results.map((r) => r.events))} events`);
+    } catch (error) {
+      if (this.stopping.signal.aborted) return;
+      this.logger.error(`Rebuilding ${names} with the current schema failed: ${(error as Error).message}`);
     }
   }
 

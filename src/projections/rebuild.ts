@@ -1,8 +1,8 @@
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { comparePositions, EventStore, START } from '../event-store/event-store.port';
-import { ReadStore, RebuildBehindError } from '../read-store/read-store.port';
+import { ReadDocuments, ReadGenerations, RebuildBehindError } from '../read-store/read-store.port';
 import type { Projection } from './projection';
-import { foldBatch } from './projector';
+import { foldBatch } from './fold-batch';
 import { inSpan } from '../tracing/tracing';
 
 /**
@@ -55,7 +55,12 @@ interface Target {
  * untouched; the next rebuild drops what it left. A replaced generation is dropped after
  * `graceMs`, once reads that resolved it just before the swap are done.
  */
-export function rebuildProjections(projections: Projection[], eventStore: EventStore, readStore: ReadStore, options: RebuildOptions): Promise<RebuildResult[]> {
+export function rebuildProjections(
+  projections: Projection[],
+  eventStore: EventStore,
+  readStore: ReadDocuments & ReadGenerations,
+  options: RebuildOptions,
+): Promise<RebuildResult[]> {
   // One trace per rebuild (where traces are exported), with a span per batch.
   const names = projections.map((p) => p.name).join(', ');
   return inSpan(
@@ -76,7 +81,12 @@ export interface RebuildOptions {
   onLive?: (results: RebuildResult[]) => void;
 }
 
-async function rebuild(projections: Projection[], eventStore: EventStore, readStore: ReadStore, options: RebuildOptions): Promise<RebuildResult[]> {
+async function rebuild(
+  projections: Projection[],
+  eventStore: EventStore,
+  readStore: ReadDocuments & ReadGenerations,
+  options: RebuildOptions,
+): Promise<RebuildResult[]> {
   const started = Date.now();
   const targets: Target[] = [];
   let head = START;

@@ -1,5 +1,6 @@
 import type { Filter, IndexDescription } from 'mongodb';
 import type { Position } from '../event-store/event-store.port';
+import { schemaFingerprint } from './generation-rules';
 import type { CollectionSchema, FindQuery, MatchKind, ReadDocument } from './read-store.port';
 import { substringFields, substringQuery, substringTokens } from './substrings';
 
@@ -53,6 +54,24 @@ export interface MongoGeneration {
   dropped?: boolean;
   /** Its documents carry their substring tokens (`substrings`): made since the substring index was. */
   substrings?: boolean;
+  /** The schema it was built with: its fingerprint and its filters. Absent if made before generations kept them. */
+  fingerprint?: string;
+  filters?: Record<string, MatchKind>;
+}
+
+/** What the store knows of how a generation was built, once read (it never changes). */
+export interface Built {
+  /** Its documents carry substring tokens (see MongoGeneration.substrings). */
+  substrings: boolean;
+  /** The schema it was built with: its documents' `match` and its indexes. */
+  schema: CollectionSchema;
+  /** Its record keeps its schema; if not, it was made before generations kept it (taken as built with the code's). */
+  kept: boolean;
+}
+
+/** What a generation built with `schema` keeps of it. */
+export function keptSchema(schema: CollectionSchema): Pick<MongoGeneration, 'fingerprint' | 'filters'> {
+  return { fingerprint: schemaFingerprint(schema), filters: schema.filters };
 }
 
 export const READ_MODELS_COLLECTION = 'read_models';

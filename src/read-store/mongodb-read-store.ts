@@ -1,5 +1,7 @@
-import { AnyBulkWriteOperation, Collection, Db, MongoClient } from 'mongodb';
-import { comparePositions, START } from '../event-store/event-store.port';
+import { Collection, Db, MongoClient } from 'mongodb';
+import { START } from '../event-store/event-store.port';
+import { assertPromotable, assertWritable, generationSchema } from './generation-rules';
+import { ignoreDuplicate, writeNewer } from './mongodb-writes';
 import {
   checkFieldNames,
   findFilter,
@@ -9,6 +11,8 @@ import {
   GENERATIONS_COLLECTION,
   indexesFor,
   LEASES_COLLECTION,
+  Built,
+  keptSchema,
   MongoGeneration,
   MongoLease,
   MongoReadDocument,
@@ -19,9 +23,8 @@ import {
   readModelCollections,
   SUBSTRINGS_INDEX,
   toMongoCheckpoint,
-  toMongoDocument,
 } from './mongodb-mapping';
-import { connectMongoClient, duplicateKeyFailures, isDuplicateKey, translateMongoError } from '../storage/mongodb-client';
+import { connectMongoClient, translateMongoError } from '../storage/mongodb-client';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import { readsSubstrings } from './substrings';
 import {
@@ -31,6 +34,7 @@ import {
   COUNT_LIMIT,
   FindQuery,
   FindResult,
+  FilterNotBuiltError,
   GenerationReplacedError,
   GenerationStatus,
   ProjectionFailure,
@@ -38,6 +42,7 @@ import {
   ReadStore,
   RebuildBehindError,
 } from './read-store.port';
+import { MongoDbReadLeases } from './mongodb-read-leases';
 
 /**
  * Read store on MongoDB (driver 7). Each read model's generations are collections of their own
@@ -57,11 +62,11 @@ export class MongoDbReadStore implements ReadStore {
   private readonly schemas = new Map<string, CollectionSchema>();
   private readonly readModels: Collection<MongoReadModel>;
   private readonly generations: Collection<MongoGeneration>;
-  private readonly leases: Collection<MongoLease>;
+  private readonly leases: MongoDbReadLeases;
   /** The live generation last seen, by read model: what a read tries first (see readLive). */
   private readonly lastLive = new Map<string, number>();
-  /** Per generation (its id), whether its documents carry substring tokens (see hasSubstrings). */
-  private readonly substringGenerations = new Map<string, boolean>();
+  /** Per generation (its id), how it was built (see built). */
+  private readonly builtBy = new Map<string, Built>();
 
   /**
    * @param timeoutMs the store's timeout (the socket's): a list's queries, the only ones whose cost
@@ -76,7 +81,7 @@ export class MongoDbReadStore implements ReadStore {
   ) {
     this.readModels = db.collection<MongoReadModel>(READ_MODELS_COLLECTION);
     this.generations = db.collection<MongoGeneration>(GENERATIONS_COLLECTION);
-    this.leases = db.collection<MongoLease>(LEASES_COLLECTION);
+    this.leases = new MongoDbReadLeases(db.collection<MongoLease>(LEASES_COLLECTION), (operation) => this.guard(operation));
   }
 
   /** Connects within `timeoutMs` (see connectMongoClient). */
@@ -89,26 +94,28 @@ export class MongoDbReadStore implements ReadStore {
     checkFieldNames(schema);
     readModelCollection(schema.name, 1);
     await this.guard(async () => {
-      await this.ignoreDuplicate(() =>
-        this.readModels.updateOne({ _id: schema.name }, { $setOnInsert: { live: 1, building: null, next: 2 } }, { upsert: true }),
-      );
-      await this.ignoreDuplicate(() =>
+      await ignoreDuplicate(() => this.readModels.updateOne({ _id: schema.name }, { $setOnInsert: { live: 1, building: null, next: 2 } }, { upsert: true }));
+      await ignoreDuplicate(() =>
         this.generations.updateOne(
           { _id: generationId(schema.name, 1) },
-          { $setOnInsert: { collection: schema.name, generation: 1, failure: null, updatedAt: new Date(), substrings: true } },
+          { $setOnInsert: { collection: schema.name, generation: 1, failure: null, updatedAt: new Date(), substrings: true, ...keptSchema(schema) } },
           { upsert: true },
         ),
       );
       const { live } = await this.readModel(schema.name);
       this.lastLive.set(schema.name, live);
+      this.schemas.set(schema.name, schema);
+      const built = await this.built(schema.name, live);
+      // A live generation made before generations kept their schema is taken as built with this one.
+      if (!built.kept)
+        await this.generations.updateOne({ _id: generationId(schema.name, live), fingerprint: { $exists: false } }, { $set: keptSchema(schema) });
       // createIndexes creates the collection too, and is a no-op for indexes that already exist as
-      // specified. A generation made before the substring index came gets none: its documents carry
-      // no tokens, its finds match by $regex, and building one at start would index every document
-      // for nothing, past the store's timeout on a large model.
-      const substrings = await this.hasSubstrings(schema.name, live);
-      await this.collection(schema.name, live).createIndexes(indexesFor(schema, { substrings }));
+      // specified: those of the schema the generation was built with. A generation made before the
+      // substring index came gets none: its documents carry no tokens, its finds match by $regex,
+      // and building one at start would index every document for nothing, past the store's timeout
+      // on a large model.
+      await this.collection(schema.name, live).createIndexes(indexesFor(built.schema, built));
     });
-    this.schemas.set(schema.name, schema);
   }
 
   async getMany(collection: string, ids: string[], generation?: number): Promise<Map<string, ReadDocument>> {
@@ -142,10 +149,15 @@ export class MongoDbReadStore implements ReadStore {
   }
 
   async find(collection: string, query: FindQuery): Promise<FindResult> {
-    const schema = this.schema(collection);
-    const [docs, total] = await this.readLive(collection, async (g) => {
+    const current = this.schema(collection);
+    const found = await this.readLive(collection, async (g) => {
+      const built = await this.built(collection, g);
+      const { schema } = built;
+      // A filter the generation lacks: none found, should it still be the live one (else the read is made again in the live one).
+      const lacking = Object.keys(query.filters).find((f) => !schema.filters[f] && current.filters[f]);
+      if (lacking) return lacking;
       // Substring filters alone read the substring index, where the generation has one (see indexesFor).
-      const substrings = readsSubstrings(schema, Object.keys(query.filters)) && (await this.hasSubstrings(collection, g));
+      const substrings = readsSubstrings(schema, Object.keys(query.filters)) && built.substrings;
       const filter = findFilter(collection, schema, query, { substrings });
       const options = { maxTimeMS: Math.max(1, Math.floor(this.timeoutMs * 0.8)), ...(substrings ? { hint: SUBSTRINGS_INDEX } : {}) };
       // The count ignores paging; the page starts past `after` on the index's seq, skipping nothing.
@@ -162,34 +174,37 @@ export class MongoDbReadStore implements ReadStore {
         query.count === false ? 0 : c.countDocuments(filter, { limit: COUNT_LIMIT + 1, ...options }),
       ]);
     });
+    if (typeof found === 'string') throw new FilterNotBuiltError('MongoDB', collection, found);
+    const [docs, total] = found;
     return { documents: docs.map(fromMongoDocument), total: Math.min(total, COUNT_LIMIT), capped: total > COUNT_LIMIT };
   }
 
   /**
-   * Whether the generation's documents carry substring tokens: those made before the index came
-   * (an upgraded store's live one, until a rebuild) match substrings by $regex alone. Never changes.
+   * How the generation was built: whether its documents carry substring tokens (those made before
+   * the index came, an upgraded store's live one until a rebuild, match substrings by $regex alone),
+   * and with which schema (one made before generations kept it: the code's). Never changes.
    */
-  private async hasSubstrings(collection: string, generation: number): Promise<boolean> {
+  private async built(collection: string, generation: number): Promise<Built> {
     const id = generationId(collection, generation);
-    let known = this.substringGenerations.get(id);
+    let known = this.builtBy.get(id);
     if (known === undefined) {
-      known = (await this.guard(() => this.generations.findOne({ _id: id }, { projection: { substrings: 1 } })))?.substrings === true;
-      this.substringGenerations.set(id, known);
+      const record = await this.guard(() => this.generations.findOne({ _id: id }, { projection: { substrings: 1, filters: 1 } }));
+      known = {
+        substrings: record?.substrings === true,
+        schema: generationSchema(this.schema(collection), record?.filters),
+        kept: record?.filters !== undefined,
+      };
+      this.builtBy.set(id, known);
     }
     return known;
   }
 
   async commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
-    const schema = this.schema(collection);
     const { generation, position } = checkpoint;
     const { live } = await this.assertWritable(collection, generation);
-    const operations: AnyBulkWriteOperation<MongoReadDocument>[] = documents.map((d) => {
-      const { _id, ...replacement } = toMongoDocument(schema, d);
-      // Replaces only an older revision; when the guard fails on an existing document, the upsert
-      // tries to insert its _id and fails as a duplicate: that document is already as new or newer.
-      return { replaceOne: { filter: { _id, revision: { $lt: d.revision } }, replacement, upsert: true } };
-    });
-    await this.guard(() => this.writeGuarded(this.collection(collection, generation), operations));
+    // As the generation was built: its `match` holds its own filters.
+    const { schema } = await this.built(collection, generation);
+    await this.guard(() => writeNewer(this.collection(collection, generation), schema, documents));
     const next = toMongoCheckpoint(position);
     if (generation === live) await this.moveLiveKey(collection, generation, next.key);
     else await this.refuseIfDropped(collection, generation);
@@ -206,6 +221,11 @@ export class MongoDbReadStore implements ReadStore {
 
   async recordFailure(collection: string, generation: number, failure: ProjectionFailure): Promise<void> {
     await this.guard(() => this.generations.updateOne({ _id: generationId(collection, generation) }, { $set: { failure }, $currentDate: { updatedAt: true } }));
+  }
+
+  async fingerprint(collection: string, generation: number): Promise<string | null> {
+    const record = await this.guard(() => this.generations.findOne({ _id: generationId(collection, generation) }, { projection: { fingerprint: 1 } }));
+    return record?.fingerprint ?? null;
   }
 
   async status(collection: string): Promise<CollectionStatus> {
@@ -249,7 +269,7 @@ export class MongoDbReadStore implements ReadStore {
       // Replaces what a rebuild that crashed before this fix left under the same number.
       await this.generations.replaceOne(
         { _id: generationId(collection, generation) },
-        { collection, generation, failure: null, updatedAt: new Date(), substrings: true },
+        { collection, generation, failure: null, updatedAt: new Date(), substrings: true, ...keptSchema(schema) },
         { upsert: true },
       );
       await this.collection(collection, generation).createIndexes(indexesFor(schema, { substrings: true }));
@@ -282,11 +302,10 @@ export class MongoDbReadStore implements ReadStore {
 
   async promote(collection: string, generation: number): Promise<void> {
     const model = await this.readModel(collection);
-    if (model.building !== generation) throw new GenerationReplacedError(collection, generation);
+    assertPromotable(collection, model, generation, null, null); // not the building one: replaced, whatever the checkpoints
     const { live, building } = await this.status(collection);
-    const built = building!.position ?? START;
-    if (comparePositions(built, live.position ?? START) < 0) throw new RebuildBehindError(collection);
-    const builtKey = positionKey(built);
+    assertPromotable(collection, model, generation, building!.position, live.position);
+    const builtKey = positionKey(building!.position ?? START);
     // Promoted either way: without the stamp, dropRetired stamps it later. The server's clock, as
     // dropRetired's, whichever instance runs it.
     const retire = async () => {
@@ -368,53 +387,16 @@ export class MongoDbReadStore implements ReadStore {
     for (const r of retired) await this.dropGeneration(collection, r.generation);
   }
 
-  /**
-   * One conditional upsert, timed by the server ($$NOW): it matches a lease that is the holder's (or
-   * the dead holder's it replaces) or has expired; when it matches none and the lease exists, the
-   * upsert's insert fails as a duplicate: someone else holds it.
-   */
-  async acquireLease(name: string, holder: string, ttlMs: number, replacing?: string): Promise<string> {
-    return this.guard(async () => {
-      try {
-        await this.leases.updateOne(
-          { _id: name, $or: [{ holder: { $in: replacing ? [holder, replacing] : [holder] } }, { $expr: { $lte: ['$expiresAt', '$$NOW'] } }] },
-          [{ $set: { holder, expiresAt: { $add: ['$$NOW', ttlMs] } } }],
-          { upsert: true },
-        );
-        return holder;
-      } catch (error) {
-        if (!isDuplicateKey(error)) throw error;
-        return (await this.leases.findOne({ _id: name }))?.holder ?? '';
-      }
-    });
+  acquireLease(name: string, holder: string, ttlMs: number, replacing?: string): Promise<string> {
+    return this.leases.acquireLease(name, holder, ttlMs, replacing);
   }
 
-  async releaseLease(name: string, holder: string): Promise<void> {
-    await this.guard(() => this.leases.deleteOne({ _id: name, holder }));
+  releaseLease(name: string, holder: string): Promise<void> {
+    return this.leases.releaseLease(name, holder);
   }
 
   async close(): Promise<void> {
     await this.client.close();
-  }
-
-  /**
-   * Runs guarded upserts, then once more those that failed as duplicates: two writers inserting
-   * the same new document race, and the loser's retry now meets the winner's document and its
-   * guard. A duplicate on the retry means the stored revision is as new or newer.
-   */
-  private async writeGuarded(c: Collection<MongoReadDocument>, operations: AnyBulkWriteOperation<MongoReadDocument>[]): Promise<void> {
-    if (operations.length === 0) return;
-    let pending = operations;
-    for (let attempt = 1; attempt <= 2 && pending.length > 0; attempt++) {
-      try {
-        await c.bulkWrite(pending, { ordered: false });
-        return;
-      } catch (error) {
-        const duplicates = duplicateKeyFailures(error);
-        if (!duplicates) throw error;
-        pending = duplicates.map((i) => pending[i]);
-      }
-    }
   }
 
   private async dropGeneration(collection: string, generation: number): Promise<void> {
@@ -482,17 +464,8 @@ export class MongoDbReadStore implements ReadStore {
 
   private async assertWritable(collection: string, generation: number): Promise<MongoReadModel> {
     const model = await this.readModel(collection);
-    if (generation !== model.live && generation !== model.building) throw new GenerationReplacedError(collection, generation);
+    assertWritable(collection, model, generation);
     return model;
-  }
-
-  private async ignoreDuplicate(operation: () => Promise<unknown>): Promise<void> {
-    try {
-      await operation();
-    } catch (error) {
-      // Two processes creating the same read model at once: the other one's insert won.
-      if (!isDuplicateKey(error)) throw error;
-    }
   }
 
   private collection(name: string, generation: number): Collection<MongoReadDocument> {

@@ -1,8 +1,10 @@
 import type { Position } from '../event-store/event-store.port';
+import { StoreUnavailableError } from '../storage/store-unavailable.error';
 
 /**
- * The read store port: documents folded from events, found with filters and paging, plus the
- * projectors' checkpoints. Adapters: SQLite (embedded default) and MongoDB.
+ * The read store port, in three parts: the documents folded from events, found with filters and
+ * paging (ReadDocuments); their generations with the projectors' checkpoints (ReadGenerations); the
+ * leases of the projectors (ReadLeases). Adapters: SQLite (embedded default) and MongoDB.
  */
 
 /** One record as a read model keeps it. Deleted records stay as tombstones so a replay cannot revive them. */
@@ -111,12 +113,12 @@ export class RebuildBehindError extends Error {
   }
 }
 
-export interface ReadStore {
-  /**
-   * Creates the collection and its indexes if missing, with generation 1 live when the collection
-   * has no generation yet. Idempotent. Every other method needs it called first in this process.
-   */
-  ensureCollection(schema: CollectionSchema): Promise<void>;
+/**
+ * The documents as the API and the change feed read them, from the live generation (a projector's
+ * getMany names its own), and their erasure. No checkpoint and no generation's state: a request
+ * needs none, and queries never commit.
+ */
+export interface ReadDocuments {
   /**
    * Documents by id, tombstones included, whatever their account; from the live generation by
    * default. Given a generation (as projectors do), throws GenerationReplacedError unless it is
@@ -127,7 +129,36 @@ export interface ReadStore {
   get(collection: string, accountId: string, id: string): Promise<ReadDocument | null>;
   /** The account's first-created live document, or null: one index lookup, no count. */
   oldest(collection: string, accountId: string): Promise<ReadDocument | null>;
+  /**
+   * A page of the account's live documents. A filter the live generation was built without (its
+   * schema gained it since, and the rebuild that adds it is under way) throws FilterNotBuiltError,
+   * a StoreUnavailableError (503): it works once the rebuild is promoted.
+   */
   find(collection: string, query: FindQuery): Promise<FindResult>;
+  /**
+   * Erasure: leaves the documents `ids` of every generation that still has storage (live, building,
+   * retired) a tombstone with no field value, and makes sure no old copy of their values stays in
+   * the store's files (SQLite: secure deletion, then a checkpoint that truncates the log).
+   */
+  erase(collection: string, ids: string[]): Promise<void>;
+}
+
+/**
+ * The generations of each collection with their checkpoints: what projectors, rebuilds, readiness
+ * and the CLI use. `commit` is here, not with the documents: it is the only way a checkpoint moves,
+ * it names a generation and is refused as that generation's state says, and its documents go in the
+ * same transaction as the checkpoint so the checkpoint never claims documents the store lacks. No
+ * reader of documents commits.
+ */
+export interface ReadGenerations {
+  /**
+   * Creates the collection and its indexes if missing, with generation 1 live (built with `schema`)
+   * when the collection has no generation yet. A live generation made before generations kept their
+   * schema's fingerprint is taken as built with `schema`, and stamped so. Idempotent. Every other
+   * method needs it called first in this process; it does not rebuild: a live generation built with
+   * another schema keeps serving (see fingerprint) until a rebuild replaces it.
+   */
+  ensureCollection(schema: CollectionSchema): Promise<void>;
   /**
    * Writes each document into the checkpoint's generation unless the stored one already has its
    * revision or a newer one, saves the checkpoint unless the stored one is as far or further, and
@@ -135,14 +166,21 @@ export interface ReadStore {
    * first and checkpoint last: a replay then changes nothing). Throws GenerationReplacedError unless
    * that generation is live or building when the commit runs and, without a transaction, still so
    * when its checkpoint is saved; either way, no checkpoint moves and the caller answers no one.
+   * The documents are stored as the generation's own schema says (its filters), whatever the code's is now.
    */
   commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void>;
   /** Keeps the failure with the generation's checkpoint, for status and readiness in any process. */
   recordFailure(collection: string, generation: number, failure: ProjectionFailure): Promise<void>;
   status(collection: string): Promise<CollectionStatus>;
   /**
+   * The fingerprint of the schema `generation` was built with (generation-rules.ts'
+   * schemaFingerprint); null for one made before generations kept it, or one the store never had.
+   */
+  fingerprint(collection: string, generation: number): Promise<string | null>;
+  /**
    * Drops any building generation (an interrupted rebuild's leftovers) and creates an empty one,
-   * numbered above every generation the collection ever had. Returns its number.
+   * numbered above every generation the collection ever had, built with the schema ensureCollection
+   * was last given in this process. Returns its number.
    */
   startRebuild(collection: string): Promise<number>;
   /**
@@ -162,24 +200,40 @@ export interface ReadStore {
    * as the store holds it when this runs: a promotion that failed may have made it live.
    */
   abandonRebuild(collection: string, generation: number): Promise<void>;
-  /**
-   * Erasure: leaves the documents `ids` of every generation that still has storage (live, building,
-   * retired) a tombstone with no field value, and makes sure no old copy of their values stays in
-   * the store's files (SQLite: secure deletion, then a checkpoint that truncates the log).
-   */
-  erase(collection: string, ids: string[]): Promise<void>;
   /** Drops the retired generations retired at least `graceMs` ago. */
   dropRetired(collection: string, graceMs: number): Promise<void>;
+}
+
+/** The leases that let one instance of the service at a time fold each read model. */
+export interface ReadLeases {
   /**
-   * The lease that lets one instance of the service fold a read model. Takes `name` for `holder`
-   * for `ttlMs` from now if it is free, expired, already `holder`'s (a renewal) or `replacing`'s
-   * (a holder known to be dead). Returns who holds it after the attempt: `holder` when it succeeded.
-   * The store's clock decides expiry (MongoDB's; for SQLite, the one machine's), so instances'
-   * clocks need not agree.
+   * Takes `name` for `holder` for `ttlMs` from now if it is free, expired, already `holder`'s (a
+   * renewal) or `replacing`'s (a holder known to be dead). Returns who holds it after the attempt:
+   * `holder` when it succeeded. The store's clock decides expiry (MongoDB's; for SQLite, the one
+   * machine's), so instances' clocks need not agree.
    */
   acquireLease(name: string, holder: string, ttlMs: number, replacing?: string): Promise<string>;
   /** Gives the lease up if `holder` holds it, so another instance takes it at its next attempt. */
   releaseLease(name: string, holder: string): Promise<void>;
+}
+
+/**
+ * The whole read store, as an adapter implements it and the wiring provides it (READ_STORE): one
+ * object, one connection. Each consumer names the part it uses.
+ */
+/**
+ * A find filtered on a field the live generation was built without: the code's schema gained the
+ * filter, and the rebuild that adds it has not been promoted yet. Unavailable (503) meanwhile.
+ */
+export class FilterNotBuiltError extends StoreUnavailableError {
+  constructor(store: StoreUnavailableError['store'], collection: string, field: string) {
+    super(store, `the live read model ${collection} has no filter ${field} yet`);
+    this.message = `The live read model ${collection} has no filter ${field} yet: a rebuild adds it`;
+    this.name = 'FilterNotBuiltError';
+  }
+}
+
+export interface ReadStore extends ReadDocuments, ReadGenerations, ReadLeases {
   close(): Promise<void>;
 }
 

@@ -2,7 +2,7 @@
 const FIRST_SLOTS = 1 << 12;
 
 /**
- * Rowids by document id, for a read model being built (see SqliteReadStore's Build), held in typed
+ * Rowids by document id, for a read model being built (see Build in sqlite-bulk-build.ts), held in typed
  * arrays outside the JavaScript heap: a UUID id is packed exactly into four 32-bit words (24 bytes a
  * slot, the table kept at most half full), a fraction of what a Map<string, number> costs once
  * garbage collection's headroom is counted, and the collector has nothing to scan. Ids in canonical decimal (the change feed's: its

@@ -140,6 +140,10 @@ export class InstrumentedReadStore implements ReadStore {
     return this.metrics.time(this.metrics.readStoreDuration, 'status', () => this.store.status(collection));
   }
 
+  fingerprint(collection: string, generation: number): Promise<string | null> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'fingerprint', () => this.store.fingerprint(collection, generation));
+  }
+
   startRebuild(collection: string): Promise<number> {
     return this.metrics.time(this.metrics.readStoreDuration, 'startRebuild', () => this.store.startRebuild(collection));
   }

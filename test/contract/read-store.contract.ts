@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { CollectionSchema, GenerationReplacedError, ReadDocument, ReadStore, RebuildBehindError } from '../../src/read-store/read-store.port';
+import { schemaFingerprint } from '../../src/read-store/generation-rules';
+import {
+  CollectionSchema,
+  FilterNotBuiltError,
+  GenerationReplacedError,
+  ReadDocument,
+  ReadStore,
+  RebuildBehindError,
+} from '../../src/read-store/read-store.port';
 
 /** What every ReadStore adapter must do. Collections and checkpoints are named per run. */
 export function readStoreContract(adapter: string, open: () => Promise<{ store: ReadStore; dispose(): Promise<void> }>) {
@@ -384,6 +392,40 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
 
       it('changes nothing for an id it does not hold', async () => {
         await expect(store.erase(erasing.name, [randomUUID()])).resolves.toBeUndefined();
+      });
+    });
+
+    describe('schemas', () => {
+      const at = (commit: bigint, generation: number) => ({ generation, position: { commit, prepare: commit } });
+      const before: CollectionSchema = { name: `schemas_${run}`, filters: { email: 'exact-ci' } };
+      const after: CollectionSchema = { ...before, filters: { tel: 'exact', email: 'exact-ci' } };
+      const listed = async (filters: Record<string, string>) =>
+        (await store.find(before.name, query(filters, { accountId: 'acc-s' }))).documents.map((d) => d.id).sort();
+      const ann = doc({ accountId: 'acc-s', fields: { email: 'Ann@x.io', tel: '01' } });
+      const bob = doc({ accountId: 'acc-s', fields: { email: 'Bob@x.io', tel: '02' } });
+
+      it('keeps with each generation the fingerprint of the schema it was built with', async () => {
+        await store.ensureCollection(before);
+        expect(await store.fingerprint(before.name, 1)).toBe(schemaFingerprint(before));
+        await store.commit(before.name, [ann], at(1n, 1));
+        // The code's schema gains a filter: the live generation keeps its own until a rebuild replaces it.
+        await store.ensureCollection(after);
+        expect(await store.fingerprint(before.name, 1)).toBe(schemaFingerprint(before));
+        const rebuilding = await store.startRebuild(after.name);
+        expect(await store.fingerprint(after.name, rebuilding)).toBe(schemaFingerprint(after));
+        expect(schemaFingerprint(after)).not.toBe(schemaFingerprint(before));
+      });
+
+      it('serves and takes commits in the live generation by its own filters while a rebuild adds one, which works once promoted', async () => {
+        const { building } = await store.status(after.name);
+        await store.commit(after.name, [bob], at(2n, 1));
+        await expect(listed({ email: 'BOB@x.io' })).resolves.toEqual([bob.id]);
+        await expect(listed({})).resolves.toEqual([ann.id, bob.id].sort());
+        await expect(store.find(after.name, query({ tel: '01' }, { accountId: 'acc-s' }))).rejects.toBeInstanceOf(FilterNotBuiltError);
+        await store.commit(after.name, [ann, bob], at(2n, building!.generation));
+        await store.promote(after.name, building!.generation);
+        await expect(listed({ tel: '01' })).resolves.toEqual([ann.id]);
+        await expect(listed({ tel: '02', email: 'bob@x.io' })).resolves.toEqual([bob.id]);
       });
     });
 

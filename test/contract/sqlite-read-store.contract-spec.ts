@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { GenerationReplacedError, ReadDocument } from '../../src/read-store/read-store.port';
+import { schemaFingerprint } from '../../src/read-store/generation-rules';
 import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
 import { substringQuery, substringTokens } from '../../src/read-store/substrings';
@@ -177,6 +178,41 @@ describe('SqliteReadStore rebuilds', () => {
     expect(await reader.get(schema.name, 'acc', before.id)).toEqual(rebuilt);
     expect(await reader.find(schema.name, query)).toEqual({ documents: [rebuilt], total: 1, capped: false });
     expect(await late.get(schema.name, 'acc', randomUUID())).toBeNull();
+  });
+});
+
+describe('SqliteReadStore over a file an earlier version made, before generations kept their schema', () => {
+  let sqlite: ReturnType<typeof openTempSqlite>;
+  beforeEach(() => {
+    sqlite = openTempSqlite();
+    // The tables as that version made them: no fingerprint, no filters in the generations' table.
+    sqlite.db.exec(`
+      CREATE TABLE read_model_generations (
+        collection TEXT NOT NULL, generation INTEGER NOT NULL, state TEXT NOT NULL, commit_pos TEXT, prepare_pos TEXT,
+        failure TEXT, updated_at INTEGER NOT NULL, PRIMARY KEY (collection, generation)
+      );
+      INSERT INTO read_model_generations VALUES ('people', 1, 'live', '7', '7', NULL, 0);
+      CREATE TABLE people__g1 (
+        id TEXT NOT NULL, account_id TEXT NOT NULL, revision INTEGER NOT NULL, seq INTEGER NOT NULL,
+        deleted INTEGER NOT NULL, created INTEGER NOT NULL, fields TEXT NOT NULL, f_email TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX people__g1_by_id ON people__g1 (id);
+      INSERT INTO people__g1 VALUES ('p1', 'acc', 0, 1, 0, 1700000000, '{"email":"Ann@x.io"}', 'ann@x.io');
+    `);
+  });
+  afterEach(() => sqlite.dispose());
+
+  it('takes its live generation as built with the current schema, stamps it so, and reads and writes it as before', async () => {
+    const schema = { name: 'people', filters: { email: 'exact-ci' as const } };
+    const store = new SqliteReadStore(sqlite.db);
+    await store.ensureCollection(schema);
+    expect(await store.fingerprint('people', 1)).toBe(schemaFingerprint(schema));
+    const found = await store.find('people', { accountId: 'acc', filters: { email: 'ANN@x.io' }, order: 'newest', offset: 0, limit: 10 });
+    expect(found.documents.map((d) => d.id)).toEqual(['p1']);
+    const bob = { id: 'p2', accountId: 'acc', revision: 0, seq: 2, deleted: false, created: 1_700_000_000, fields: { email: 'Bob@x.io' } };
+    await store.commit('people', [bob], { generation: 1, position: { commit: 8n, prepare: 8n } });
+    await expect(store.get('people', 'acc', 'p2')).resolves.toEqual(bob);
+    expect((await store.status('people')).live).toMatchObject({ generation: 1, position: { commit: 8n, prepare: 8n } });
   });
 });
 

@@ -10,7 +10,8 @@ import { RECORD_KINDS } from '../../src/read-models';
 import { substringQuery } from '../../src/read-store/substrings';
 import { MongoDbReadStore } from '../../src/read-store/mongodb-read-store';
 import { toMongoCheckpoint } from '../../src/read-store/mongodb-mapping';
-import { GenerationReplacedError, RebuildBehindError } from '../../src/read-store/read-store.port';
+import { schemaFingerprint } from '../../src/read-store/generation-rules';
+import { FilterNotBuiltError, GenerationReplacedError, RebuildBehindError } from '../../src/read-store/read-store.port';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 import { ScriptedReplicaSet, SilentMongo, startScriptedReplicaSet, startSilentMongo } from '../support/scripted-mongodb';
 import { openTempSqlite } from '../support/temp-sqlite';
@@ -36,7 +37,8 @@ function ensureCollectionReply(command: Document, db: string, model: Document): 
   if (command.createIndexes) return { ok: 1 };
   if (command.find === 'read_models') return { cursor: { firstBatch: [model], id: 0n, ns: `${db}.read_models` }, ok: 1 };
   if (command.find === 'read_model_generations') {
-    const generation = { _id: `${model._id}:${model.live}`, substrings: true };
+    // Made by this version: it keeps the schema it was built with.
+    const generation = { _id: `${model._id}:${model.live}`, substrings: true, fingerprint: 'built-with', filters: {} };
     return { cursor: { firstBatch: [generation], id: 0n, ns: `${db}.read_model_generations` }, ok: 1 };
   }
   return null;
@@ -71,6 +73,52 @@ describe('MongoDB adapter: a start builds no substring index on a generation mad
     await store.ensureCollection(customerProjection.schema);
     expect(asked.map((c) => c.createIndexes)).toEqual(['rm_customers__g1']);
     expect(asked[0].indexes.map((i: Document) => i.name)).toEqual(names);
+  });
+});
+
+describe('MongoDB adapter: each generation keeps the schema it was built with', () => {
+  const schema = customerProjection.schema;
+  const olderFilters = { email: schema.filters.email, company: schema.filters.company };
+
+  it('stamps a live generation made before generations kept their schema with the current one, once', async () => {
+    const stamps: Document[] = [];
+    mongo = await startSilentMongo((command) => {
+      if (command.update === 'read_model_generations' && !command.updates[0].upsert) stamps.push(command.updates[0]);
+      if (command.find === 'read_model_generations') {
+        return { cursor: { firstBatch: [{ _id: 'customers:1', substrings: true }], id: 0n, ns: 'upgraded.read_model_generations' }, ok: 1 };
+      }
+      return ensureCollectionReply(command, 'upgraded', { _id: 'customers', live: 1, building: null, next: 2 });
+    });
+    store = await MongoDbReadStore.connect(mongo.uri, 'upgraded', 2000);
+    await store.ensureCollection(schema);
+    expect(stamps).toEqual([
+      { q: { _id: 'customers:1', fingerprint: { $exists: false } }, u: { $set: { fingerprint: schemaFingerprint(schema), filters: schema.filters } } },
+    ]);
+  });
+
+  it('writes and reads a generation built without a filter by its own filters: the one it lacks answers FilterNotBuiltError', async () => {
+    const written: Document[] = [];
+    mongo = await startSilentMongo((command) => {
+      if (command.update === 'rm_customers__g1') {
+        written.push(...command.updates.map((u: Document) => u.u));
+        return { n: 1, nModified: 0, upserted: [{ index: 0, _id: 'c1' }], ok: 1 };
+      }
+      if (command.find === 'read_model_generations') {
+        const built = { _id: 'customers:1', substrings: true, fingerprint: schemaFingerprint({ ...schema, filters: olderFilters }), filters: olderFilters };
+        return { cursor: { firstBatch: [built], id: 0n, ns: 'older.read_model_generations' }, ok: 1 };
+      }
+      return ensureCollectionReply(command, 'older', { _id: 'customers', live: 1, building: null, next: 2 });
+    });
+    store = await MongoDbReadStore.connect(mongo.uri, 'older', 2000);
+    await store.ensureCollection(schema);
+    const fields = { email: 'Ann@x.io', mobile: '0711', company: 'Acme' };
+    await store.commit('customers', [{ id: 'c1', accountId: 'acc', revision: 0, seq: 1, deleted: false, created: 1, fields }], {
+      generation: 1,
+      position: { commit: 1n, prepare: 1n },
+    });
+    expect(written.map((d) => d.match)).toEqual([{ email: 'ann@x.io', company: 'acme' }]);
+    const byMobile = { accountId: 'acc', filters: { mobile: '0711' }, order: 'newest' as const, offset: 0, limit: 10 };
+    await expect(store.find('customers', byMobile)).rejects.toBeInstanceOf(FilterNotBuiltError);
   });
 });
 

@@ -7,6 +7,7 @@ import type { NewEvent } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { profileProjection } from '../../src/profiles/profile.projection';
 import { ProjectionsService } from '../../src/projections/projections.service';
+import { schemaFingerprint } from '../../src/read-store/generation-rules';
 import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
 import { openTempSqlite } from '../support/temp-sqlite';
 
@@ -100,4 +101,35 @@ describe('ProjectionsService on a first start far behind the events', () => {
       sqlite.dispose();
     }
   }, 120_000);
+});
+
+describe('ProjectionsService at a start over read models built with another schema', () => {
+  const config = { readYourWritesTimeoutMs: 60_000, instanceId: 'unit', projectionLeaseMs: 60_000 } as AppConfig;
+
+  it('rebuilds only a read model whose live generation was built with another schema, saying which; none made before fingerprints', async () => {
+    const sqlite = openTempSqlite();
+    const events = new SqliteEventStore(sqlite.db, 20);
+    const readStore = new SqliteReadStore(sqlite.db);
+    const logged = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    const { mobile: _, ...olderFilters } = customerProjection.schema.filters;
+    try {
+      // As a version without the customers' mobile filter left them, and the profiles as one before fingerprints.
+      await readStore.ensureCollection({ ...customerProjection.schema, filters: olderFilters });
+      await readStore.ensureCollection(profileProjection.schema);
+      sqlite.db.prepare("UPDATE read_model_generations SET fingerprint = NULL, filters = NULL WHERE collection = 'profiles'").run();
+      const rebuilt = jest.spyOn(readStore, 'startRebuild');
+      const service = new ProjectionsService([profileProjection, customerProjection], events, readStore, config);
+      await service.onApplicationBootstrap();
+      await service.onModuleDestroy();
+      expect(rebuilt.mock.calls).toEqual([['customers']]);
+      const messages = logged.mock.calls.map(([message]) => String(message));
+      expect(messages).toContain('Read model customers was built with another schema: rebuilding it with the current one');
+      expect(messages.filter((m) => m.includes('another schema'))).toHaveLength(1);
+      expect(await readStore.fingerprint('profiles', 1)).toBe(schemaFingerprint(profileProjection.schema));
+    } finally {
+      logged.mockRestore();
+      await events.close();
+      sqlite.dispose();
+    }
+  });
 });
