@@ -6,7 +6,7 @@ import { getUnlessErased, withoutErased } from '../records/erased-records';
 import { notFound } from '../errors';
 import { type ListQuery, nextCursor } from '../http/list-query';
 import { ProjectionsService } from '../projections/projections.service';
-import { READ_STORE, ReadStore } from '../read-store/read-store.port';
+import { READ_STORE, ReadDocuments } from '../read-store/read-store.port';
 import type { Versioned } from '../records/record';
 import { CUSTOMER } from './customer.decider';
 import { customerProjection } from './customer.projection';
@@ -39,7 +39,7 @@ export class ListCustomersQuery extends Query<{ customers: CustomerView[]; total
 @QueryHandler(GetCustomerQuery)
 export class GetCustomerHandler implements IQueryHandler<GetCustomerQuery, Versioned<CustomerView>> {
   constructor(
-    @Inject(READ_STORE) private readonly readStore: ReadStore,
+    @Inject(READ_STORE) private readonly readStore: ReadDocuments,
     private readonly queries: QueryBus,
     private readonly projections: ProjectionsService,
     @Inject(DATA_KEYS) private readonly keys: DataKeys,
@@ -59,7 +59,7 @@ export class GetCustomerHandler implements IQueryHandler<GetCustomerQuery, Versi
 @QueryHandler(ListCustomersQuery)
 export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery, { customers: CustomerView[]; total: number; capped: boolean; next?: string }> {
   constructor(
-    @Inject(READ_STORE) private readonly readStore: ReadStore,
+    @Inject(READ_STORE) private readonly readStore: ReadDocuments,
     private readonly projections: ProjectionsService,
     @Inject(DATA_KEYS) private readonly keys: DataKeys,
   ) {}

@@ -2,7 +2,7 @@ import { APP_CONFIG, AppConfig } from '../config/config';
 import { Inject, Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { DATA_KEYS, type DataKeys } from '../sealing/data-keys';
 import { RecordEraser } from '../records/record-eraser';
-import { READ_STORE, ReadStore } from '../read-store/read-store.port';
+import { READ_STORE, ReadDocuments } from '../read-store/read-store.port';
 import { customerProjection } from './customer.projection';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
@@ -32,7 +32,7 @@ import { CustomersController } from './customers.controller';
     },
     {
       provide: CUSTOMER_ERASER,
-      useFactory: (writer: RecordWriter, keys: DataKeys, readStore: ReadStore) =>
+      useFactory: (writer: RecordWriter, keys: DataKeys, readStore: ReadDocuments) =>
         new RecordEraser(CUSTOMER, customerProjection.schema.name, writer, keys, readStore),
       inject: [CUSTOMER_WRITER, DATA_KEYS, READ_STORE],
     },

@@ -4,6 +4,7 @@ import { FieldFault, Refusal, RefusalReason } from '../errors';
 import { StreamTombstonedError } from '../event-store/event-store.port';
 import type { LoggedError } from '../logging/logging';
 import { ReadModelsBehindError } from '../projections/read-models-behind.error';
+import { FilterNotBuiltError } from '../read-store/read-store.port';
 import { StoreUnavailableError, WriteOutcomeUnknownError } from '../storage/store-unavailable.error';
 import { ApiError, ErrorCode } from './api-error';
 import { sendJson } from './json-response';
@@ -104,6 +105,14 @@ function toApiError(exception: unknown, req: ServiceRequest): ApiError {
   if (exception instanceof Refusal) return new ApiError(REFUSED[exception.reason], exception.message, exception.details);
   if (exception instanceof ReadModelsBehindError) return new ApiError('UNAVAILABLE', exception.message, undefined, exception.retryAfter);
   // A store's failure the writer cannot settle: the record was removed from the store by hand.
+  if (exception instanceof FilterNotBuiltError) {
+    return new ApiError(
+      'UNAVAILABLE',
+      `Lists cannot filter on ${exception.field} until the read model rebuilt with it is in place; try again shortly.`,
+      undefined,
+      5,
+    );
+  }
   if (exception instanceof StreamTombstonedError) return new ApiError('CONFLICT', exception.message);
   if (exception instanceof WriteOutcomeUnknownError) {
     // A create is safe to retry under its Idempotency-Key; an update, a delete or an erasure as it is.

@@ -6,7 +6,7 @@ import { getUnlessErased, withoutErased } from '../records/erased-records';
 import { notFound } from '../errors';
 import { type ListQuery, nextCursor } from '../http/list-query';
 import { ProjectionsService } from '../projections/projections.service';
-import { READ_STORE, ReadStore } from '../read-store/read-store.port';
+import { READ_STORE, ReadDocuments } from '../read-store/read-store.port';
 import type { RecordState, Versioned } from '../records/record';
 import { PROFILE } from './profile.decider';
 import { profileProjection } from './profile.projection';
@@ -47,14 +47,14 @@ export class WrittenProfileQuery extends Query<ProfileView> {
 }
 
 /** The account's default profile is its oldest live one: derived at read time, never stored. */
-async function defaultProfileId(readStore: ReadStore, accountId: string): Promise<string | undefined> {
+async function defaultProfileId(readStore: ReadDocuments, accountId: string): Promise<string | undefined> {
   return (await readStore.oldest(COLLECTION, accountId))?.id;
 }
 
 @QueryHandler(GetProfileQuery)
 export class GetProfileHandler implements IQueryHandler<GetProfileQuery, Versioned<ProfileView>> {
   constructor(
-    @Inject(READ_STORE) private readonly readStore: ReadStore,
+    @Inject(READ_STORE) private readonly readStore: ReadDocuments,
     private readonly queries: QueryBus,
     private readonly projections: ProjectionsService,
     @Inject(DATA_KEYS) private readonly keys: DataKeys,
@@ -76,7 +76,7 @@ export class GetProfileHandler implements IQueryHandler<GetProfileQuery, Version
 @QueryHandler(WrittenProfileQuery)
 export class WrittenProfileHandler implements IQueryHandler<WrittenProfileQuery, ProfileView> {
   constructor(
-    @Inject(READ_STORE) private readonly readStore: ReadStore,
+    @Inject(READ_STORE) private readonly readStore: ReadDocuments,
     private readonly projections: ProjectionsService,
   ) {}
 
@@ -90,7 +90,7 @@ export class WrittenProfileHandler implements IQueryHandler<WrittenProfileQuery,
 @QueryHandler(ListProfilesQuery)
 export class ListProfilesHandler implements IQueryHandler<ListProfilesQuery, { profiles: ProfileView[]; total: number; capped: boolean; next?: string }> {
   constructor(
-    @Inject(READ_STORE) private readonly readStore: ReadStore,
+    @Inject(READ_STORE) private readonly readStore: ReadDocuments,
     private readonly projections: ProjectionsService,
     @Inject(DATA_KEYS) private readonly keys: DataKeys,
   ) {}

@@ -2,7 +2,7 @@ import { APP_CONFIG, AppConfig } from '../config/config';
 import { Inject, Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { DATA_KEYS, type DataKeys } from '../sealing/data-keys';
 import { RecordEraser } from '../records/record-eraser';
-import { READ_STORE, ReadStore } from '../read-store/read-store.port';
+import { READ_STORE, ReadDocuments } from '../read-store/read-store.port';
 import { profileProjection } from './profile.projection';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
@@ -31,7 +31,7 @@ import { SlugReservations } from './slug-reservations';
     },
     {
       provide: PROFILE_ERASER,
-      useFactory: (writer: RecordWriter, keys: DataKeys, readStore: ReadStore) =>
+      useFactory: (writer: RecordWriter, keys: DataKeys, readStore: ReadDocuments) =>
         new RecordEraser(PROFILE, profileProjection.schema.name, writer, keys, readStore),
       inject: [PROFILE_WRITER, DATA_KEYS, READ_STORE],
     },

@@ -226,7 +226,11 @@ export interface ReadLeases {
  * filter, and the rebuild that adds it has not been promoted yet. Unavailable (503) meanwhile.
  */
 export class FilterNotBuiltError extends StoreUnavailableError {
-  constructor(store: StoreUnavailableError['store'], collection: string, field: string) {
+  constructor(
+    store: StoreUnavailableError['store'],
+    collection: string,
+    readonly field: string,
+  ) {
     super(store, `the live read model ${collection} has no filter ${field} yet`);
     this.message = `The live read model ${collection} has no filter ${field} yet: a rebuild adds it`;
     this.name = 'FilterNotBuiltError';

@@ -1,4 +1,4 @@
-import type { ReadDocument, ReadStore } from '../read-store/read-store.port';
+import type { ReadDocument, ReadDocuments } from '../read-store/read-store.port';
 import { RecordKind, streamIdOf } from './record';
 import type { DataKeys } from '../sealing/data-keys';
 
@@ -21,7 +21,7 @@ export async function withoutErased(keys: DataKeys, kind: RecordKind, documents:
 
 /** One document of the account from the read model, or null, and null too once its record's key is destroyed (see withoutErased). */
 export async function getUnlessErased(
-  readStore: ReadStore,
+  readStore: ReadDocuments,
   keys: DataKeys,
   kind: RecordKind,
   collection: string,

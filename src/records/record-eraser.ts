@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { notFound, Refusal } from '../errors';
 import { ReadModelsBehindError } from '../projections/read-models-behind.error';
 import type { CommandContext } from './command-context';
-import type { ReadStore } from '../read-store/read-store.port';
+import type { ReadDocuments } from '../read-store/read-store.port';
 import { decideErasure, RecordKind, RecordState, streamIdOf } from './record';
 import type { RecordWriter } from './record-writer';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
@@ -38,7 +38,7 @@ export class RecordEraser {
     private readonly collection: string,
     private readonly writer: RecordWriter,
     private readonly keys: DataKeys,
-    private readonly readStore: ReadStore,
+    private readonly readStore: ReadDocuments,
   ) {
     this.logger = new Logger(`${kind.label}Eraser`);
   }

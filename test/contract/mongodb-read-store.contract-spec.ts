@@ -79,7 +79,7 @@ if (uri) {
       expect(names).not.toContain(readModelCollection('crash', building));
     });
 
-    it('refuses a commit into the live generation that a promotion replaced while it wrote, its checkpoint unmoved (issue 33, item 5)', async () => {
+    it('refuses a commit into the live generation that a promotion replaced while it wrote, its checkpoint unmoved', async () => {
       const at = (n: bigint) => ({ commit: n, prepare: n });
       await mongo.store.commit('crash', [], { generation: 1, position: at(5n) });
       const building = await mongo.store.startRebuild('crash');
@@ -98,7 +98,7 @@ if (uri) {
       await expect(mongo.store.status('crash')).resolves.toMatchObject({ live: { generation: building, position: at(5n) } });
     });
 
-    it("refuses a promotion whose swap finds the live checkpoint past the rebuild's, though the checkpoints it read before were even (issue 33, item 5)", async () => {
+    it("refuses a promotion whose swap finds the live checkpoint past the rebuild's, though the checkpoints it read before were even", async () => {
       const at = (n: bigint) => ({ commit: n, prepare: n });
       const building = await mongo.store.startRebuild('crash');
       await mongo.store.commit('crash', [], { generation: building, position: at(5n) });

@@ -47,7 +47,10 @@ describeOnSqlite('a read model whose schema gained a filter', () => {
       ]);
       answers.push({ list, byMobile });
       if (byMobile.status === 200) break;
-      expect(byMobile.status).toBe(503);
+      expect({ status: byMobile.status, message: byMobile.body.error.message }).toEqual({
+        status: 503,
+        message: 'Lists cannot filter on mobile until the read model rebuilt with it is in place; try again shortly.',
+      });
       await new Promise((r) => setTimeout(r, 20));
     }
     // Lists by the filters the old generation has answered all along, the same record each time.

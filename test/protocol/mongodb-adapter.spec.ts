@@ -44,7 +44,7 @@ function ensureCollectionReply(command: Document, db: string, model: Document): 
   return null;
 }
 
-describe('MongoDB adapter: every operation is bounded by STORE_TIMEOUT_MS (finding 11)', () => {
+describe('MongoDB adapter: every operation is bounded by STORE_TIMEOUT_MS', () => {
   it('fails an operation the server never answers with StoreUnavailableError', async () => {
     mongo = await startSilentMongo();
     store = await MongoDbReadStore.connect(mongo.uri, 'silent', 500);
@@ -122,7 +122,7 @@ describe('MongoDB adapter: each generation keeps the schema it was built with', 
   });
 });
 
-describe('MongoDB adapter: a bulk write cut off is unavailable, not a bug (finding 12)', () => {
+describe('MongoDB adapter: a bulk write cut off is unavailable, not a bug', () => {
   it("answers StoreUnavailableError when the server stops answering during a commit's bulk write", async () => {
     // Answers what ensureCollection and commit ask before writing documents, as a server with one
     // read model would; leaves the documents' bulk write (an `update` on rm_customers__g1) unanswered.
@@ -276,7 +276,7 @@ describe('MongoDB adapter: retired generations are timed by the server, not by t
   });
 });
 
-describe('MongoDB adapter on a replica set: reads that must see a write go to the primary, whatever the URI says (issue 33, item 4)', () => {
+describe('MongoDB adapter on a replica set: reads that must see a write go to the primary, whatever the URI says', () => {
   it('sends the checkpoint poll and a GET to the primary, with majority read concern, though the URI asks for a secondary and local reads', async () => {
     const reads: { member: string; command: Document }[] = [];
     const model = { _id: 'customers', live: 1, building: null, next: 2 };
@@ -306,7 +306,7 @@ describe('MongoDB adapter on a replica set: reads that must see a write go to th
   });
 });
 
-describe("MongoDB adapter on a replica set: an erasure's scrub is not retried by the driver (issue 33, item 7)", () => {
+describe("MongoDB adapter on a replica set: an erasure's scrub is not retried by the driver", () => {
   it('fails the scrub once, as unavailable, when the primary steps down under it: the eraser, not the driver, tries again', async () => {
     const scrubs: Document[] = [];
     const updateOnes: Document[] = [];
@@ -334,7 +334,7 @@ describe("MongoDB adapter on a replica set: an erasure's scrub is not retried by
   });
 });
 
-describe('MongoDB adapter: a majority write is bounded below the socket timeout (issue 33, item 7)', () => {
+describe('MongoDB adapter: a majority write is bounded below the socket timeout', () => {
   it('asks for wtimeout half of STORE_TIMEOUT_MS and answers a write concern timeout as unavailable, not after the socket times out', async () => {
     const writes: Document[] = [];
     mongo = await startSilentMongo((command) => {
@@ -369,7 +369,7 @@ describe('MongoDB adapter: a majority write is bounded below the socket timeout 
  * BSON order, https://www.mongodb.com/docs/manual/reference/operator/update/max/). The generations'
  * checkpoints are fixed: the live one and the rebuild's both at position 5.
  */
-describe("MongoDB adapter: a rebuild's promotion racing a commit into the live generation (issue 33, item 5)", () => {
+describe("MongoDB adapter: a rebuild's promotion racing a commit into the live generation", () => {
   let folder: MongoDbReadStore | undefined;
   afterEach(async () => {
     await folder?.close().catch(() => undefined);
@@ -485,7 +485,7 @@ describe("MongoDB adapter: a rebuild's promotion racing a commit into the live g
  * throws as MongoWriteConcernError without retrying it (mongodb 7.9 src/sdam/server.ts, command:
  * throwIfWriteConcernError; 64 is not in src/error.ts RETRYABLE_WRITE_ERROR_CODES).
  */
-describe('MongoDB adapter: a promotion whose swap times out on its write concern (review of issue 33, finding 2)', () => {
+describe('MongoDB adapter: a promotion whose swap times out on its write concern', () => {
   function matches(filter: Document, d: Document): boolean {
     return Object.entries(filter).every(([field, wanted]) => {
       if (field === '$or') return (wanted as Document[]).some((f) => matches(f, d));
@@ -615,7 +615,7 @@ describe('MongoDB adapter: a promotion whose swap times out on its write concern
   });
 });
 
-describe('MongoDB key store: a key another writer made, not yet on a majority (issue 33, item 3)', () => {
+describe('MongoDB key store: a key another writer made, not yet on a majority', () => {
   let keys: MongoDbKeyStore | undefined;
   afterEach(async () => {
     await keys?.close().catch(() => undefined);
@@ -736,7 +736,7 @@ describe('MongoDB key store: a key another writer made, not yet on a majority (i
   });
 });
 
-describe('MongoDB adapter: substring filters read the substring index, where the generation has one (issue 36, item 1)', () => {
+describe('MongoDB adapter: substring filters read the substring index, where the generation has one', () => {
   /** The find and count commands a substring list sends, with the generation's record as given. */
   async function listCommands(generation: Document): Promise<{ find: Document; count: Document }> {
     const sent: Document[] = [];

@@ -405,7 +405,7 @@ describe('Projector', () => {
     warned.mockRestore();
   });
 
-  it('waits before folding again when the store still names the replaced generation live (its reads lag the fence: review of issue 33, finding 3)', async () => {
+  it('waits before folding again when the store still names the replaced generation live (its reads lag the fence)', async () => {
     const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     // Commits are refused as replaced while status still says generation 1, as a MongoDB majority
     // read does until the swap that the commit's conditional update already saw reaches a majority.
