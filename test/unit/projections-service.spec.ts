@@ -103,6 +103,13 @@ describe('ProjectionsService on a first start far behind the events', () => {
   }, 120_000);
 });
 
+/** Resolves once `check` holds, looking every 20 ms; fails after 20 s. */
+async function until(check: () => boolean): Promise<void> {
+  for (const end = Date.now() + 20_000; !check(); await new Promise((r) => setTimeout(r, 20))) {
+    if (Date.now() > end) throw new Error('the condition did not come about within 20 s');
+  }
+}
+
 describe('ProjectionsService at a start over read models built with another schema', () => {
   const config = { readYourWritesTimeoutMs: 60_000, instanceId: 'unit', projectionLeaseMs: 60_000 } as AppConfig;
 
@@ -120,6 +127,8 @@ describe('ProjectionsService at a start over read models built with another sche
       const rebuilt = jest.spyOn(readStore, 'startRebuild');
       const service = new ProjectionsService([profileProjection, customerProjection], events, readStore, config);
       await service.onApplicationBootstrap();
+      // Looked at as its projector starts folding (the lease taken), not a lease period later.
+      await until(() => logged.mock.calls.some(([message]) => String(message).startsWith('Rebuilt customers with the current schema')));
       await service.onModuleDestroy();
       expect(rebuilt.mock.calls).toEqual([['customers']]);
       const messages = logged.mock.calls.map(([message]) => String(message));
@@ -128,6 +137,36 @@ describe('ProjectionsService at a start over read models built with another sche
       expect(await readStore.fingerprint('profiles', 1)).toBe(schemaFingerprint(profileProjection.schema));
     } finally {
       logged.mockRestore();
+      await events.close();
+      sqlite.dispose();
+    }
+  });
+
+  it('tries a schema rebuild that failed again, while the instance folds the read model', async () => {
+    const sqlite = openTempSqlite();
+    const events = new SqliteEventStore(sqlite.db, 20);
+    const readStore = new SqliteReadStore(sqlite.db);
+    const logged = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    const failed = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    const { mobile: _, ...olderFilters } = customerProjection.schema.filters;
+    try {
+      await readStore.ensureCollection({ ...customerProjection.schema, filters: olderFilters });
+      const startRebuild = readStore.startRebuild.bind(readStore);
+      const rebuilt = jest.spyOn(readStore, 'startRebuild').mockRejectedValueOnce(new Error('store down')).mockImplementation(startRebuild);
+      const service = new ProjectionsService([customerProjection], events, readStore, { ...config, projectionLeaseMs: 1000 });
+      await service.onApplicationBootstrap();
+      await until(() => logged.mock.calls.some(([message]) => String(message).startsWith('Rebuilt customers with the current schema')));
+      await service.onModuleDestroy();
+      expect(rebuilt).toHaveBeenCalledTimes(2);
+      expect(failed.mock.calls.map(([message]) => String(message))).toEqual([
+        'Rebuilding customers with the current schema failed, to be tried again: store down',
+      ]);
+      expect(await readStore.fingerprint('customers', (await readStore.status('customers')).live.generation)).toBe(
+        schemaFingerprint(customerProjection.schema),
+      );
+    } finally {
+      logged.mockRestore();
+      failed.mockRestore();
       await events.close();
       sqlite.dispose();
     }
