@@ -1,3 +1,5 @@
+import { UpcastingEventStore } from '../../src/event-store/upcasting-event-store';
+import { RECORD_KINDS } from '../../src/read-models';
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { AppConfig } from '../../src/config/config';
@@ -19,7 +21,12 @@ describe('ProjectionsService.waitFor', () => {
     const sqlite = openTempSqlite();
     const events = new SqliteEventStore(sqlite.db, 20);
     const config = { readYourWritesTimeoutMs: 300, instanceId: 'unit', projectionLeaseMs: 60_000 } as AppConfig;
-    const service = new ProjectionsService([profileProjection, customerProjection], events, new SqliteReadStore(sqlite.db), config);
+    const service = new ProjectionsService(
+      [profileProjection, customerProjection],
+      new UpcastingEventStore(events, RECORD_KINDS),
+      new SqliteReadStore(sqlite.db),
+      config,
+    );
     const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     try {
       await service.onApplicationBootstrap();
@@ -53,9 +60,9 @@ describe('ProjectionsService on a first start far behind the events', () => {
     const readStore = new SqliteReadStore(sqlite.db);
     const logged = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
     const config = (instanceId: string) => ({ readYourWritesTimeoutMs: 60_000, instanceId, projectionLeaseMs: 60_000 }) as AppConfig;
-    const service = new ProjectionsService([profileProjection, customerProjection], events, readStore, config('one'));
+    const service = new ProjectionsService([profileProjection, customerProjection], new UpcastingEventStore(events, RECORD_KINDS), readStore, config('one'));
     // A second instance on the same stores, started at the same time: it must leave the catch-up to the first.
-    const other = new ProjectionsService([profileProjection, customerProjection], events, readStore, config('two'));
+    const other = new ProjectionsService([profileProjection, customerProjection], new UpcastingEventStore(events, RECORD_KINDS), readStore, config('two'));
     try {
       // More than the 10,000 events past which a start rebuilds rather than folds one batch at a time.
       const ids = Array.from({ length: 10_050 }, () => randomUUID());
@@ -125,7 +132,7 @@ describe('ProjectionsService at a start over read models built with another sche
       await readStore.ensureCollection(profileProjection.schema);
       sqlite.db.prepare("UPDATE read_model_generations SET fingerprint = NULL, filters = NULL WHERE collection = 'profiles'").run();
       const rebuilt = jest.spyOn(readStore, 'startRebuild');
-      const service = new ProjectionsService([profileProjection, customerProjection], events, readStore, config);
+      const service = new ProjectionsService([profileProjection, customerProjection], new UpcastingEventStore(events, RECORD_KINDS), readStore, config);
       await service.onApplicationBootstrap();
       // Looked at as its projector starts folding (the lease taken), not a lease period later.
       await until(() => logged.mock.calls.some(([message]) => String(message).startsWith('Rebuilt customers with the current schema')));

@@ -1,3 +1,5 @@
+import { UpcastingEventStore } from '../../src/event-store/upcasting-event-store';
+import { RECORD_KINDS } from '../../src/read-models';
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { customerProjection } from '../../src/customers/customer.projection';
@@ -43,7 +45,7 @@ describe('Projector', () => {
 
   /** A projector on the read store, or on a stand-in for it that answers some calls its own way. */
   async function startProjector(readStore: SqliteReadStore = reads): Promise<Projector> {
-    const p = new Projector(customerProjection, events, readStore, LEASE, RETRY_MS);
+    const p = new Projector(customerProjection, new UpcastingEventStore(events, RECORD_KINDS), readStore, LEASE, RETRY_MS);
     running.push(p);
     await p.start();
     return p;
@@ -104,7 +106,7 @@ describe('Projector', () => {
     await first.stop();
     const before = await reads.getMany('customers', [a.id]);
     // Only the creation again: folded from scratch (no lookup), it must not revive the record.
-    const [created] = await events.readStream(`customer-${a.id}`);
+    const [created] = await new UpcastingEventStore(events, RECORD_KINDS).readStream(`customer-${a.id}`);
     await foldBatch(customerProjection, reads, 1, { events: [created], position: created.position }, START);
     expect(await reads.getMany('customers', [a.id])).toEqual(before);
     expect(before.get(a.id)).toMatchObject({ deleted: true, revision: 1 });
@@ -185,7 +187,7 @@ describe('Projector', () => {
     expect(asked).toEqual([a.id]);
     expect(await get(a.id)).toMatchObject({ revision: 3, fields: { name: 'Ada King', email: 'ada@x.io' } });
 
-    await rebuildProjections([customerProjection], events, reads, { signal: new AbortController().signal, graceMs: 0 });
+    await rebuildProjections([customerProjection], new UpcastingEventStore(events, RECORD_KINDS), reads, { signal: new AbortController().signal, graceMs: 0 });
     await rename('Ada, Countess of Lovelace');
     expect(asked).toEqual([a.id, a.id]);
     expect((await reads.status('customers')).live.generation).toBe(2);
@@ -208,7 +210,7 @@ describe('Projector', () => {
       return created[created.length - 1].position;
     };
     const head = await burst(CATCH_UP_BATCH + 100);
-    const p = new Projector(customerProjection, events, watched, LEASE, RETRY_MS);
+    const p = new Projector(customerProjection, new UpcastingEventStore(events, RECORD_KINDS), watched, LEASE, RETRY_MS);
     running.push(p);
     p.catchUpTo(head); // as the service does at its start
     await p.start();
@@ -246,7 +248,7 @@ describe('Projector', () => {
     async function started(everyMs: number): Promise<Projector> {
       commits.length = 0;
       failNext = 0;
-      const p = new Projector(customerProjection, events, counted(), LEASE, RETRY_MS, everyMs);
+      const p = new Projector(customerProjection, new UpcastingEventStore(events, RECORD_KINDS), counted(), LEASE, RETRY_MS, everyMs);
       running.push(p);
       await p.start();
       const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
@@ -324,7 +326,10 @@ describe('Projector', () => {
     let rebuilt: Promise<unknown> | undefined;
     const raced = standIn({
       commit: async (...args) => {
-        rebuilt ??= rebuildProjections([customerProjection], events, reads, { signal: new AbortController().signal, graceMs: 0 });
+        rebuilt ??= rebuildProjections([customerProjection], new UpcastingEventStore(events, RECORD_KINDS), reads, {
+          signal: new AbortController().signal,
+          graceMs: 0,
+        });
         await rebuilt;
         return reads.commit(...args);
       },
@@ -345,7 +350,11 @@ describe('Projector', () => {
 
     it('drops what it built when it is stopped, leaving the live read model as it was', async () => {
       const stop = new AbortController();
-      const rebuilt = rebuildProjections([customerProjection], events, reads, { signal: stop.signal, graceMs: 0, onProgress: () => stop.abort() });
+      const rebuilt = rebuildProjections([customerProjection], new UpcastingEventStore(events, RECORD_KINDS), reads, {
+        signal: stop.signal,
+        graceMs: 0,
+        onProgress: () => stop.abort(),
+      });
       await expect(rebuilt).rejects.toThrow(/Rebuild interrupted/);
       expect(await reads.status('customers')).toMatchObject({ live: { generation: 1 }, building: null });
       expect(db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'customers__g2'").get()).toEqual({ n: 0 });
@@ -357,7 +366,10 @@ describe('Projector', () => {
           throw new StoreUnavailableError('SQLite', 'disk I/O error');
         },
       });
-      const rebuilt = rebuildProjections([customerProjection], events, failing, { signal: new AbortController().signal, graceMs: 0 });
+      const rebuilt = rebuildProjections([customerProjection], new UpcastingEventStore(events, RECORD_KINDS), failing, {
+        signal: new AbortController().signal,
+        graceMs: 0,
+      });
       await expect(rebuilt).rejects.toThrow(/disk I\/O error/);
       expect((await reads.status('customers')).building).toBeNull();
     });
@@ -369,7 +381,10 @@ describe('Projector', () => {
           return reads.startRebuild(collection);
         },
       });
-      const rebuilt = rebuildProjections([customerProjection, profileProjection], events, failing, { signal: new AbortController().signal, graceMs: 0 });
+      const rebuilt = rebuildProjections([customerProjection, profileProjection], new UpcastingEventStore(events, RECORD_KINDS), failing, {
+        signal: new AbortController().signal,
+        graceMs: 0,
+      });
       await expect(rebuilt).rejects.toThrow(/connection reset/);
       expect((await reads.status('customers')).building).toBeNull();
     });
@@ -466,7 +481,7 @@ describe('Projector', () => {
     }
 
     async function startAs(holder: string, store: SqliteReadStore, ttlMs = LEASE): Promise<Projector> {
-      const p = new Projector(customerProjection, events, store, { holder, ttlMs });
+      const p = new Projector(customerProjection, new UpcastingEventStore(events, RECORD_KINDS), store, { holder, ttlMs });
       running.push(p);
       await p.start();
       return p;
