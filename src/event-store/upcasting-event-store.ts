@@ -12,7 +12,11 @@ import {
 
 /**
  * One step of an event type's history: an event stored at version n, as version n + 1 has it. It
- * may become several events, or none. Pure: it runs on every read of the event, never on the store.
+ * may become several events, or none (never for what may be a stream's last event: a write appends
+ * at the revision of the last event it reads). An event of another type it returns says that type's
+ * version in its metadata (`eventVersion`; none: that type's current one). Pure: it runs on every
+ * read of the event, never on the store. Subscriptions that read no values (the feed's index) hand
+ * it the event's data sealed: a step that reshapes data leaves data it cannot read as it is.
  */
 export type Upcaster = (event: StoredEvent) => StoredEvent[];
 
@@ -28,9 +32,17 @@ export interface UpcastKind {
 
 /** The version of `type` the code writes and reads: one past its chain's last step (1 without one). */
 export function currentVersion(chains: UpcasterChains, type: string): number {
-  const steps = Object.keys(chains[type] ?? {}).map(Number);
-  return steps.length === 0 ? 1 : Math.max(...steps) + 1;
+  let byType = currentVersions.get(chains);
+  if (!byType) currentVersions.set(chains, (byType = new Map()));
+  let version = byType.get(type);
+  if (version === undefined) {
+    const steps = Object.keys(chains[type] ?? {}).map(Number);
+    byType.set(type, (version = steps.length === 0 ? 1 : Math.max(...steps) + 1));
+  }
+  return version;
 }
+/** Chains never change once made: each type's current version is worked out once (every append asks). */
+const currentVersions = new WeakMap<UpcasterChains, Map<string, number>>();
 
 /** Refuses chains with a gap: every type's steps run from version 1 to its last, one each. */
 export function checkChains(kinds: UpcastKind[]): void {
@@ -152,7 +164,8 @@ function upcast(registry: Registry, event: StoredEvent): StoredEvent[] {
       `it is ${event.type} version ${version}, newer than the ${current} this version of the service reads`,
     );
   }
-  return registry.chains[event.type]
-    [version](event)
-    .flatMap((next) => upcast(registry, { ...next, metadata: { ...next.metadata, eventVersion: version + 1 } }));
+  return registry.chains[event.type][version](event).flatMap((next) => {
+    const nextVersion = next.type === event.type ? version + 1 : (next.metadata.eventVersion ?? registry.current.get(next.type) ?? 1);
+    return upcast(registry, { ...next, metadata: { ...next.metadata, eventVersion: nextVersion } });
+  });
 }

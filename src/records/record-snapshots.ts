@@ -61,16 +61,20 @@ export class RecordSnapshots {
       const events = await this.eventStore.readStream(streamId, from, Math.min(CATCH_UP, revision - from + 1));
       if (events.length === 0) break;
       const taken: NewEvent[] = [];
-      for (const event of events) {
+      for (let i = 0; i < events.length; i++) {
+        const event = events[i];
         state = evolveRecord(kind, state, event);
         if (state.deleted) filling = false;
-        if (filling && (event.revision + 1) % SNAPSHOT_EVERY === 0) taken.push(snapshotEvent(kind, state, event.id));
+        // The last event of its revision: a stored event an upcaster made several share one.
+        const endsRevision = i === events.length - 1 || events[i + 1].revision !== event.revision;
+        if (filling && endsRevision && (event.revision + 1) % SNAPSHOT_EVERY === 0) taken.push(snapshotEvent(kind, state, event.id));
       }
       if (taken.length > 0) {
         filling = await this.append(snapshots, taken, next);
         next += taken.length;
       }
-      from += events.length;
+      // By revision, not by count: events read are upcast, one stored event may read as several or none.
+      from = events[events.length - 1].revision + 1;
     }
     return state;
   }

@@ -21,7 +21,12 @@ export interface RecordKind {
  * Version 1 of a record event carried no business time: it reads as having happened when the store
  * recorded it. Version 2 carries `occurredAt`, stamped as its command was decided (handle-command.ts).
  */
-export const timeFromRecorded: Upcaster = (event) => [{ ...event, metadata: { ...event.metadata, occurredAt: event.recordedAt.toISOString() } }];
+export const timeFromRecorded: Upcaster = (event) => {
+  // One already stamped (written by a build between the two) keeps its stamp, if it is a time.
+  const stamped = event.metadata.occurredAt;
+  const occurredAt = stamped !== undefined && !Number.isNaN(Date.parse(stamped)) ? stamped : event.recordedAt.toISOString();
+  return [{ ...event, metadata: { ...event.metadata, occurredAt } }];
+};
 
 /** The upcasters every kind's four event types share: version 1 to 2, timeFromRecorded. A kind adds its own steps after them. */
 export const recordUpcasters = (events: RecordKind['events']): UpcasterChains =>

@@ -42,6 +42,10 @@ describeOnSqlite('a version 1 event and its version 2 form', () => {
     }
     await store.close();
     t = await startTestApp({ dataDir });
+    // Its read models catch up with the events stored before it started: reads answer 503 until then.
+    for (const end = Date.now() + 30_000; (await t.http.get('/health/ready')).status !== 200; await new Promise((r) => setTimeout(r, 50))) {
+      if (Date.now() > end) throw new Error('the service was not ready within 30 s');
+    }
   });
   afterAll(() => t?.close());
 

@@ -31,6 +31,7 @@ describe('events appended by the API', () => {
       correlationId: 'req-create-1',
       causationId: expect.stringMatching(/^[0-9a-f-]{36}$/),
       schemaVersion: 2,
+      eventVersion: 2, // the shape of its type it was written in
       occurredAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     });
     // Decided before it was stored, within the request.

@@ -35,7 +35,10 @@ describe('events read in the shape their type has now (upcasting)', () => {
     const [raw] = await inner.readStream(`customer-${id}`);
     expect(v1.metadata).toMatchObject({ occurredAt: raw.recordedAt.toISOString(), eventVersion: 2 });
     expect(v2.metadata).toMatchObject({ occurredAt: '2031-01-01T00:00:00.000Z', eventVersion: 2 });
-    expect(await store.readLastEvent(`customer-${id}`)).toEqual(v2);
+    // A version 1 event already stamped (by a build between the two) keeps its stamp.
+    await inner.appendToStream(`customer-${id}`, [event('CustomerUpdated', { name: 'Ada M' }, { occurredAt: '2032-01-01T00:00:00.000Z' })], 1);
+    expect((await store.readLastEvent(`customer-${id}`))?.metadata).toMatchObject({ occurredAt: '2032-01-01T00:00:00.000Z', eventVersion: 2 });
+
     // The fold of either form is the same record.
     const twin = { ...v1, metadata: { ...raw.metadata, occurredAt: raw.recordedAt.toISOString(), eventVersion: 2 } };
     expect(evolveRecord(CUSTOMER, null, v1)).toEqual(evolveRecord(CUSTOMER, null, twin));
@@ -69,16 +72,23 @@ describe('events read in the shape their type has now (upcasting)', () => {
         ],
       },
       CustomerNoted: { 1: () => [] },
+      // Version 2 of CustomerTagged is a CustomerLabelled, a type of its own at its own (first) version.
+      CustomerTagged: { 1: (e) => [{ ...e, type: 'CustomerLabelled' }] },
     };
     const store = new UpcastingEventStore(inner, [{ ...CUSTOMER, upcasters: chains }]);
     const id = randomUUID();
     const stream = `customer-${id}`;
-    await inner.appendToStream(stream, [event('CustomerCreated', { name: 'Ada' }), event('CustomerMerged', {}), event('CustomerNoted', {})], 'no_stream');
+    await inner.appendToStream(
+      stream,
+      [event('CustomerCreated', { name: 'Ada' }), event('CustomerTagged', {}), event('CustomerMerged', {}), event('CustomerNoted', {})],
+      'no_stream',
+    );
     const read = await store.readStream(stream);
-    expect(read.map((e) => [e.type, e.revision, e.data])).toEqual([
-      ['CustomerCreated', 0, { name: 'Ada' }],
-      ['CustomerUpdated', 1, { name: 'A' }],
-      ['CustomerUpdated', 1, { email: 'a@x.io' }],
+    expect(read.map((e) => [e.type, e.revision, e.data, e.metadata.eventVersion])).toEqual([
+      ['CustomerCreated', 0, { name: 'Ada' }, 2],
+      ['CustomerLabelled', 1, {}, 1],
+      ['CustomerUpdated', 2, { name: 'A' }, 2],
+      ['CustomerUpdated', 2, { email: 'a@x.io' }, 2],
     ]);
     expect((await store.readLastEvent(stream))?.data).toEqual({ email: 'a@x.io' });
   });
