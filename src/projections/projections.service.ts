@@ -38,7 +38,7 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     const lease = { holder: config.instanceId, ttlMs: config.projectionLeaseMs };
-    this.projectors = projections.map((p) => new Projector(p, eventStore, readStore, lease));
+    this.projectors = projections.map((p) => new Projector(p, eventStore, readStore, lease, undefined, undefined, config.poisonEvents));
   }
 
   /**
