@@ -61,7 +61,7 @@ export async function projectionsRebuild(
   selected: Projection[],
   eventStore: EventStore,
   readStore: ReadDocuments & ReadGenerations,
-  options: { json: boolean; graceMs: number; signal: AbortSignal },
+  options: { json: boolean; graceMs: number; signal: AbortSignal; park?: boolean },
 ): Promise<string> {
   const progress = new ProgressReporter();
   const names = selected.map((p) => p.name).join(', ');
@@ -71,6 +71,9 @@ export async function projectionsRebuild(
     results = await rebuildProjections(selected, eventStore, readStore, {
       signal: options.signal,
       graceMs: options.graceMs,
+      park: options.park === true,
+      onParked: (projection, streamId, revision, reason) =>
+        process.stderr.write(`${projection.name}: parked ${streamId} at revision ${revision} and the events after it: ${reason}\n`),
       onProgress: (p) => progress.update(p),
       onLive: (live) => {
         const events = Math.max(...live.map((r) => r.events));
