@@ -111,7 +111,7 @@ export async function requestOnParked(
   readModels: Projection[],
   eventStore: EventStore,
   readStore: Stores,
-  target: string | 'all',
+  target: string,
   request: Omit<ParkRequest, 'at'>,
   options: ParkedRequestOptions,
 ): Promise<{ text: string; code: number }> {
