@@ -44,7 +44,15 @@ afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 describe('CLI usage', () => {
   const dir = dataDir();
 
-  it.each([[[]], [['projections', 'status']], [['projections', 'rebuild']], [['events', 'tail']]])('%j --help explains itself and exits 0', async (args) => {
+  it.each([
+    [[]],
+    [['projections', 'status']],
+    [['projections', 'rebuild']],
+    [['projections', 'parked']],
+    [['projections', 'retry']],
+    [['projections', 'skip']],
+    [['events', 'tail']],
+  ])('%j --help explains itself and exits 0', async (args) => {
     const { code, stdout } = await runCli([...args, '--help'], dir);
     expect(code).toBe(0);
     expect(stdout).toMatch(/^Usage: npm run cli -- /);
@@ -54,7 +62,11 @@ describe('CLI usage', () => {
   it.each([
     [[], /^No command given\./, '<command>'],
     [['projections', 'drop'], /^Unknown command "projections drop"\./, '<command>'],
-    [['projections', '--help'], /^"projections" needs an action: projections status or projections rebuild\./, '<command>'],
+    [
+      ['projections', '--help'],
+      /^"projections" needs an action: projections status or projections parked or projections retry or projections skip or projections rebuild\./,
+      '<command>',
+    ],
     [['projections', 'rebuild'], /^projections rebuild needs one read model name \(profiles, customers, feed\) or all\./, 'projections rebuild'],
     [['projections', 'rebuild', 'invoices'], /^No read model named "invoices": use profiles, customers, feed or all\./, 'projections rebuild'],
     [['projections', 'rebuild', 'all', '--grace-seconds', 'soon'], /--grace-seconds must be a whole number/, 'projections rebuild'],
@@ -70,6 +82,9 @@ describe('CLI usage', () => {
     [['projections', 'rebuild', 'all', '--grace-second', '0'], /^projections rebuild has no option --grace-second\./, 'projections rebuild'],
     [['projections', 'rebuild', 'all', '--grace-seconds'], /^--grace-seconds needs a value\./, 'projections rebuild'],
     [['--verbose'], /^The CLI has no option --verbose\./, '<command>'],
+    [['projections', 'skip', 'customer-x'], /^projections skip needs --reason <text>: it is recorded\./, 'projections skip'],
+    [['projections', 'skip', 'all', '--reason', 'x'], /^projections skip takes one stream id at a time, not all\./, 'projections skip'],
+    [['projections', 'retry'], /^projections retry needs one stream id or all\./, 'projections retry'],
   ])('%j is a usage error: exit 2, what was wrong and the usage on stderr', async (args, message, usage) => {
     const { code, stdout, stderr } = await runCli(args, dir);
     expect(code).toBe(2);
@@ -295,6 +310,19 @@ describeOnSqlite('a poison event', () => {
     await events.close();
   });
 
+  it('parks it in a rebuild run with --park, which goes on and swaps in the new generation', async () => {
+    const parkDir = dataDir();
+    const events = await openEventStore({ sqliteFile: sqliteFile(parkDir) }, RECORD_KINDS);
+    await events.appendToStream(streamId, [event('CustomerUpdated', { name: 'no creation first' })], 'no_stream');
+    await events.close();
+    const { code, stderr } = await runCli(['projections', 'rebuild', 'customers', '--park', '--grace-seconds', '0'], parkDir);
+    expect(code).toBe(0);
+    expect(stderr).toContain(`customers: parked ${streamId} at revision 0 and the events after it: ${failure.error}`);
+    expect((await statusJson(parkDir)).projections[1]).toMatchObject({ generation: 2 });
+    const parked = JSON.parse((await runCli(['projections', 'parked', '--json'], parkDir)).stdout);
+    expect(parked.readModels[1]).toMatchObject({ name: 'customers', generation: 2, parked: [{ streamId, first: { revision: 0, error: failure.error } }] });
+  });
+
   it('stops a rebuild, exit 1, naming the event; the live model stays as it was', async () => {
     const { code, stderr } = await runCli(['projections', 'rebuild', 'customers'], dir);
     expect(code).toBe(1);
@@ -302,9 +330,9 @@ describeOnSqlite('a poison event', () => {
     expect((await statusJson(dir)).projections[1]).toMatchObject({ generation: 1, checkpoint: '0' });
   });
 
-  it('shows in status once the service stopped on it', async () => {
+  it('shows in status once the service stopped on it (POISON_EVENTS=stop)', async () => {
     jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
-    const service = await startTestApp({ dataDir: dir });
+    const service = await startTestApp({ dataDir: dir, env: { POISON_EVENTS: 'stop' } });
     try {
       const customersState = async () => (await service.http.get('/health/ready')).body.projections[1].state;
       while ((await customersState()) !== 'failed') await new Promise((r) => setTimeout(r, 20));
