@@ -48,7 +48,9 @@ describeOnSqlite('an event a read model cannot fold, parked', () => {
   const parkedJson = async () => {
     const { code, stdout, stderr } = await runCli(['projections', 'parked', '--json'], service.dataDir);
     expect({ code, stderr: stderr.includes('Error') ? stderr : '' }).toEqual({ code: 0, stderr: '' });
-    return (JSON.parse(stdout) as { readModels: { name: string; parked: any[]; skipped: any[] }[] }).readModels.find((m) => m.name === 'customers')!;
+    return (JSON.parse(stdout) as { readModels: { name: string; parked: Record<string, unknown>[]; skipped: Record<string, unknown>[] }[] }).readModels.find(
+      (m) => m.name === 'customers',
+    )!;
   };
   const readiness = async () => service.http.get('/health/ready');
 
