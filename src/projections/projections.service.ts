@@ -6,7 +6,7 @@ import { builtWith } from '../read-store/generation-rules';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import { Projection, PROJECTIONS } from './projection';
 import { Projector } from './projector';
-import { REBUILD_GRACE_MS, rebuildProjections } from './rebuild';
+import { REBUILD_GRACE_MS, rebuildProjections, type RebuildOptions } from './rebuild';
 import { inSpan } from '../tracing/tracing';
 
 /** Reads that found the replaced generation just before the promotion finish within this. */
@@ -103,6 +103,7 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
         {
           signal: this.stopping.signal,
           graceMs: CATCH_UP_GRACE_MS,
+          ...this.parking(),
           // Each projector follows the head as soon as its read model is promoted.
           onPromoted: (projection) => projectors.find((p) => p.projection === projection)!.start(),
         },
@@ -132,13 +133,23 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
         projectors.map((p) => p.projection),
         this.eventStore,
         this.readStore,
-        { signal: this.stopping.signal, graceMs: CATCH_UP_GRACE_MS },
+        { signal: this.stopping.signal, graceMs: CATCH_UP_GRACE_MS, ...this.parking() },
       );
       this.logger.log(`Rebuilt ${names} with the current schema from ${Math.max(...results.map((r) => r.events))} events`);
     } catch (error) {
       if (this.stopping.signal.aborted) return;
       this.logger.error(`Rebuilding ${names} with the current schema failed: ${(error as Error).message}`);
     }
+  }
+
+  /** The service's own rebuilds (a catch-up, a new schema) park what they cannot fold as its projectors do, unless POISON_EVENTS=stop. */
+  private parking(): Pick<RebuildOptions, 'park' | 'onParked'> {
+    if (this.config.poisonEvents !== 'park') return {};
+    return {
+      park: true,
+      onParked: (projection, streamId, revision, reason) =>
+        this.logger.warn(`Parked ${streamId}@${revision} in the rebuild of ${projection.name}, and the events after it in its stream: ${reason}`),
+    };
   }
 
   /**
