@@ -321,6 +321,18 @@ describeOnSqlite('a poison event', () => {
     expect((await statusJson(parkDir)).projections[1]).toMatchObject({ generation: 2 });
     const parked = JSON.parse((await runCli(['projections', 'parked', '--json'], parkDir)).stdout);
     expect(parked.readModels[1]).toMatchObject({ name: 'customers', generation: 2, parked: [{ streamId, first: { revision: 0, error: failure.error } }] });
+    // No service runs: the CLI takes the read model's lease and carries the requests out itself.
+    const retry = await runCli(['projections', 'retry', 'all'], parkDir);
+    expect(retry).toMatchObject({ code: 1, stdout: `customers: ${streamId} is still parked, at revision 0: ${failure.error}\n` });
+    expect(retry.stderr).toContain('customers: no instance of the service folds it: carrying out the retry here');
+    const skip = await runCli(['projections', 'skip', streamId, '--reason', 'written by hand'], parkDir);
+    expect(skip).toMatchObject({ code: 0, stdout: `customers: ${streamId} unparked: its parked events are folded\n` });
+    const after = JSON.parse((await runCli(['projections', 'parked', '--json'], parkDir)).stdout);
+    expect(after.readModels[1]).toMatchObject({ parked: [], skipped: [{ streamId, revision: 0, reason: 'written by hand' }] });
+    await expect(runCli(['projections', 'retry', streamId], parkDir)).resolves.toMatchObject({
+      code: 1,
+      stdout: `${streamId} is not parked in any read model.\n`,
+    });
   });
 
   it('stops a rebuild, exit 1, naming the event; the live model stays as it was', async () => {
