@@ -71,7 +71,10 @@ export class MongoDbParked {
         if (was === stream) continue;
         const doc = this.toDoc(collection, generation, stream);
         if (!was) await ignoreDuplicate(() => this.parked.insertOne(doc));
-        else await this.parked.updateOne({ _id: id, lastRevision: { $lt: stream.lastRevision } }, { $set: doc });
+        else {
+          const { _id, ...fields } = doc;
+          await this.parked.updateOne({ _id, lastRevision: { $lt: stream.lastRevision } }, { $set: fields });
+        }
       }
     }
     for (const { streamId, now: stream } of changes.settled ?? []) {
