@@ -8,7 +8,11 @@ export const PARKED_COLLECTION = 'read_model_parked';
 export const SKIPPED_COLLECTION = 'read_model_skipped';
 export const PARKED_REQUESTS_COLLECTION = 'read_model_parked_requests';
 
-/** A parked stream of one generation; `state` is the stream as JSON (positions as strings). */
+/**
+ * A parked stream of one generation; `state` is the stream as JSON (positions as strings), but for
+ * its request, a field of its own: the CLI sets it while the projector may be counting the stream's
+ * events, and neither write overwrites the other's.
+ */
 interface MongoParked {
   _id: string;
   collection: string;
@@ -17,7 +21,10 @@ interface MongoParked {
   waiting: number;
   lastRevision: number;
   state: string;
+  request: ParkRequest | null;
 }
+
+const fromDoc = (d: MongoParked): ParkedStream => ({ ...parkedFromJson<ParkedStream>(d.state), request: d.request ?? null });
 
 interface MongoSkipped {
   _id: string;
@@ -59,7 +66,7 @@ export class MongoDbParked {
     if (parked.length > 0) {
       const ids = [...new Set(parked.map((e) => parkedId(collection, generation, e.streamId)))];
       const known = new Map<string, ParkedStream>();
-      for (const d of await this.parked.find({ _id: { $in: ids } }).toArray()) known.set(d._id, parkedFromJson<ParkedStream>(d.state));
+      for (const d of await this.parked.find({ _id: { $in: ids } }).toArray()) known.set(d._id, fromDoc(d));
       const before = new Map(known);
       for (const { streamId, ...event } of parked) {
         const id = parkedId(collection, generation, streamId);
@@ -69,8 +76,8 @@ export class MongoDbParked {
       for (const [id, stream] of known) {
         const was = before.get(id);
         if (was === stream) continue;
-        const doc = this.toDoc(collection, generation, stream);
-        if (!was) await ignoreDuplicate(() => this.parked.insertOne(doc));
+        const { request: _, ...doc } = this.toDoc(collection, generation, stream);
+        if (!was) await ignoreDuplicate(() => this.parked.insertOne({ ...doc, request: null }));
         else {
           const { _id, ...fields } = doc;
           await this.parked.updateOne({ _id, lastRevision: { $lt: stream.lastRevision } }, { $set: fields });
@@ -80,6 +87,7 @@ export class MongoDbParked {
     for (const { streamId, now: stream } of changes.settled ?? []) {
       const id = parkedId(collection, generation, streamId);
       if (stream) await this.parked.replaceOne({ _id: id }, this.toDoc(collection, generation, { ...stream, request: null }), { upsert: true });
+      // A request made after the settlement began is lost with it: the CLI that made it says so, and it can be asked again.
       else await this.parked.deleteOne({ _id: id });
     }
     for (const skip of changes.skipped ?? []) {
@@ -91,7 +99,7 @@ export class MongoDbParked {
   async list(collection: string, generation: number, limit?: number): Promise<ParkedStream[]> {
     const cursor = this.parked.find({ collection, generation }).sort({ parkedAt: 1, _id: 1 });
     if (limit !== undefined) cursor.limit(limit);
-    return (await cursor.toArray()).map((d) => parkedFromJson<ParkedStream>(d.state));
+    return (await cursor.toArray()).map(fromDoc);
   }
 
   async count(collection: string, generation: number): Promise<{ streams: number; events: number }> {
@@ -106,12 +114,8 @@ export class MongoDbParked {
 
   async request(collection: string, generation: number, streamIds: string[] | 'all', request: ParkRequest): Promise<string[]> {
     const filter = streamIds === 'all' ? { collection, generation } : { _id: { $in: streamIds.map((id) => parkedId(collection, generation, id)) } };
-    const asked: string[] = [];
-    for (const d of await this.parked.find(filter).toArray()) {
-      const stream = parkedFromJson<ParkedStream>(d.state);
-      await this.parked.updateOne({ _id: d._id, state: d.state }, { $set: { state: parkedToJson({ ...stream, request }) } });
-      asked.push(stream.streamId);
-    }
+    const asked = (await this.parked.find(filter).toArray()).map((d) => fromDoc(d).streamId);
+    await this.parked.updateMany(filter, { $set: { request } });
     await this.stamps.updateOne({ _id: generationId(collection, generation) }, { $inc: { stamp: 1 } }, { upsert: true });
     return asked;
   }
@@ -140,7 +144,8 @@ export class MongoDbParked {
       parkedAt: stream.parkedAt,
       waiting: stream.waiting,
       lastRevision: stream.lastRevision,
-      state: parkedToJson(stream),
+      state: parkedToJson({ ...stream, request: null }),
+      request: stream.request,
     };
   }
 }
