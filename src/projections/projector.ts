@@ -433,8 +433,9 @@ export class Projector {
     if (stamp === this.requestStamp) return;
     await this.inTurn(async () => {
       if (this.parkingOf !== generation || this.generation !== generation) return;
-      this.requestStamp = stamp;
+      // Taken as seen only once settled: a store that failed it leaves the requests for the next poll.
       const settled = await settleParked(this.projection, this.eventStore, this.readStore, generation, this.position);
+      this.requestStamp = stamp;
       for (const s of settled) {
         if (s.outcome === 'unparked') this.parking!.streams.delete(s.streamId);
         if (s.skipped) this.logger.warn(`Skipped ${s.streamId}@${s.skipped.revision} (${s.skipped.type}) for good, by ${s.skipped.by}: ${s.skipped.reason}`);
