@@ -48,6 +48,8 @@ export async function settleParked(
   readStore: ReadDocuments & ReadGenerations,
   generation: number,
   position: Position,
+  /** Told of each stream as its commit is done: a later one failing leaves the earlier ones settled. */
+  onSettled?: (settled: Settled) => void,
   now = Date.now(),
 ): Promise<Settled[]> {
   const collection = projection.schema.name;
@@ -87,7 +89,9 @@ export async function settleParked(
     // Nothing folded past a stream that is still parked: what it folded before the failing event stands, as a batch's would.
     const changes: ParkedChanges = { settled: [{ streamId: stream.streamId, now: still }], ...(skipped ? { skipped: [skipped] } : {}) };
     await readStore.commit(collection, [...changed.values()], { generation, position }, changes);
-    settled.push({ streamId: stream.streamId, action: request.action, outcome: still ? 'parked' : 'unparked', now: still, skipped });
+    const done: Settled = { streamId: stream.streamId, action: request.action, outcome: still ? 'parked' : 'unparked', now: still, skipped };
+    settled.push(done);
+    onSettled?.(done);
   }
   return settled;
 }

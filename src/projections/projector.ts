@@ -434,22 +434,30 @@ export class Projector {
     await this.inTurn(async () => {
       if (this.parkingOf !== generation || this.generation !== generation) return;
       // Taken as seen only once settled: a store that failed it leaves the requests for the next poll.
-      const settled = await settleParked(this.projection, this.eventStore, this.readStore, generation, this.position);
-      this.requestStamp = stamp;
-      for (const s of settled) {
-        if (s.outcome === 'unparked') this.parking!.streams.delete(s.streamId);
-        if (s.skipped) this.logger.warn(`Skipped ${s.streamId}@${s.skipped.revision} (${s.skipped.type}) for good, by ${s.skipped.by}: ${s.skipped.reason}`);
-        this.logger.log(
-          s.outcome === 'unparked'
-            ? `Unparked ${s.streamId} after a ${s.action}: its parked events are folded`
-            : `${s.streamId} stays parked after a ${s.action}, at ${s.now!.first.revision}: ${s.now!.first.error}`,
-        );
-      }
-      if (settled.length > 0) {
-        // Documents written outside the batches: read again when next needed.
-        this.written.clear();
-        this.saved();
-        siblings.tell('folded');
+      let settledAny = false;
+      try {
+        await settleParked(this.projection, this.eventStore, this.readStore, generation, this.position, (s) => {
+          settledAny = true;
+          if (s.outcome === 'unparked') this.parking!.streams.delete(s.streamId);
+          if (s.skipped) this.logger.warn(`Skipped ${s.streamId}@${s.skipped.revision} (${s.skipped.type}) for good, by ${s.skipped.by}: ${s.skipped.reason}`);
+          this.logger.log(
+            s.outcome === 'unparked'
+              ? `Unparked ${s.streamId} after a ${s.action}: its parked events are folded`
+              : `${s.streamId} stays parked after a ${s.action}, at ${s.now!.first.revision}: ${s.now!.first.error}`,
+          );
+        });
+        this.requestStamp = stamp;
+      } catch (error) {
+        // A commit whose outcome is unknown may have settled a stream: the parked streams as the store holds them.
+        await this.loadParking().catch(() => undefined);
+        throw error;
+      } finally {
+        if (settledAny) {
+          // Documents written outside the batches: read again when next needed.
+          this.written.clear();
+          this.saved();
+          siblings.tell('folded');
+        }
       }
     });
   }
