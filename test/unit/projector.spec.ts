@@ -247,6 +247,26 @@ describe('Projector', () => {
       ]);
     });
 
+    it('parks it once, with its error, when the commit that parked it failed and the batch is folded again', async () => {
+      let failNext = 1;
+      const failing = standIn({
+        commit: async (collection, documents, checkpoint, parked) => {
+          if (parked?.parked?.length && failNext > 0 && failNext--) throw new StoreUnavailableError('SQLite', 'busy');
+          return reads.commit(collection, documents, checkpoint, parked);
+        },
+      });
+      const p = new Projector(flaky, events, failing, LEASE, RETRY_MS);
+      running.push(p);
+      await p.start();
+      const { stream, position } = await poisoned();
+      await p.waitFor(position, 5000);
+      expect(failNext).toBe(0);
+      expect(await reads.parked('customers', 1)).toEqual([
+        expect.objectContaining({ streamId: stream, first: expect.objectContaining({ revision: 1, error: 'cannot fold a poison name' }), waiting: 1 }),
+      ]);
+      expect(await get(stream.slice('customer-'.length))).toMatchObject({ revision: 0 });
+    });
+
     it('stops on it instead when told to (POISON_EVENTS=stop), parking nothing', async () => {
       const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
       const p = new Projector(flaky, events, reads, LEASE, RETRY_MS, undefined, 'stop');
