@@ -27,8 +27,8 @@ const HELP: Record<string, string> = {
 
 Commands:
   projections status                Each read model's checkpoint, the event store's head, the lag
-                                    in events (unknown on EventStoreDB), any rebuild under way and
-                                    any poison event
+                                    in events (unknown on EventStoreDB), any rebuild under way, the
+                                    streams parked and any poison event it stopped on
   projections rebuild <name|all>    Replay every event into fresh storage and swap it in
   projections parked                Each parked stream per read model, and the events skipped
   projections retry <stream|all>    Fold a parked stream's events again, unparking it if they fold
@@ -44,8 +44,9 @@ service (DATA_DIR, ...).
 
 Shows, per read model (${NAMES}): its live storage generation, its checkpoint,
 how many events it is behind the event store's head (unknown on EventStoreDB, whose positions
-are byte offsets), whether a rebuild is running (or was interrupted), and the event it stopped
-on if it met one it cannot apply.
+are byte offsets), whether a rebuild is running (or was interrupted), how many streams it holds
+parked (see projections parked), and the event it stopped on if it met one it cannot apply
+(with POISON_EVENTS=stop).
 
 Options:
   --json    One JSON document instead of the table

@@ -151,10 +151,10 @@ describeOnSqlite('projections status and rebuild', () => {
     const lag = seeded.events.toLocaleString('en-US');
     expect(stdout).toBe(
       `Event store head: ${head}\n\n` +
-        'PROJECTION  GENERATION  CHECKPOINT  LAG    REBUILD  FAILED ON\n' +
-        `profiles    1           0           ${lag}  -        -\n` +
-        `customers   1           0           ${lag}  -        -\n` +
-        `feed        1           0           ${lag}  -        -\n`,
+        'PROJECTION  GENERATION  CHECKPOINT  LAG    REBUILD  PARKED  FAILED ON\n' +
+        `profiles    1           0           ${lag}  -        -       -\n` +
+        `customers   1           0           ${lag}  -        -       -\n` +
+        `feed        1           0           ${lag}  -        -       -\n`,
     );
     expect(await statusJson(dir)).toEqual({
       head,
@@ -165,6 +165,7 @@ describeOnSqlite('projections status and rebuild', () => {
         lag: seeded.events,
         rebuild: null,
         failure: null,
+        parked: { streams: 0, events: 0 },
       })),
     });
   });
@@ -318,7 +319,7 @@ describeOnSqlite('a poison event', () => {
     const { code, stderr } = await runCli(['projections', 'rebuild', 'customers', '--park', '--grace-seconds', '0'], parkDir);
     expect(code).toBe(0);
     expect(stderr).toContain(`customers: parked ${streamId} at revision 0 and the events after it: ${failure.error}`);
-    expect((await statusJson(parkDir)).projections[1]).toMatchObject({ generation: 2 });
+    expect((await statusJson(parkDir)).projections[1]).toMatchObject({ generation: 2, parked: { streams: 1, events: 1 } });
     const parked = JSON.parse((await runCli(['projections', 'parked', '--json'], parkDir)).stdout);
     expect(parked.readModels[1]).toMatchObject({ name: 'customers', generation: 2, parked: [{ streamId, first: { revision: 0, error: failure.error } }] });
     // No service runs: the CLI takes the read model's lease and carries the requests out itself.
@@ -354,7 +355,7 @@ describeOnSqlite('a poison event', () => {
     }
     const { stdout } = await runCli(['projections', 'status'], dir);
     // The rebuild that stopped on it dropped what it had built: no rebuild is left under way.
-    expect(stdout).toContain(`customers   1           0           1    -        ${streamId}@0: ${failure.error}`);
+    expect(stdout).toContain(`customers   1           0           1    -        -       ${streamId}@0: ${failure.error}`);
     expect((await statusJson(dir)).projections[1].failure).toEqual(failure);
   });
 });
