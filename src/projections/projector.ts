@@ -116,6 +116,8 @@ export class Projector {
    */
   private parking?: Parking;
   private parkingOf = -1;
+  /** The parked events already told in the log (see loadParking). */
+  private readonly toldParked = new Set<string>();
   private requestStamp = 0;
   /** Batches and settlements take turns: one at a time writes the generation. */
   private turn: Promise<unknown> = Promise.resolve();
@@ -412,8 +414,14 @@ export class Projector {
     const streams = await this.readStore.parked(name, generation);
     this.parking = {
       streams: new Set(streams.map((s) => s.streamId)),
-      onParked: (event, reason) =>
-        this.logger.warn(`Parked ${event.streamId}@${event.revision} (${event.type}) and the events after it in its stream: ${reason}`),
+      onParked: (event, reason) => {
+        // Once: a batch whose commit failed is folded again, and parks the same event again.
+        const key = `${generation}/${event.streamId}@${event.revision}`;
+        if (this.toldParked.has(key)) return;
+        if (this.toldParked.size >= WRITTEN_KEPT) this.toldParked.clear();
+        this.toldParked.add(key);
+        this.logger.warn(`Parked ${event.streamId}@${event.revision} (${event.type}) and the events after it in its stream: ${reason}`);
+      },
     };
     this.parkingOf = generation;
     // Requests made while no instance folded are settled at the next poll.

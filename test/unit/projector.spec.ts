@@ -265,6 +265,7 @@ describe('Projector', () => {
         expect.objectContaining({ streamId: stream, first: expect.objectContaining({ revision: 1, error: 'cannot fold a poison name' }), waiting: 1 }),
       ]);
       expect(await get(stream.slice('customer-'.length))).toMatchObject({ revision: 0 });
+      expect(warned.mock.calls.flat().filter((line) => String(line).startsWith(`Parked ${stream}@1`))).toHaveLength(1);
     });
 
     it('stops on it instead when told to (POISON_EVENTS=stop), parking nothing', async () => {
