@@ -1,6 +1,6 @@
 import type { DomainEvent } from '../event-store/event-store.port';
 import { validationFailed } from '../errors';
-import { changedFields, Decider, evolveRecord, Fields, NoData, ownedRecord, RecordKind, RecordState, withoutEmpty } from '../records/record';
+import { changedFields, Decider, evolveRecord, recordUpcasters, Fields, NoData, ownedRecord, RecordKind, RecordState, withoutEmpty } from '../records/record';
 
 /** Where every customer change is decided: `customerDecider`, pure functions of the folded record and the command. */
 
@@ -20,16 +20,19 @@ export type CustomerCommand =
   | { type: 'UpdateCustomer'; data: { accountId: string; fields: Fields } }
   | { type: 'DeleteCustomer'; data: { accountId: string } };
 
+// Checked against CustomerEvent, so that evolve folds the events decide appends.
+const CUSTOMER_EVENTS = {
+  created: 'CustomerCreated',
+  updated: 'CustomerUpdated',
+  deleted: 'CustomerDeleted',
+  erased: 'CustomerErased',
+} satisfies Record<keyof RecordKind['events'], CustomerEvent['type']>;
+
 export const CUSTOMER: RecordKind = {
   label: 'Customer',
   streamPrefix: 'customer',
-  // Checked against CustomerEvent, so that evolve folds the events decide appends.
-  events: {
-    created: 'CustomerCreated',
-    updated: 'CustomerUpdated',
-    deleted: 'CustomerDeleted',
-    erased: 'CustomerErased',
-  } satisfies Record<keyof RecordKind['events'], CustomerEvent['type']>,
+  events: CUSTOMER_EVENTS,
+  upcasters: recordUpcasters(CUSTOMER_EVENTS),
 };
 
 export const customerDecider: Decider<RecordState | null, CustomerCommand, CustomerEvent> = {

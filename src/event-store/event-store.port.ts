@@ -34,6 +34,8 @@ export interface EventMetadata {
    * before it was stamped have none: their time is the one the store recorded (see occurredAt).
    */
   occurredAt?: string;
+  /** The version of its type's shape it was written in (upcasting-event-store.ts); none is version 1. */
+  eventVersion?: number;
 }
 
 /** An event's data as written before encryption: its field values in plaintext. */
@@ -80,13 +82,11 @@ export interface StoredEvent<E extends DomainEvent = DomainEvent> {
 }
 
 /**
- * When the event happened, as the record's history and times tell it: its business time, else (an
- * event stored before it was stamped, or one whose stamp does not parse) the time the store recorded it.
+ * When a record event happened, as the record's history and times tell it: its business time.
+ * Every record event read through the service's store carries it (stamped as decided, or by the
+ * upcaster of the events stored before: records/record.ts, timeFromRecorded).
  */
-export function occurredAt(event: { metadata: { occurredAt?: string }; recordedAt: Date }): Date {
-  const stamped = event.metadata.occurredAt === undefined ? NaN : Date.parse(event.metadata.occurredAt);
-  return Number.isNaN(stamped) ? event.recordedAt : new Date(stamped);
-}
+export const occurredAt = (event: { metadata: { occurredAt?: string } }): Date => new Date(event.metadata.occurredAt!);
 
 /** What the appender believes the stream's last revision is. */
 export type ExpectedRevision = 'no_stream' | 'any' | number;

@@ -104,7 +104,6 @@ function toApiError(exception: unknown, req: ServiceRequest): ApiError {
   if (exception instanceof ApiError) return exception;
   if (exception instanceof Refusal) return new ApiError(REFUSED[exception.reason], exception.message, exception.details);
   if (exception instanceof ReadModelsBehindError) return new ApiError('UNAVAILABLE', exception.message, undefined, exception.retryAfter);
-  // A store's failure the writer cannot settle: the record was removed from the store by hand.
   if (exception instanceof FilterNotBuiltError) {
     return new ApiError(
       'UNAVAILABLE',
@@ -113,6 +112,7 @@ function toApiError(exception: unknown, req: ServiceRequest): ApiError {
       5,
     );
   }
+  // A store's failure the writer cannot settle: the record was removed from the store by hand.
   if (exception instanceof StreamTombstonedError) return new ApiError('CONFLICT', exception.message);
   if (exception instanceof WriteOutcomeUnknownError) {
     // A create is safe to retry under its Idempotency-Key; an update, a delete or an erasure as it is.

@@ -1,5 +1,5 @@
 import type { DomainEvent } from '../event-store/event-store.port';
-import { changedFields, Decider, evolveRecord, Fields, NoData, ownedRecord, RecordKind, RecordState, withoutEmpty } from '../records/record';
+import { changedFields, Decider, evolveRecord, recordUpcasters, Fields, NoData, ownedRecord, RecordKind, RecordState, withoutEmpty } from '../records/record';
 
 /**
  * Where every profile change is decided: `profileDecider`, pure functions of the folded record and
@@ -23,16 +23,19 @@ export type ProfileCommand =
   | { type: 'UpdateProfile'; data: { accountId: string; fields: Fields } }
   | { type: 'DeleteProfile'; data: { accountId: string } };
 
+// Checked against ProfileEvent, so that evolve folds the events decide appends.
+const PROFILE_EVENTS = {
+  created: 'ProfileCreated',
+  updated: 'ProfileUpdated',
+  deleted: 'ProfileDeleted',
+  erased: 'ProfileErased',
+} satisfies Record<keyof RecordKind['events'], ProfileEvent['type']>;
+
 export const PROFILE: RecordKind = {
   label: 'Profile',
   streamPrefix: 'profile',
-  // Checked against ProfileEvent, so that evolve folds the events decide appends.
-  events: {
-    created: 'ProfileCreated',
-    updated: 'ProfileUpdated',
-    deleted: 'ProfileDeleted',
-    erased: 'ProfileErased',
-  } satisfies Record<keyof RecordKind['events'], ProfileEvent['type']>,
+  events: PROFILE_EVENTS,
+  upcasters: recordUpcasters(PROFILE_EVENTS),
 };
 
 export const profileDecider: Decider<RecordState | null, ProfileCommand, ProfileEvent> = {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config/config';
 import { ReadModelsBehindError } from './read-models-behind.error';
@@ -29,7 +30,11 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
   readonly projectors: Projector[];
   private readonly stopping = new AbortController();
   private catchingUp?: Promise<void>;
-  private reshaping?: Promise<void>;
+  /** The schema watch (watchSchemas), and the rebuilds with the current schema it runs, by read model. */
+  private watching?: Promise<void>;
+  private readonly reshaping = new Map<Projector, Promise<void>>();
+  /** Ends the schema watch's wait: a projector started folding. */
+  private wakeWatch?: () => void;
 
   constructor(
     @Inject(PROJECTIONS) projections: Projection[],
@@ -39,6 +44,7 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
   ) {
     const lease = { holder: config.instanceId, ttlMs: config.projectionLeaseMs };
     this.projectors = projections.map((p) => new Projector(p, eventStore, readStore, lease, undefined, undefined, config.poisonEvents));
+    for (const projector of this.projectors) projector.onFolding = () => this.wakeWatch?.();
   }
 
   /**
@@ -46,13 +52,12 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
    * instance that takes their lease: the app serves meanwhile (their reads from the live generation
    * as it was, writes 503 until they run). Those whose live generation was built with another schema
    * than the code's (a filter added, removed or matched otherwise) start as usual, folding into it
-   * and serving from it, while the instance that takes their lease rebuilds them in the background
-   * with the code's schema. Other instances follow as usual, and see the promotions.
+   * and serving from it, while the instance that holds their lease rebuilds them in the background
+   * with the code's schema (watchSchemas). Other instances follow as usual, and see the promotions.
    */
   async onApplicationBootstrap(): Promise<void> {
     const head = await this.eventStore.headPosition();
     const behind: Projector[] = [];
-    const reshaped: Projector[] = [];
     for (const projector of this.projectors) {
       const { schema } = projector.projection;
       projector.catchUpTo(head);
@@ -60,16 +65,42 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
       // What a rebuild stopped during its grace period left: storage no read has used since.
       await this.readStore.dropRetired(schema.name, REBUILD_GRACE_MS);
       const { live } = await this.readStore.status(schema.name);
-      const farBehind = this.farBehind(live.position, head);
-      const otherSchema = !builtWith(await this.readStore.fingerprint(schema.name, live.generation), schema);
       // Only the instance that takes the read model's lease rebuilds it; the others follow it.
-      if (!(farBehind || otherSchema) || !(await projector.takeLease().catch(() => false))) continue;
-      if (otherSchema) this.logger.log(`Read model ${projector.projection.name} was built with another schema: rebuilding it with the current one`);
-      (farBehind ? behind : reshaped).push(projector);
+      if (this.farBehind(live.position, head) && (await projector.takeLease().catch(() => false))) behind.push(projector);
     }
     await Promise.all(this.projectors.filter((p) => !behind.includes(p)).map((p) => p.start()));
     if (behind.length) this.catchingUp = this.catchUpByRebuild(behind);
-    if (reshaped.length) this.reshaping = this.rebuildWithSchema(reshaped);
+    this.watching = this.watchSchemas();
+  }
+
+  /**
+   * While the app runs, the read models this instance folds (holds the lease of) are looked at every
+   * lease period, and as soon as it gains one: one whose live generation was built with another schema than the code's is
+   * rebuilt with it in the background. So a schema change is rebuilt whenever an instance of the
+   * new version gets the lease (in a rolling deploy, once the old ones are gone), and a rebuild that
+   * failed (a store down) is tried again at the next look.
+   */
+  private async watchSchemas(): Promise<void> {
+    const { signal } = this.stopping;
+    while (!signal.aborted) {
+      for (const projector of this.projectors) {
+        if (signal.aborted || !projector.folding || this.reshaping.has(projector)) continue;
+        const { schema } = projector.projection;
+        const built = await this.readStore
+          .status(schema.name)
+          .then(({ live }) => this.readStore.fingerprint(schema.name, live.generation))
+          .then((fingerprint) => builtWith(fingerprint, schema))
+          .catch(() => true); // the store down: looked at again next time
+        if (built) continue;
+        this.logger.log(`Read model ${projector.projection.name} was built with another schema: rebuilding it with the current one`);
+        const rebuilt = this.rebuildWithSchema(projector).finally(() => this.reshaping.delete(projector));
+        this.reshaping.set(projector, rebuilt);
+      }
+      await new Promise<void>((resolve) => {
+        this.wakeWatch = resolve;
+        sleep(this.config.projectionLeaseMs, undefined, { signal }).then(resolve, resolve);
+      });
+    }
   }
 
   /**
@@ -83,7 +114,7 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
 
   async onModuleDestroy(): Promise<void> {
     this.stopping.abort();
-    await Promise.all([this.catchingUp, this.reshaping]);
+    await Promise.all([this.catchingUp, this.watching, ...this.reshaping.values()]);
     await Promise.all(this.projectors.map((p) => p.stop()));
   }
 
@@ -121,24 +152,24 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
   }
 
   /**
-   * Rebuilds read models whose live generation was built with another schema, beside their
-   * projectors, which go on folding into it (reads and writes served as before; a filter it lacks
-   * answers 503) until the rebuild is promoted: then they carry on in the new generation. Failed,
-   * the live generation stays, and the next start tries again.
+   * Rebuilds a read model whose live generation was built with another schema, beside its
+   * projector, which goes on folding into it (reads and writes served as before; a filter it lacks
+   * answers 503) until the rebuild is promoted: then it carries on in the new generation. The
+   * generation replaced is kept for the CLI's grace period, as other instances may still be reading
+   * it. Failed, the live generation stays, and the schema watch tries again.
    */
-  private async rebuildWithSchema(projectors: Projector[]): Promise<void> {
-    const names = projectors.map((p) => p.projection.name).join(', ');
+  private async rebuildWithSchema(projector: Projector): Promise<void> {
+    const { name } = projector.projection;
     try {
-      const results = await rebuildProjections(
-        projectors.map((p) => p.projection),
-        this.eventStore,
-        this.readStore,
-        { signal: this.stopping.signal, graceMs: CATCH_UP_GRACE_MS, ...this.parking() },
-      );
-      this.logger.log(`Rebuilt ${names} with the current schema from ${Math.max(...results.map((r) => r.events))} events`);
+      const [result] = await rebuildProjections([projector.projection], this.eventStore, this.readStore, {
+        signal: this.stopping.signal,
+        graceMs: REBUILD_GRACE_MS,
+        ...this.parking(),
+      });
+      this.logger.log(`Rebuilt ${name} with the current schema from ${result.events} events`);
     } catch (error) {
       if (this.stopping.signal.aborted) return;
-      this.logger.error(`Rebuilding ${names} with the current schema failed: ${(error as Error).message}`);
+      this.logger.error(`Rebuilding ${name} with the current schema failed, to be tried again: ${(error as Error).message}`);
     }
   }
 

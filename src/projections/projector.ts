@@ -88,6 +88,8 @@ export class Projector {
   failure?: Error;
   /** True while this instance holds the lease and folds; false while it follows another. */
   folding = false;
+  /** Called each time this instance starts folding (gains the lease): the schema watch looks then. */
+  onFolding?: () => void;
   /**
    * The documents this folder wrote last, by id, in `generation`: the next batch to change one need
    * not read it. Only the lease holder writes a generation, and a document is the same fold of its
@@ -258,6 +260,7 @@ export class Projector {
   private async fold(): Promise<void> {
     this.folding = true;
     this.logger.log(`Folding (holder ${this.lease.holder})`);
+    this.onFolding?.();
     const lost = new AbortController();
     const signal = AbortSignal.any([this.abort.signal, lost.signal]);
     let renewing: Promise<unknown> = Promise.resolve();

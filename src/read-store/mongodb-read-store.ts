@@ -114,8 +114,12 @@ export class MongoDbReadStore implements ReadStore {
       this.schemas.set(schema.name, schema);
       const built = await this.built(schema.name, live);
       // A live generation made before generations kept their schema is taken as built with this one.
-      if (!built.kept)
+      // Another instance (another version) may stamp it first: what it holds then is read again.
+      if (!built.kept) {
         await this.generations.updateOne({ _id: generationId(schema.name, live), fingerprint: { $exists: false } }, { $set: keptSchema(schema) });
+        this.builtBy.delete(generationId(schema.name, live));
+        await this.built(schema.name, live);
+      }
       // createIndexes creates the collection too, and is a no-op for indexes that already exist as
       // specified: those of the schema the generation was built with. A generation made before the
       // substring index came gets none: its documents carry no tokens, its finds match by $regex,

@@ -46,13 +46,16 @@ export class SqliteGenerations {
         PRIMARY KEY (collection, generation)
       );
     `);
-    // A file made before generations kept their schema gains the columns, once (in a transaction: another process may be at it too).
-    transactions(db).immediate(() => {
-      const columns = db.prepare<[], string>("SELECT name FROM pragma_table_info('read_model_generations')").pluck().all();
-      if (!columns.includes('fingerprint')) {
-        db.exec('ALTER TABLE read_model_generations ADD COLUMN fingerprint TEXT; ALTER TABLE read_model_generations ADD COLUMN filters TEXT;');
-      }
-    });
+    // A file made before generations kept their schema gains the columns, once (in a transaction:
+    // another process may be at it too). Looked at first without one, so an open takes no write lock
+    // when they are there (a CLI's status beside a busy service).
+    const hasSchemaColumns = () => db.prepare<[], string>("SELECT name FROM pragma_table_info('read_model_generations')").pluck().all().includes('fingerprint');
+    if (!hasSchemaColumns()) {
+      transactions(db).immediate(() => {
+        if (!hasSchemaColumns())
+          db.exec('ALTER TABLE read_model_generations ADD COLUMN fingerprint TEXT; ALTER TABLE read_model_generations ADD COLUMN filters TEXT;');
+      });
+    }
     this.all = db.prepare(`SELECT * FROM read_model_generations WHERE collection = ${TEXT_KEY} ORDER BY generation`);
     this.one = db.prepare('SELECT * FROM read_model_generations WHERE collection = ? AND generation = ?');
     this.live = db.prepare<[string], number>("SELECT generation FROM read_model_generations WHERE collection = ? AND state = 'live'").pluck();

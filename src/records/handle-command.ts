@@ -1,5 +1,6 @@
 import { v7 as timeOrderedUuid } from 'uuid';
 import { AppendResult, DomainEvent, EventStore, NewEvent, NewEventMetadata, occurredAt, Position } from '../event-store/event-store.port';
+import { currentVersion } from '../event-store/upcasting-event-store';
 import { evolveRecord, RecordKind, RecordState, streamIdOf } from './record';
 
 /**
@@ -79,7 +80,14 @@ export async function decideAndAppend(
   const decided = decide(folded.state);
   if (decided.length === 0) return { appended: null, after: folded };
   const at = new Date(Math.max(clock().getTime(), folded.lastAt ?? -Infinity));
-  const events = withMetadata(decided, { ...metadata, occurredAt: at.toISOString() });
+  const stamped = { ...metadata, occurredAt: at.toISOString() };
+  // Each in the current shape of its type, and saying so.
+  const events: NewEvent[] = decided.map(({ type, data }) => ({
+    id: timeOrderedUuid(),
+    type,
+    data,
+    metadata: { ...stamped, eventVersion: currentVersion(kind.upcasters, type) },
+  }));
   const streamId = streamIdOf(kind, id);
   const appended = await eventStore.appendToStream(streamId, events, folded.revision);
   const { position } = appended;

@@ -1,4 +1,5 @@
 import { DomainEvent, NewEventMetadata, occurredAt, StoredEvent } from '../event-store/event-store.port';
+import type { Upcaster, UpcasterChains } from '../event-store/upcasting-event-store';
 import { notFound } from '../errors';
 import type { ReadDocument } from '../read-store/read-store.port';
 
@@ -12,7 +13,19 @@ export interface RecordKind {
   /** Stream id prefix, `profile` for `profile-<uuid>`. */
   streamPrefix: string;
   events: { created: string; updated: string; deleted: string; erased: string };
+  /** Its events' upcasters, by type (upcasting-event-store.ts): how each older shape reads now. */
+  upcasters: UpcasterChains;
 }
+
+/**
+ * Version 1 of a record event carried no business time: it reads as having happened when the store
+ * recorded it. Version 2 carries `occurredAt`, stamped as its command was decided (handle-command.ts).
+ */
+export const timeFromRecorded: Upcaster = (event) => [{ ...event, metadata: { ...event.metadata, occurredAt: event.recordedAt.toISOString() } }];
+
+/** The upcasters every kind's four event types share: version 1 to 2, timeFromRecorded. A kind adds its own steps after them. */
+export const recordUpcasters = (events: RecordKind['events']): UpcasterChains =>
+  Object.fromEntries(Object.values(events).map((type) => [type, { 1: timeFromRecorded }]));
 
 /**
  * A record folded from its stream. The write side decides on it and the read models store it as

@@ -14,6 +14,7 @@ import { DATA_KEYS, DataKeys } from '../sealing/data-keys';
 import type { KeyStore } from '../key-store/key-store.port';
 import { MongoDbKeyStore } from '../key-store/mongodb-key-store';
 import { SealedEventStore, type SealedKind } from '../sealing/sealed-event-store';
+import { UpcastingEventStore, type UpcastKind } from '../event-store/upcasting-event-store';
 import { sealPlaintextEvents } from '../sealing/seal-plaintext-events';
 import { SqliteKeyStore } from '../key-store/sqlite-key-store';
 import { dirname, join } from 'node:path';
@@ -40,6 +41,9 @@ type StoreSettings = Pick<AppConfig, 'sqliteFile'> &
 
 const SHARED_SQLITE = Symbol('SharedSqlite');
 
+/** What the stores need of a kind of record: its values sealed, its events upcast. */
+export type StoredKind = SealedKind & UpcastKind;
+
 /**
  * The event store the configuration selects (EventStoreDB, else SQLite), its records' values
  * sealed with their data keys: the service and the CLI open it the same way. Closing it closes the
@@ -47,7 +51,7 @@ const SHARED_SQLITE = Symbol('SharedSqlite');
  */
 export async function openEventStore(
   config: StoreSettings,
-  kinds: SealedKind[],
+  kinds: StoredKind[],
   {
     keys,
     sqlite,
@@ -57,7 +61,7 @@ export async function openEventStore(
   keys ??= new DataKeys(await openKeyStore(config));
   if (config.eventStoreConnectionString) {
     const store = await EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs ?? 5000, config.eventStoreSilenceMs);
-    return new SealedEventStore(store, keys, kinds);
+    return new UpcastingEventStore(new SealedEventStore(store, keys, kinds), kinds);
   }
   const store = new SqliteEventStore(sqlite ?? openSqliteDatabase(config.sqliteFile, { durable: true }));
   const sealed = await sealPlaintextEvents(store, keys, kinds, () =>
@@ -66,7 +70,7 @@ export async function openEventStore(
     ),
   );
   if (sealed > 0) log(`Sealed ${sealed} events written before encryption with their records' keys`);
-  return new SealedEventStore(store, keys, kinds);
+  return new UpcastingEventStore(new SealedEventStore(store, keys, kinds), kinds);
 }
 
 /**
@@ -113,7 +117,7 @@ export function sharedSqliteConnection(config: StoreSettings): SqliteDatabase | 
 /** Both stores, as the CLI and the benches open them (the service through StoresModule's providers). */
 export async function openStores(
   config: StoreSettings,
-  kinds: SealedKind[],
+  kinds: StoredKind[],
   { log }: { log?: (message: string) => void } = {},
 ): Promise<{ eventStore: EventStore; readStore: ReadStore }> {
   const sqlite = sharedSqliteConnection(config);
@@ -129,7 +133,7 @@ export async function openStores(
 @Global()
 @Module({})
 export class StoresModule {
-  static forRoot(config: AppConfig, kinds: SealedKind[]): DynamicModule {
+  static forRoot(config: AppConfig, kinds: StoredKind[]): DynamicModule {
     return {
       module: StoresModule,
       providers: [

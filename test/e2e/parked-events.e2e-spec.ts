@@ -11,7 +11,8 @@ const event = (type: string, data: Record<string, unknown>): NewEvent => ({
   id: randomUUID(),
   type,
   data,
-  metadata: { accountId: ACCOUNT_IDS.a, correlationId: 'by-hand', causationId: 'by-hand' },
+  // With its business time, as the service's own events carry it.
+  metadata: { accountId: ACCOUNT_IDS.a, correlationId: 'by-hand', causationId: 'by-hand', occurredAt: new Date().toISOString() },
 });
 
 /** Asks `read` again until `done` holds of its answer, a bounded number of times. */

@@ -8,7 +8,7 @@ export interface Stream {
 }
 
 /**
- * The events as the store hands them back, revisions from 0: positions 100 on, recorded at a fixed
+ * The events as the store hands them back, revisions from 0: positions 100 on, happened at a fixed
  * time (1_700_000_000.5 s), so a fold's `seq` and `created` are known.
  */
 export function stored<Event extends DomainEvent>(events: Event[], { streamId, accountId }: Stream): StoredEvent<Event>[] {
@@ -18,7 +18,7 @@ export function stored<Event extends DomainEvent>(events: Event[], { streamId, a
     streamId,
     revision,
     position: { commit: BigInt(100 + revision), prepare: BigInt(100 + revision) },
-    metadata: { accountId, correlationId: 'c', causationId: 'c', schemaVersion: 1 },
+    metadata: { accountId, correlationId: 'c', causationId: 'c', schemaVersion: 1, occurredAt: new Date(1_700_000_000_500).toISOString() },
     recordedAt: new Date(1_700_000_000_500),
   }));
 }

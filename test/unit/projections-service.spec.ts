@@ -1,3 +1,5 @@
+import { UpcastingEventStore } from '../../src/event-store/upcasting-event-store';
+import { RECORD_KINDS } from '../../src/read-models';
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { AppConfig } from '../../src/config/config';
@@ -19,7 +21,12 @@ describe('ProjectionsService.waitFor', () => {
     const sqlite = openTempSqlite();
     const events = new SqliteEventStore(sqlite.db, 20);
     const config = { readYourWritesTimeoutMs: 300, instanceId: 'unit', projectionLeaseMs: 60_000 } as AppConfig;
-    const service = new ProjectionsService([profileProjection, customerProjection], events, new SqliteReadStore(sqlite.db), config);
+    const service = new ProjectionsService(
+      [profileProjection, customerProjection],
+      new UpcastingEventStore(events, RECORD_KINDS),
+      new SqliteReadStore(sqlite.db),
+      config,
+    );
     const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     try {
       await service.onApplicationBootstrap();
@@ -53,9 +60,9 @@ describe('ProjectionsService on a first start far behind the events', () => {
     const readStore = new SqliteReadStore(sqlite.db);
     const logged = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
     const config = (instanceId: string) => ({ readYourWritesTimeoutMs: 60_000, instanceId, projectionLeaseMs: 60_000 }) as AppConfig;
-    const service = new ProjectionsService([profileProjection, customerProjection], events, readStore, config('one'));
+    const service = new ProjectionsService([profileProjection, customerProjection], new UpcastingEventStore(events, RECORD_KINDS), readStore, config('one'));
     // A second instance on the same stores, started at the same time: it must leave the catch-up to the first.
-    const other = new ProjectionsService([profileProjection, customerProjection], events, readStore, config('two'));
+    const other = new ProjectionsService([profileProjection, customerProjection], new UpcastingEventStore(events, RECORD_KINDS), readStore, config('two'));
     try {
       // More than the 10,000 events past which a start rebuilds rather than folds one batch at a time.
       const ids = Array.from({ length: 10_050 }, () => randomUUID());
@@ -103,6 +110,13 @@ describe('ProjectionsService on a first start far behind the events', () => {
   }, 120_000);
 });
 
+/** Resolves once `check` holds, looking every 20 ms; fails after 20 s. */
+async function until(check: () => boolean): Promise<void> {
+  for (const end = Date.now() + 20_000; !check(); await new Promise((r) => setTimeout(r, 20))) {
+    if (Date.now() > end) throw new Error('the condition did not come about within 20 s');
+  }
+}
+
 describe('ProjectionsService at a start over read models built with another schema', () => {
   const config = { readYourWritesTimeoutMs: 60_000, instanceId: 'unit', projectionLeaseMs: 60_000 } as AppConfig;
 
@@ -118,8 +132,10 @@ describe('ProjectionsService at a start over read models built with another sche
       await readStore.ensureCollection(profileProjection.schema);
       sqlite.db.prepare("UPDATE read_model_generations SET fingerprint = NULL, filters = NULL WHERE collection = 'profiles'").run();
       const rebuilt = jest.spyOn(readStore, 'startRebuild');
-      const service = new ProjectionsService([profileProjection, customerProjection], events, readStore, config);
+      const service = new ProjectionsService([profileProjection, customerProjection], new UpcastingEventStore(events, RECORD_KINDS), readStore, config);
       await service.onApplicationBootstrap();
+      // Looked at as its projector starts folding (the lease taken), not a lease period later.
+      await until(() => logged.mock.calls.some(([message]) => String(message).startsWith('Rebuilt customers with the current schema')));
       await service.onModuleDestroy();
       expect(rebuilt.mock.calls).toEqual([['customers']]);
       const messages = logged.mock.calls.map(([message]) => String(message));
@@ -133,6 +149,35 @@ describe('ProjectionsService at a start over read models built with another sche
     }
   });
 
+  it('tries a schema rebuild that failed again, while the instance folds the read model', async () => {
+    const sqlite = openTempSqlite();
+    const events = new SqliteEventStore(sqlite.db, 20);
+    const readStore = new SqliteReadStore(sqlite.db);
+    const logged = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    const failed = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    const { mobile: _, ...olderFilters } = customerProjection.schema.filters;
+    try {
+      await readStore.ensureCollection({ ...customerProjection.schema, filters: olderFilters });
+      const startRebuild = readStore.startRebuild.bind(readStore);
+      const rebuilt = jest.spyOn(readStore, 'startRebuild').mockRejectedValueOnce(new Error('store down')).mockImplementation(startRebuild);
+      const service = new ProjectionsService([customerProjection], events, readStore, { ...config, projectionLeaseMs: 1000 });
+      await service.onApplicationBootstrap();
+      await until(() => logged.mock.calls.some(([message]) => String(message).startsWith('Rebuilt customers with the current schema')));
+      await service.onModuleDestroy();
+      expect(rebuilt).toHaveBeenCalledTimes(2);
+      expect(failed.mock.calls.map(([message]) => String(message))).toEqual([
+        'Rebuilding customers with the current schema failed, to be tried again: store down',
+      ]);
+      expect(await readStore.fingerprint('customers', (await readStore.status('customers')).live.generation)).toBe(
+        schemaFingerprint(customerProjection.schema),
+      );
+    } finally {
+      logged.mockRestore();
+      failed.mockRestore();
+      await events.close();
+      sqlite.dispose();
+    }
+  });
   it('parks in that rebuild the streams of events it cannot fold, as its projectors do, and promotes it', async () => {
     const sqlite = openTempSqlite();
     const events = new SqliteEventStore(sqlite.db, 20);
@@ -140,7 +185,10 @@ describe('ProjectionsService at a start over read models built with another sche
     const logged = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
     const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     const { mobile: _, ...olderFilters } = customerProjection.schema.filters;
-    const service = new ProjectionsService([profileProjection, customerProjection], events, readStore, { ...config, poisonEvents: 'park' });
+    const service = new ProjectionsService([profileProjection, customerProjection], new UpcastingEventStore(events, RECORD_KINDS), readStore, {
+      ...config,
+      poisonEvents: 'park',
+    });
     try {
       await readStore.ensureCollection({ ...customerProjection.schema, filters: olderFilters });
       const stream = `customer-${randomUUID()}`;

@@ -1,3 +1,5 @@
+import { UpcastingEventStore } from '../../src/event-store/upcasting-event-store';
+import { RECORD_KINDS } from '../../src/read-models';
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { customerProjection } from '../../src/customers/customer.projection';
@@ -44,7 +46,7 @@ describe('Projector', () => {
 
   /** A projector on the read store, or on a stand-in for it that answers some calls its own way. */
   async function startProjector(readStore: SqliteReadStore = reads, poisonEvents: 'park' | 'stop' = 'park'): Promise<Projector> {
-    const p = new Projector(customerProjection, events, readStore, LEASE, RETRY_MS, undefined, poisonEvents);
+    const p = new Projector(customerProjection, new UpcastingEventStore(events, RECORD_KINDS), readStore, LEASE, RETRY_MS, undefined, poisonEvents);
     running.push(p);
     await p.start();
     return p;
@@ -105,7 +107,7 @@ describe('Projector', () => {
     await first.stop();
     const before = await reads.getMany('customers', [a.id]);
     // Only the creation again: folded from scratch (no lookup), it must not revive the record.
-    const [created] = await events.readStream(`customer-${a.id}`);
+    const [created] = await new UpcastingEventStore(events, RECORD_KINDS).readStream(`customer-${a.id}`);
     await foldBatch(customerProjection, reads, 1, { events: [created], position: created.position }, START);
     expect(await reads.getMany('customers', [a.id])).toEqual(before);
     expect(before.get(a.id)).toMatchObject({ deleted: true, revision: 1 });
@@ -139,6 +141,8 @@ describe('Projector', () => {
       },
     };
     let warned: jest.SpyInstance;
+    /** The events as the service reads them: in their types' current shapes. */
+    const upcasting = () => new UpcastingEventStore(events, RECORD_KINDS);
     beforeEach(() => {
       broken = true;
       warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
@@ -146,7 +150,7 @@ describe('Projector', () => {
     afterEach(() => warned.mockRestore());
 
     async function startFlaky(): Promise<Projector> {
-      const p = new Projector(flaky, events, reads, LEASE, RETRY_MS);
+      const p = new Projector(flaky, upcasting(), reads, LEASE, RETRY_MS);
       running.push(p);
       await p.start();
       return p;
@@ -255,7 +259,7 @@ describe('Projector', () => {
           return reads.commit(collection, documents, checkpoint, parked);
         },
       });
-      const p = new Projector(flaky, events, failing, LEASE, RETRY_MS);
+      const p = new Projector(flaky, upcasting(), failing, LEASE, RETRY_MS);
       running.push(p);
       await p.start();
       const { stream, position } = await poisoned();
@@ -270,7 +274,7 @@ describe('Projector', () => {
 
     it('stops on it instead when told to (POISON_EVENTS=stop), parking nothing', async () => {
       const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
-      const p = new Projector(flaky, events, reads, LEASE, RETRY_MS, undefined, 'stop');
+      const p = new Projector(flaky, upcasting(), reads, LEASE, RETRY_MS, undefined, 'stop');
       running.push(p);
       await p.start();
       const { stream, position } = await poisoned();
@@ -284,10 +288,10 @@ describe('Projector', () => {
       const { stream } = await poisoned();
       const other = await createCustomer({ name: 'Bea' });
       const options = { signal: new AbortController().signal, graceMs: 0 };
-      await expect(rebuildProjections([flaky], events, reads, options)).rejects.toThrow(`cannot apply ${stream}@1`);
+      await expect(rebuildProjections([flaky], upcasting(), reads, options)).rejects.toThrow(`cannot apply ${stream}@1`);
       expect((await reads.status('customers')).live.generation).toBe(1);
       const parkedBy: string[] = [];
-      const [result] = await rebuildProjections([flaky], events, reads, { ...options, park: true, onParked: (_p, s, r) => parkedBy.push(`${s}@${r}`) });
+      const [result] = await rebuildProjections([flaky], upcasting(), reads, { ...options, park: true, onParked: (_p, s, r) => parkedBy.push(`${s}@${r}`) });
       expect((await reads.status('customers')).live.generation).toBe(result.generation);
       expect(parkedBy).toEqual([`${stream}@1`]);
       expect(await reads.parked('customers', result.generation)).toEqual([expect.objectContaining({ streamId: stream, waiting: 1 })]);
@@ -353,7 +357,7 @@ describe('Projector', () => {
     expect(asked).toEqual([a.id]);
     expect(await get(a.id)).toMatchObject({ revision: 3, fields: { name: 'Ada King', email: 'ada@x.io' } });
 
-    await rebuildProjections([customerProjection], events, reads, { signal: new AbortController().signal, graceMs: 0 });
+    await rebuildProjections([customerProjection], new UpcastingEventStore(events, RECORD_KINDS), reads, { signal: new AbortController().signal, graceMs: 0 });
     await rename('Ada, Countess of Lovelace');
     expect(asked).toEqual([a.id, a.id]);
     expect((await reads.status('customers')).live.generation).toBe(2);
@@ -376,7 +380,7 @@ describe('Projector', () => {
       return created[created.length - 1].position;
     };
     const head = await burst(CATCH_UP_BATCH + 100);
-    const p = new Projector(customerProjection, events, watched, LEASE, RETRY_MS);
+    const p = new Projector(customerProjection, new UpcastingEventStore(events, RECORD_KINDS), watched, LEASE, RETRY_MS);
     running.push(p);
     p.catchUpTo(head); // as the service does at its start
     await p.start();
@@ -414,7 +418,7 @@ describe('Projector', () => {
     async function started(everyMs: number, poisonEvents: 'park' | 'stop' = 'park'): Promise<Projector> {
       commits.length = 0;
       failNext = 0;
-      const p = new Projector(customerProjection, events, counted(), LEASE, RETRY_MS, everyMs, poisonEvents);
+      const p = new Projector(customerProjection, new UpcastingEventStore(events, RECORD_KINDS), counted(), LEASE, RETRY_MS, everyMs, poisonEvents);
       running.push(p);
       await p.start();
       const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
@@ -492,7 +496,10 @@ describe('Projector', () => {
     let rebuilt: Promise<unknown> | undefined;
     const raced = standIn({
       commit: async (...args) => {
-        rebuilt ??= rebuildProjections([customerProjection], events, reads, { signal: new AbortController().signal, graceMs: 0 });
+        rebuilt ??= rebuildProjections([customerProjection], new UpcastingEventStore(events, RECORD_KINDS), reads, {
+          signal: new AbortController().signal,
+          graceMs: 0,
+        });
         await rebuilt;
         return reads.commit(...args);
       },
@@ -513,7 +520,11 @@ describe('Projector', () => {
 
     it('drops what it built when it is stopped, leaving the live read model as it was', async () => {
       const stop = new AbortController();
-      const rebuilt = rebuildProjections([customerProjection], events, reads, { signal: stop.signal, graceMs: 0, onProgress: () => stop.abort() });
+      const rebuilt = rebuildProjections([customerProjection], new UpcastingEventStore(events, RECORD_KINDS), reads, {
+        signal: stop.signal,
+        graceMs: 0,
+        onProgress: () => stop.abort(),
+      });
       await expect(rebuilt).rejects.toThrow(/Rebuild interrupted/);
       expect(await reads.status('customers')).toMatchObject({ live: { generation: 1 }, building: null });
       expect(db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'customers__g2'").get()).toEqual({ n: 0 });
@@ -525,7 +536,10 @@ describe('Projector', () => {
           throw new StoreUnavailableError('SQLite', 'disk I/O error');
         },
       });
-      const rebuilt = rebuildProjections([customerProjection], events, failing, { signal: new AbortController().signal, graceMs: 0 });
+      const rebuilt = rebuildProjections([customerProjection], new UpcastingEventStore(events, RECORD_KINDS), failing, {
+        signal: new AbortController().signal,
+        graceMs: 0,
+      });
       await expect(rebuilt).rejects.toThrow(/disk I\/O error/);
       expect((await reads.status('customers')).building).toBeNull();
     });
@@ -537,7 +551,10 @@ describe('Projector', () => {
           return reads.startRebuild(collection);
         },
       });
-      const rebuilt = rebuildProjections([customerProjection, profileProjection], events, failing, { signal: new AbortController().signal, graceMs: 0 });
+      const rebuilt = rebuildProjections([customerProjection, profileProjection], new UpcastingEventStore(events, RECORD_KINDS), failing, {
+        signal: new AbortController().signal,
+        graceMs: 0,
+      });
       await expect(rebuilt).rejects.toThrow(/connection reset/);
       expect((await reads.status('customers')).building).toBeNull();
     });
@@ -634,7 +651,7 @@ describe('Projector', () => {
     }
 
     async function startAs(holder: string, store: SqliteReadStore, ttlMs = LEASE): Promise<Projector> {
-      const p = new Projector(customerProjection, events, store, { holder, ttlMs });
+      const p = new Projector(customerProjection, new UpcastingEventStore(events, RECORD_KINDS), store, { holder, ttlMs });
       running.push(p);
       await p.start();
       return p;

@@ -1,3 +1,4 @@
+import { UpcastingEventStore } from '../../src/event-store/upcasting-event-store';
 import { randomUUID } from 'node:crypto';
 import { RecordAsOfHandler, RecordAsOfQuery, RecordHistoryHandler, RecordHistoryQuery } from '../../src/audit/audit.queries';
 import { recordHistory } from '../../src/audit/record-history';
@@ -73,7 +74,7 @@ function openStores() {
   const inner = new SqliteEventStore(eventsDb.db);
   const counted = new CountingEventStore(inner);
   const keys = new DataKeys(new SqliteKeyStore(keysDb.db));
-  const store = new SealedEventStore(counted, keys, RECORD_KINDS);
+  const store = new UpcastingEventStore(new SealedEventStore(counted, keys, RECORD_KINDS), RECORD_KINDS);
   return {
     inner,
     counted,

@@ -16,7 +16,7 @@ function stream(streamId: string, events: [string, Record<string, unknown>, numb
     position: { commit: BigInt(10 + revision), prepare: BigInt(10 + revision) },
     type,
     data,
-    metadata: { accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1 },
+    metadata: { accountId: 'acc', correlationId: 'c', causationId: 'c', schemaVersion: 1, occurredAt: new Date(ms).toISOString() },
     recordedAt: new Date(ms),
   }));
 }

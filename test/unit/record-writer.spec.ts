@@ -1,3 +1,4 @@
+import { UpcastingEventStore } from '../../src/event-store/upcasting-event-store';
 import { randomUUID } from 'node:crypto';
 import { CUSTOMER, decideCreateCustomer, decideDeleteCustomer, decideUpdateCustomer } from '../../src/customers/customer.decider';
 import type { DataKeys } from '../../src/sealing/data-keys';
@@ -29,7 +30,8 @@ describe('RecordWriter', () => {
     sqlite.dispose();
   });
 
-  const writerOf = (keepAtMost?: number, clock?: Clock) => new RecordWriter(CUSTOMER, events, noReadModels, unsealed, { keepAtMost, clock });
+  const writerOf = (keepAtMost?: number, clock?: Clock) =>
+    new RecordWriter(CUSTOMER, new UpcastingEventStore(events, [CUSTOMER]), noReadModels, unsealed, { keepAtMost, clock });
   const create = (writer: RecordWriter, id: string, name = 'Ada') =>
     writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name, email: 'ada@example.com' }), { isNew: true });
   const update = (writer: RecordWriter, id: string, fields: Record<string, string>) =>
@@ -182,6 +184,7 @@ describe('RecordWriter', () => {
     reads.mockRestore();
     const [stored] = await events.readStream(`customer-${id}`);
     expect(stored.metadata.occurredAt).toBe('2001-01-01T00:00:00.250Z');
+    expect(stored.metadata.eventVersion).toBe(2); // the shape it was written in
     expect(stored.recordedAt).not.toEqual(at); // the store's own time: not what the record's created goes by
     expect(written.record?.created).toBe(978_307_200);
     expect(written.record).toEqual((await writerOf().load(id)).state);
@@ -256,7 +259,9 @@ describe('RecordWriter', () => {
       const id = randomUUID();
       await create(writerOf(), id);
       const destroyed = { current: async () => null } as unknown as DataKeys;
-      await expect(retry(new RecordWriter(CUSTOMER, events, noReadModels, destroyed), id)).rejects.toMatchObject({ reason: 'not_found' });
+      await expect(retry(new RecordWriter(CUSTOMER, new UpcastingEventStore(events, [CUSTOMER]), noReadModels, destroyed), id)).rejects.toMatchObject({
+        reason: 'not_found',
+      });
     });
   });
 

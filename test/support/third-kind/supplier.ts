@@ -3,7 +3,18 @@ import type { ApiRecordSpec } from '../../../src/docs/openapi';
 import type { DomainEvent } from '../../../src/event-store/event-store.port';
 import { validationFailed } from '../../../src/errors';
 import { Email, Example, fieldNames, Text, updateBodyOf } from '../../../src/http/field-rules';
-import { changedFields, Decider, evolveRecord, Fields, NoData, ownedRecord, RecordKind, RecordState, withoutEmpty } from '../../../src/records/record';
+import {
+  changedFields,
+  Decider,
+  evolveRecord,
+  Fields,
+  NoData,
+  ownedRecord,
+  RecordKind,
+  RecordState,
+  withoutEmpty,
+  recordUpcasters,
+} from '../../../src/records/record';
 import { recordProjection } from '../../../src/records/record.projection';
 
 /**
@@ -24,16 +35,14 @@ export type SupplierCommand =
   | { type: 'UpdateSupplier'; data: { accountId: string; fields: Fields } }
   | { type: 'DeleteSupplier'; data: { accountId: string } };
 
-export const SUPPLIER: RecordKind = {
-  label: 'Supplier',
-  streamPrefix: 'supplier',
-  events: {
-    created: 'SupplierCreated',
-    updated: 'SupplierUpdated',
-    deleted: 'SupplierDeleted',
-    erased: 'SupplierErased',
-  } satisfies Record<keyof RecordKind['events'], SupplierEvent['type']>,
-};
+const SUPPLIER_EVENTS = {
+  created: 'SupplierCreated',
+  updated: 'SupplierUpdated',
+  deleted: 'SupplierDeleted',
+  erased: 'SupplierErased',
+} satisfies Record<keyof RecordKind['events'], SupplierEvent['type']>;
+
+export const SUPPLIER: RecordKind = { label: 'Supplier', streamPrefix: 'supplier', events: SUPPLIER_EVENTS, upcasters: recordUpcasters(SUPPLIER_EVENTS) };
 
 /** A supplier needs a name: its own rule, as customers need an email or a mobile. */
 function requireName(fields: Fields): void {

@@ -1,0 +1,158 @@
+import {
+  type AppendResult,
+  type EventBatch,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type Position,
+  type StoredEvent,
+  type SubscribeOptions,
+  UnreadableEventError,
+} from './event-store.port';
+
+/**
+ * One step of an event type's history: an event stored at version n, as version n + 1 has it. It
+ * may become several events, or none. Pure: it runs on every read of the event, never on the store.
+ */
+export type Upcaster = (event: StoredEvent) => StoredEvent[];
+
+/** By event type, the step from each version on: `{ CustomerCreated: { 1: fromV1 } }` makes version 2 the one written. */
+export type UpcasterChains = Record<string, Record<number, Upcaster>>;
+
+/** What upcasting needs of a kind of record (records/record.ts's RecordKind is one). */
+export interface UpcastKind {
+  label: string;
+  streamPrefix: string;
+  upcasters: UpcasterChains;
+}
+
+/** The version of `type` the code writes and reads: one past its chain's last step (1 without one). */
+export function currentVersion(chains: UpcasterChains, type: string): number {
+  const steps = Object.keys(chains[type] ?? {}).map(Number);
+  return steps.length === 0 ? 1 : Math.max(...steps) + 1;
+}
+
+/** Refuses chains with a gap: every type's steps run from version 1 to its last, one each. */
+export function checkChains(kinds: UpcastKind[]): void {
+  for (const { label, upcasters } of kinds) {
+    for (const [type, steps] of Object.entries(upcasters)) {
+      const current = currentVersion(upcasters, type);
+      for (let version = 1; version < current; version++) {
+        if (typeof steps[version] !== 'function') {
+          throw new Error(`${label} events ${type}: no upcaster from version ${version} to ${version + 1}, though version ${current} is current`);
+        }
+      }
+    }
+  }
+}
+
+interface Registry {
+  prefix: string;
+  chains: UpcasterChains;
+  /** By type: the current version. */
+  current: Map<string, number>;
+}
+
+/**
+ * The event store as the rest of the service sees it: every event of a record's stream read in the
+ * shape its type has now. Each stored event carries its type's version (`eventVersion` in its
+ * metadata; none is version 1); on every read (a stream, its last event, a subscription) it goes
+ * through its kind's chain of upcasters up to the current version, so no fold, projection, history,
+ * feed or CLI reads an older shape. An event of a version newer than the code knows (a rollback after an upgrade) is unreadable: it is
+ * never misread. Other streams (slugs, idempotency, snapshots) pass as they are.
+ */
+export class UpcastingEventStore implements EventStore {
+  private readonly registries: Registry[];
+
+  constructor(
+    private readonly inner: EventStore,
+    kinds: UpcastKind[],
+  ) {
+    checkChains(kinds);
+    this.registries = kinds.map(({ streamPrefix, upcasters }) => ({
+      prefix: `${streamPrefix}-`,
+      chains: upcasters,
+      current: new Map(Object.keys(upcasters).map((type) => [type, currentVersion(upcasters, type)])),
+    }));
+  }
+
+  /** As they are: the code that writes an event's shape stamps its version (records/handle-command.ts). */
+  appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    return this.inner.appendToStream(streamId, events, expected);
+  }
+
+  async readStream(streamId: string, fromRevision?: number, maxCount?: number): Promise<StoredEvent[]> {
+    const events = await this.inner.readStream(streamId, fromRevision, maxCount);
+    const registry = this.registryOf(streamId);
+    return registry ? this.upcastAll(events, () => registry) : events;
+  }
+
+  /** The last event as upcast: one that upcasts to none leaves the one before it last. */
+  async readLastEvent(streamId: string): Promise<StoredEvent | null> {
+    const registry = this.registryOf(streamId);
+    let last = await this.inner.readLastEvent(streamId);
+    while (last && registry) {
+      const shown = upcast(registry, last);
+      if (shown.length > 0) return shown[shown.length - 1];
+      last = last.revision === 0 ? null : ((await this.inner.readStream(streamId, last.revision - 1, 1))[0] ?? null);
+    }
+    return last;
+  }
+
+  headPosition(): Promise<Position> {
+    return this.inner.headPosition();
+  }
+
+  eventsBetween(from: Position, to: Position): number | null {
+    return this.inner.eventsBetween(from, to);
+  }
+
+  async *subscribeToAll(from: Position, options: SubscribeOptions): AsyncIterable<EventBatch> {
+    for await (const batch of this.inner.subscribeToAll(from, options)) {
+      const events = this.upcastAll(batch.events, (event) => this.registryOf(event.streamId));
+      yield events === batch.events ? batch : { events, position: batch.position };
+    }
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  private registryOf(streamId: string): Registry | undefined {
+    for (const registry of this.registries) if (streamId.startsWith(registry.prefix)) return registry;
+    return undefined;
+  }
+
+  /** The events upcast; the same array when every one is current already (the usual case: nothing copied). */
+  private upcastAll(events: StoredEvent[], registryOf: (event: StoredEvent) => Registry | undefined): StoredEvent[] {
+    let out: StoredEvent[] | undefined;
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i];
+      const registry = registryOf(event);
+      if (!registry || (event.metadata.eventVersion ?? 1) === (registry.current.get(event.type) ?? 1)) {
+        out?.push(event);
+        continue;
+      }
+      out ??= events.slice(0, i);
+      out.push(...upcast(registry, event));
+    }
+    return out ?? events;
+  }
+}
+
+/** One stored event in its type's current shape, through its chain's steps from its version. */
+function upcast(registry: Registry, event: StoredEvent): StoredEvent[] {
+  const version = event.metadata.eventVersion ?? 1;
+  const current = registry.current.get(event.type) ?? 1;
+  if (version === current) return [event];
+  if (version > current) {
+    throw new UnreadableEventError(
+      event.streamId,
+      event.revision,
+      `it is ${event.type} version ${version}, newer than the ${current} this version of the service reads`,
+    );
+  }
+  return registry.chains[event.type]
+    [version](event)
+    .flatMap((next) => upcast(registry, { ...next, metadata: { ...next.metadata, eventVersion: version + 1 } }));
+}

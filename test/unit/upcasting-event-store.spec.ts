@@ -1,0 +1,109 @@
+import { randomUUID } from 'node:crypto';
+import type { EventBatch, NewEvent } from '../../src/event-store/event-store.port';
+import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
+import { checkChains, currentVersion, UpcasterChains, UpcastingEventStore } from '../../src/event-store/upcasting-event-store';
+import { CUSTOMER } from '../../src/customers/customer.decider';
+import { evolveRecord } from '../../src/records/record';
+import { openTempSqlite } from '../support/temp-sqlite';
+
+const metadata = { accountId: 'acc', correlationId: 'c', causationId: 'c' };
+const event = (type: string, data: Record<string, unknown>, more: Record<string, unknown> = {}): NewEvent => ({
+  id: randomUUID(),
+  type,
+  data,
+  metadata: { ...metadata, ...more },
+});
+
+describe('events read in the shape their type has now (upcasting)', () => {
+  let sqlite: ReturnType<typeof openTempSqlite>;
+  let inner: SqliteEventStore;
+  beforeEach(() => {
+    sqlite = openTempSqlite();
+    inner = new SqliteEventStore(sqlite.db);
+  });
+  afterEach(async () => {
+    await inner.close();
+    sqlite.dispose();
+  });
+
+  it('reads a version 1 record event with the time the store recorded as its business time, and a version 2 one as it is', async () => {
+    const store = new UpcastingEventStore(inner, [CUSTOMER]);
+    const id = randomUUID();
+    await inner.appendToStream(`customer-${id}`, [event('CustomerCreated', { name: 'Ada' })], 'no_stream');
+    await inner.appendToStream(`customer-${id}`, [event('CustomerUpdated', { name: 'Ada L' }, { occurredAt: '2031-01-01T00:00:00.000Z', eventVersion: 2 })], 0);
+    const [v1, v2] = await store.readStream(`customer-${id}`);
+    const [raw] = await inner.readStream(`customer-${id}`);
+    expect(v1.metadata).toMatchObject({ occurredAt: raw.recordedAt.toISOString(), eventVersion: 2 });
+    expect(v2.metadata).toMatchObject({ occurredAt: '2031-01-01T00:00:00.000Z', eventVersion: 2 });
+    expect(await store.readLastEvent(`customer-${id}`)).toEqual(v2);
+    // The fold of either form is the same record.
+    const twin = { ...v1, metadata: { ...raw.metadata, occurredAt: raw.recordedAt.toISOString(), eventVersion: 2 } };
+    expect(evolveRecord(CUSTOMER, null, v1)).toEqual(evolveRecord(CUSTOMER, null, twin));
+  });
+
+  it('upcasts the events of a subscription, and leaves the other streams as they are', async () => {
+    const store = new UpcastingEventStore(inner, [CUSTOMER]);
+    await inner.appendToStream(`customer-${randomUUID()}`, [event('CustomerCreated', { name: 'Ada' })], 'no_stream');
+    await inner.appendToStream('profile_slug-acme', [event('SlugReserved', { slug: 'acme' })], 'no_stream');
+    const stop = new AbortController();
+    const batches: EventBatch[] = [];
+    for await (const batch of store.subscribeToAll({ commit: -1n, prepare: -1n }, { signal: stop.signal })) {
+      batches.push(batch);
+      if (batches.flatMap((b) => b.events).length >= 2) stop.abort();
+    }
+    const events = batches.flatMap((b) => b.events);
+    expect(events.map((e) => [e.type, e.metadata.eventVersion, typeof e.metadata.occurredAt])).toEqual([
+      ['CustomerCreated', 2, 'string'],
+      ['SlugReserved', undefined, 'undefined'], // not a record's stream: as stored
+    ]);
+  });
+
+  it('makes one stored event several, or none, as its chain says, and reads the last one shown', async () => {
+    const chains: UpcasterChains = {
+      ...CUSTOMER.upcasters,
+      // Version 2 of CustomerMerged is two events; version 2 of CustomerNoted is none.
+      CustomerMerged: {
+        1: (e) => [
+          { ...e, type: 'CustomerUpdated', data: { name: 'A' } },
+          { ...e, type: 'CustomerUpdated', data: { email: 'a@x.io' } },
+        ],
+      },
+      CustomerNoted: { 1: () => [] },
+    };
+    const store = new UpcastingEventStore(inner, [{ ...CUSTOMER, upcasters: chains }]);
+    const id = randomUUID();
+    const stream = `customer-${id}`;
+    await inner.appendToStream(stream, [event('CustomerCreated', { name: 'Ada' }), event('CustomerMerged', {}), event('CustomerNoted', {})], 'no_stream');
+    const read = await store.readStream(stream);
+    expect(read.map((e) => [e.type, e.revision, e.data])).toEqual([
+      ['CustomerCreated', 0, { name: 'Ada' }],
+      ['CustomerUpdated', 1, { name: 'A' }],
+      ['CustomerUpdated', 1, { email: 'a@x.io' }],
+    ]);
+    expect((await store.readLastEvent(stream))?.data).toEqual({ email: 'a@x.io' });
+  });
+
+  it('refuses to read an event of a version newer than the code knows (a rollback after an upgrade), naming it', async () => {
+    const store = new UpcastingEventStore(inner, [CUSTOMER]);
+    const id = randomUUID();
+    await inner.appendToStream(
+      `customer-${id}`,
+      [event('CustomerCreated', { name: 'Ada' }, { eventVersion: 3, occurredAt: '2031-01-01T00:00:00.000Z' })],
+      'no_stream',
+    );
+    await expect(store.readStream(`customer-${id}`)).rejects.toMatchObject({
+      name: 'UnreadableEventError',
+      message: `Event customer-${id}@0 cannot be read: it is CustomerCreated version 3, newer than the 2 this version of the service reads`,
+    });
+  });
+
+  it('knows each type’s current version from its chain, and refuses a chain with a gap, naming the type and versions', () => {
+    expect(currentVersion(CUSTOMER.upcasters, 'CustomerCreated')).toBe(2);
+    expect(currentVersion(CUSTOMER.upcasters, 'Unknown')).toBe(1);
+    const gap: UpcasterChains = { CustomerCreated: { 1: (e) => [e], 3: (e) => [e] } };
+    expect(() => checkChains([{ label: 'Customer', streamPrefix: 'customer', upcasters: gap }])).toThrow(
+      'Customer events CustomerCreated: no upcaster from version 2 to 3, though version 4 is current',
+    );
+    expect(() => new UpcastingEventStore(inner, [{ label: 'Customer', streamPrefix: 'customer', upcasters: gap }])).toThrow(/no upcaster from version 2/);
+  });
+});
