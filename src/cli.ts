@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { eventsTail, feedTail } from './cli/events';
 import { failureLine, MissingStoreError } from './cli/output';
+import { operator, projectionsParked, requestOnParked } from './cli/parked';
 import { projectionsRebuild, projectionsStatus } from './cli/projections';
 import { AppConfig, loadConfig } from './config/config';
 import { REBUILD_GRACE_MS, RebuildInterruptedError } from './projections/rebuild';
@@ -18,15 +19,21 @@ const NAMES = READ_MODELS.map((p) => p.name).join(', ');
 const DEFAULT_GRACE_SECONDS = REBUILD_GRACE_MS / 1000;
 /** A day: longer is no grace period anyone means (and past about 24 days Node's timers fire at once). */
 const MAX_GRACE_SECONDS = 86_400;
+/** How long retry and skip wait for the service to carry them out, by default. */
+const DEFAULT_WAIT_SECONDS = 30;
 
 const HELP: Record<string, string> = {
   main: `Usage: npm run cli -- <command> [options]     (or: node dist/cli.js <command> [options])
 
 Commands:
   projections status                Each read model's checkpoint, the event store's head, the lag
-                                    in events (unknown on EventStoreDB), any rebuild under way and
-                                    any poison event
+                                    in events (unknown on EventStoreDB), any rebuild under way, the
+                                    streams parked and any poison event it stopped on
   projections rebuild <name|all>    Replay every event into fresh storage and swap it in
+  projections parked                Each parked stream per read model, and the events skipped
+  projections retry <stream|all>    Fold a parked stream's events again, unparking it if they fold
+  projections skip <stream> --reason <text>
+                                    Drop a parked stream's first parked event for good, fold the rest
   events tail [--stream <id>]       Print events as they are appended, one JSON line each
   events tail --url <address>       Follow the change feed of a running service, one entry a line
 
@@ -37,14 +44,48 @@ service (DATA_DIR, ...).
 
 Shows, per read model (${NAMES}): its live storage generation, its checkpoint,
 how many events it is behind the event store's head (unknown on EventStoreDB, whose positions
-are byte offsets), whether a rebuild is running (or was interrupted), and the event it stopped
-on if it met one it cannot apply.
+are byte offsets), whether a rebuild is running (or was interrupted), how many streams it holds
+parked (see projections parked), and the event it stopped on if it met one it cannot apply
+(with POISON_EVENTS=stop).
 
 Options:
   --json    One JSON document instead of the table
   --help    This help
 `,
-  'projections rebuild': `Usage: npm run cli -- projections rebuild <name|all> [--json] [--grace-seconds <n>]
+  'projections parked': `Usage: npm run cli -- projections parked [--json]
+
+Shows, per read model (${NAMES}), each stream parked at an event it cannot fold (with
+POISON_EVENTS=park): the first parked event (revision, position, type), the error, and how many
+events of the stream wait behind it; then the events skipped for good (who, when, why).
+
+Options:
+  --json    One JSON document instead of the tables
+  --help    This help
+`,
+  'projections retry': `Usage: npm run cli -- projections retry <stream|all> [--timeout-seconds <n>]
+
+Folds the parked events of the stream (or of every parked stream) again, in order, after a fix is
+deployed, and unparks it when they all fold; one that still fails keeps it parked, at that event.
+With the service running, the instance that folds the read model does it at its next poll, and
+this command waits for it; with no service running, it does it itself.
+
+Options:
+  --timeout-seconds <n>   How long to wait for the service (default ${DEFAULT_WAIT_SECONDS})
+  --help                  This help
+`,
+  'projections skip': `Usage: npm run cli -- projections skip <stream> --reason <text> [--timeout-seconds <n>]
+
+Drops the first parked event of the stream from the read models where it is parked, for good,
+recorded with who ran the command (the OS user), when and why (shown by projections parked), and
+folds the events after it. A rebuild folds every event again: it parks the event again (--park),
+or stops on it.
+
+Options:
+  --reason <text>         Why (required)
+  --timeout-seconds <n>   How long to wait for the service (default ${DEFAULT_WAIT_SECONDS})
+  --help                  This help
+`,
+  'projections rebuild': `Usage: npm run cli -- projections rebuild <name|all> [--json] [--grace-seconds <n>] [--park]
 
 Replays every event into fresh storage for the read model (${NAMES}, or all),
 with a progress bar on stderr, then swaps it in atomically. The service keeps serving reads
@@ -56,6 +97,8 @@ or the service's next start to drop.
 Options:
   --json                One JSON document instead of the table
   --grace-seconds <n>   How long the replaced storage stays readable before it is dropped (default ${DEFAULT_GRACE_SECONDS}, at most ${MAX_GRACE_SECONDS})
+  --park                Park the streams of events it cannot fold (see projections parked) and
+                        go on; without it, such an event stops the rebuild, the live model unchanged
   --help                This help
 `,
   'events tail': `Usage: npm run cli -- events tail [--stream <id>]
@@ -99,6 +142,9 @@ const OPTIONS = {
   token: { type: 'string' },
   after: { type: 'string' },
   'grace-seconds': { type: 'string' },
+  park: { type: 'boolean' },
+  reason: { type: 'string' },
+  'timeout-seconds': { type: 'string' },
 } as const;
 
 /** The command named by the first words, when there is one: its usage goes with a usage error. */
@@ -130,7 +176,10 @@ function parse(argv: string[]) {
 /** The options each command takes. */
 const COMMAND_OPTIONS = {
   'projections status': ['json'],
-  'projections rebuild': ['json', 'grace-seconds'],
+  'projections rebuild': ['json', 'grace-seconds', 'park'],
+  'projections parked': ['json'],
+  'projections retry': ['timeout-seconds'],
+  'projections skip': ['reason', 'timeout-seconds'],
   'events tail': ['stream', 'url', 'token', 'after'],
 };
 
@@ -146,6 +195,9 @@ interface Invocation {
   /** The read models a rebuild replays. */
   readModels: typeof READ_MODELS;
   graceMs: number;
+  /** retry and skip: the stream (or all), and how long to wait for the service. */
+  stream?: string;
+  waitMs: number;
   /** events tail --url: the service whose change feed is followed, instead of the stores. */
   feed?: { url: string; token: string; after?: string };
 }
@@ -168,11 +220,21 @@ function invocationOf(argv: string[]): Invocation | { help: string } {
 function checked(command: Command, values: Invocation['values'], args: string[]): Invocation {
   const misplaced = Object.keys(values).find((o) => !COMMAND_OPTIONS[command].includes(o));
   if (misplaced) throw new UsageError(`${command} has no option --${misplaced}.`, { cause: command });
-  const wanted = command === 'projections rebuild' ? 1 : 0;
+  const wanted = ['projections rebuild', 'projections retry', 'projections skip'].includes(command) ? 1 : 0;
   if (args.length !== wanted) {
-    throw new UsageError(wanted ? `${command} needs one read model name (${NAMES}) or all.` : `${command} takes no arguments.`, { cause: command });
+    const what =
+      command === 'projections rebuild' ? `one read model name (${NAMES}) or all` : command === 'projections retry' ? 'one stream id or all' : 'one stream id';
+    throw new UsageError(wanted ? `${command} needs ${what}.` : `${command} takes no arguments.`, { cause: command });
   }
-  const readModels = args[0] === 'all' ? READ_MODELS : READ_MODELS.filter((p) => p.name === args[0]);
+  if (command === 'projections skip' && args[0] === 'all') throw new UsageError('projections skip takes one stream id at a time, not all.', { cause: command });
+  if (command === 'projections skip' && !values.reason?.trim())
+    throw new UsageError('projections skip needs --reason <text>: it is recorded.', { cause: command });
+  const wait = values['timeout-seconds'] ?? String(DEFAULT_WAIT_SECONDS);
+  if (!/^\d+$/.test(wait) || Number(wait) < 1 || Number(wait) > MAX_GRACE_SECONDS) {
+    throw new UsageError(`--timeout-seconds must be a whole number of seconds from 1 to ${MAX_GRACE_SECONDS}; got "${wait}".`, { cause: command });
+  }
+  const parkedCommand = command === 'projections retry' || command === 'projections skip';
+  const readModels = args[0] === 'all' || parkedCommand ? READ_MODELS : READ_MODELS.filter((p) => p.name === args[0]);
   if (command === 'projections rebuild' && readModels.length === 0) {
     throw new UsageError(`No read model named "${args[0]}": use ${NAMES} or all.`, { cause: command });
   }
@@ -180,7 +242,15 @@ function checked(command: Command, values: Invocation['values'], args: string[])
   if (!/^\d+$/.test(grace) || Number(grace) > MAX_GRACE_SECONDS) {
     throw new UsageError(`--grace-seconds must be a whole number of seconds from 0 to ${MAX_GRACE_SECONDS}; got "${grace}".`, { cause: command });
   }
-  return { command, values, readModels, graceMs: Number(grace) * 1000, feed: feedOf(command, values) };
+  return {
+    command,
+    values,
+    readModels,
+    graceMs: Number(grace) * 1000,
+    ...(parkedCommand ? { stream: args[0] } : {}),
+    waitMs: Number(wait) * 1000,
+    feed: feedOf(command, values),
+  };
 }
 
 /** events tail --url's service and token, checked; undefined for the store's tail. */
@@ -233,13 +303,38 @@ async function openConfiguredStores(): Promise<Stores> {
 }
 
 /** Runs the command to its exit code; `interrupt` is aborted by Ctrl-C (or SIGTERM). */
-async function run({ command, values, readModels, graceMs }: Invocation, { eventStore, readStore }: Stores, interrupt: AbortSignal): Promise<number> {
+async function run(
+  { command, values, readModels, graceMs, stream, waitMs }: Invocation,
+  { eventStore, readStore }: Stores,
+  interrupt: AbortSignal,
+): Promise<number> {
   switch (command) {
+    case 'projections parked':
+      process.stdout.write(await projectionsParked(READ_MODELS, readStore, values.json === true));
+      return 0;
+    case 'projections retry':
+    case 'projections skip': {
+      const action = command === 'projections retry' ? 'retry' : 'skip';
+      const by = operator();
+      if (action === 'skip') process.stderr.write(`Skipping the first parked event of ${stream} for good, by ${by}: ${values.reason}\n`);
+      const { text, code } = await requestOnParked(
+        READ_MODELS,
+        eventStore,
+        readStore,
+        stream!,
+        { action, by, reason: action === 'skip' ? values.reason!.trim() : null },
+        { timeoutMs: waitMs, leaseMs: loadConfig().projectionLeaseMs, progress: (line) => process.stderr.write(`${line}\n`) },
+      );
+      process.stdout.write(text);
+      return code;
+    }
     case 'projections status':
       process.stdout.write(await projectionsStatus(READ_MODELS, eventStore, readStore, values.json === true));
       return 0;
     case 'projections rebuild':
-      process.stdout.write(await projectionsRebuild(readModels, eventStore, readStore, { json: values.json === true, graceMs, signal: interrupt }));
+      process.stdout.write(
+        await projectionsRebuild(readModels, eventStore, readStore, { json: values.json === true, graceMs, signal: interrupt, park: values.park === true }),
+      );
       return interrupt.aborted ? 130 : 0;
     case 'events tail':
       await eventsTail(eventStore, { stream: values.stream, signal: interrupt, write: (line) => process.stdout.write(line) });

@@ -17,6 +17,8 @@ interface ProjectionStatus {
   lag: number | null;
   rebuild: { generation: number; checkpoint: string; state: 'running' | 'interrupted' } | null;
   failure: GenerationStatus['failure'];
+  /** Streams parked in the live generation at an event it cannot fold, and the events they hold (see projections parked). */
+  parked: { streams: number; events: number };
 }
 
 /** `projections status`: how far each read model is, from what the stores keep (the service may be elsewhere). */
@@ -37,19 +39,21 @@ export async function projectionsStatus(readModels: Projection[], eventStore: Ev
         state: Date.now() - building.updatedAt < STALE_REBUILD_MS ? 'running' : 'interrupted',
       },
       failure: live.failure,
+      parked: await readStore.parkedCount(projection.schema.name, live.generation),
     });
   }
   if (json) return JSON.stringify({ head: formatPosition(head), projections }, null, 2) + '\n';
   return (
     `Event store head: ${formatPosition(head)}\n\n` +
     formatTable(
-      ['PROJECTION', 'GENERATION', 'CHECKPOINT', 'LAG', 'REBUILD', 'FAILED ON'],
+      ['PROJECTION', 'GENERATION', 'CHECKPOINT', 'LAG', 'REBUILD', 'PARKED', 'FAILED ON'],
       projections.map((p) => [
         p.name,
         String(p.generation),
         p.checkpoint,
         p.lag === null ? 'unknown' : count(p.lag),
         p.rebuild ? `${p.rebuild.state} (generation ${p.rebuild.generation} at ${p.rebuild.checkpoint})` : '-',
+        p.parked.streams === 0 ? '-' : `${count(p.parked.streams)} streams (${count(p.parked.events)} events)`,
         p.failure ? `${p.failure.streamId}@${p.failure.revision}: ${p.failure.error}` : '-',
       ]),
     )
@@ -61,7 +65,7 @@ export async function projectionsRebuild(
   selected: Projection[],
   eventStore: EventStore,
   readStore: ReadDocuments & ReadGenerations,
-  options: { json: boolean; graceMs: number; signal: AbortSignal },
+  options: { json: boolean; graceMs: number; signal: AbortSignal; park?: boolean },
 ): Promise<string> {
   const progress = new ProgressReporter();
   const names = selected.map((p) => p.name).join(', ');
@@ -71,6 +75,9 @@ export async function projectionsRebuild(
     results = await rebuildProjections(selected, eventStore, readStore, {
       signal: options.signal,
       graceMs: options.graceMs,
+      park: options.park === true,
+      onParked: (projection, streamId, revision, reason) =>
+        process.stderr.write(`${projection.name}: parked ${streamId} at revision ${revision} and the events after it: ${reason}\n`),
       onProgress: (p) => progress.update(p),
       onLive: (live) => {
         const events = Math.max(...live.map((r) => r.events));

@@ -57,7 +57,15 @@ export interface AppConfig {
    * bytes each), before it builds the id index and finds the rest through that, more slowly.
    */
   rebuildRowids: number;
+  /**
+   * What a projector does with an event it cannot fold (POISON_EVENTS): `park` it and every later
+   * event of its stream, and go on with the others (the default), or `stop` the read model.
+   */
+  poisonEvents: PoisonEvents;
 }
+
+export type PoisonEvents = 'park' | 'stop';
+const POISON_EVENTS: PoisonEvents[] = ['park', 'stop'];
 
 export const APP_CONFIG = Symbol('AppConfig');
 
@@ -74,6 +82,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
   const logLevel = (env.LOG_LEVEL || 'info').toLowerCase() as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}; got "${env.LOG_LEVEL}"`);
+  }
+  const poisonEvents = (env.POISON_EVENTS || 'park').toLowerCase() as PoisonEvents;
+  if (!POISON_EVENTS.includes(poisonEvents)) {
+    throw new ConfigError(`POISON_EVENTS must be park or stop; got "${env.POISON_EVENTS}"`);
   }
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
@@ -104,6 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     recordCacheSize: integer(env, 'RECORD_CACHE_SIZE', 10_000, 1, 1_000_000),
     keyCacheSize: integer(env, 'KEY_CACHE_SIZE', 10_000, 64, 1_000_000),
     rebuildRowids: integer(env, 'REBUILD_ROWIDS', 2_000_000, 0, 100_000_000),
+    poisonEvents,
   };
 }
 

@@ -12,6 +12,9 @@ import { ProjectionsService } from '../projections/projections.service';
 import { READ_STORE, ReadGenerations } from '../read-store/read-store.port';
 import { WRITE_FAILURE_REMEMBERED_MS, WriteFailures } from '../storage/write-failures';
 
+/** Parked streams readiness names, at most. */
+export const READY_PARKED_NAMED = 10;
+
 /** What /health/ready answers, 200 or 503 alike. */
 const READINESS = {
   type: 'object',
@@ -38,6 +41,13 @@ const READINESS = {
             description: 'the event it stopped on, if it met one it cannot fold',
             required: ['streamId', 'revision', 'error'],
             properties: { streamId: { type: 'string' }, revision: { type: 'integer' }, error: { type: 'string' } },
+          },
+          parked: {
+            type: 'object',
+            description:
+              'streams parked at an event the read model cannot fold (with POISON_EVENTS=park): every other stream stays current, so the service stays ready. `streamIds` names the first ten, oldest parked first',
+            required: ['streams', 'events', 'streamIds'],
+            properties: { streams: { type: 'integer' }, events: { type: 'integer' }, streamIds: { type: 'array', items: { type: 'string' } } },
           },
         },
       },
@@ -95,8 +105,21 @@ export class HealthController {
   async ready(@Res() res: Response): Promise<void> {
     const problems: string[] = [];
     const head = await this.ping('event store', problems, () => this.eventStore.headPosition());
-    await this.ping('read store', problems, () => Promise.all(this.projections.projectors.map((p) => this.readStore.status(p.projection.schema.name))));
-    const projections = this.projections.projectors.map((p) => {
+    // With each read model's live generation, its parked streams: named, not a problem.
+    const parked = await this.ping('read store', problems, () =>
+      Promise.all(
+        this.projections.projectors.map(async (p) => {
+          const name = p.projection.schema.name;
+          const { live } = await this.readStore.status(name);
+          const [count, first] = await Promise.all([
+            this.readStore.parkedCount(name, live.generation),
+            this.readStore.parked(name, live.generation, READY_PARKED_NAMED),
+          ]);
+          return { ...count, streamIds: first.map((s) => s.streamId) };
+        }),
+      ),
+    );
+    const projections = this.projections.projectors.map((p, i) => {
       // Null when the store cannot count events between positions (EventStoreDB): then lag is unknown, not checked.
       const lag = head ? this.eventStore.eventsBetween(p.checkpoint, head) : null;
       const failure = p.failure instanceof PoisonEventError ? { streamId: p.failure.streamId, revision: p.failure.revision, error: p.failure.reason } : null;
@@ -110,7 +133,16 @@ export class HealthController {
       if (lag !== null && lag > this.config.readyMaxLagEvents) {
         problems.push(`projection ${p.projection.name} is ${lag} events behind (bound ${this.config.readyMaxLagEvents})`);
       }
-      return { name: p.projection.name, state: p.state, folding: p.folding, checkpoint: formatPosition(p.checkpoint), lag, failure };
+      const parkedHere = parked?.[i];
+      return {
+        name: p.projection.name,
+        state: p.state,
+        folding: p.folding,
+        checkpoint: formatPosition(p.checkpoint),
+        lag,
+        failure,
+        ...(parkedHere && parkedHere.streams > 0 ? { parked: parkedHere } : {}),
+      };
     });
     // A store that answers reads may still refuse writes (its disk full): the writes say so.
     for (const { store, full, secondsAgo } of this.writes.current()) {

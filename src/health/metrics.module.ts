@@ -6,6 +6,7 @@ import { ApiOperations } from '../docs/openapi';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
 import { Metrics } from '../metrics/metrics';
+import { READ_STORE, ReadGenerations } from '../read-store/read-store.port';
 
 /** `GET /metrics`: Prometheus text, outside /v1 and without a token, as scrapers expect. */
 @ApiOperations()
@@ -15,6 +16,7 @@ export class MetricsController {
     private readonly metrics: Metrics,
     private readonly projections: ProjectionsService,
     @Inject(EVENT_STORE) private readonly eventStore: EventStore,
+    @Inject(READ_STORE) private readonly readStore: ReadGenerations,
   ) {}
 
   @Get()
@@ -46,6 +48,13 @@ export class MetricsController {
       const lag = head === undefined ? null : this.eventStore.eventsBetween(projector.checkpoint, head);
       if (lag === null) this.metrics.projectionLag.remove(labels);
       else this.metrics.projectionLag.set(labels, lag);
+      // From the store, as every instance sees it (the lease holder parks); left as it was when the store does not answer.
+      const name = projector.projection.schema.name;
+      await this.readStore
+        .status(name)
+        .then(({ live }) => this.readStore.parkedCount(name, live.generation))
+        .then(({ events }) => this.metrics.projectionParked.set({ read_model: projector.projection.name }, events))
+        .catch(() => undefined);
     }
     const text = await this.metrics.registry.metrics();
     res.status(200).setHeader('Content-Type', this.metrics.registry.contentType);

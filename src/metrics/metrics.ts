@@ -69,6 +69,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly projectionParked = new Gauge({
+    name: 'projection_parked_events',
+    help: 'Events the read model holds parked (with POISON_EVENTS=park): the first event of each parked stream it cannot fold, and the events of that stream waiting behind it',
+    labelNames: ['read_model'] as const,
+    registers: [this.registry],
+  });
+
   /**
    * The resident size split by what holds it, read on each scrape (see memorySplit): `resident` is
    * `anonymous` plus `file`; `anonymous` is `js_heap` plus `native`. Linux only: absent elsewhere.

@@ -1,8 +1,12 @@
 import { comparePositions, EventBatch, Position, type StoredEvent } from '../event-store/event-store.port';
-import type { ReadDocument, ReadDocuments, ReadGenerations } from '../read-store/read-store.port';
+import type { ParkedChanges, ReadDocument, ReadDocuments, ReadGenerations } from '../read-store/read-store.port';
+import { parkedEventOf, reasonOf, type Parking } from './parked';
 import { follows, type Projection } from './projection';
 
-/** An event a projection could not fold. It stops the projection: skipping it would corrupt the model. */
+/**
+ * An event a projection could not fold. Without parking (POISON_EVENTS=stop, a strict rebuild) it
+ * stops the projection: skipping it would corrupt the model.
+ */
 export class PoisonEventError extends Error {
   readonly reason: string;
 
@@ -28,6 +32,11 @@ export class PoisonEventError extends Error {
  * `began` is the event store's head when this fold began (see the end). `known` holds documents as
  * this folder last wrote them to this generation: those are not read again. Returns the documents
  * the batch wrote.
+ *
+ * With `parking`, an event it cannot fold parks its stream rather than stopping: that event and
+ * every later event of the stream (this batch's, and later batches' while the stream stays in
+ * `parking.streams`) are left unfolded, in order, and committed as parked with the documents and
+ * the checkpoint; every other stream goes on.
  */
 export async function foldBatch(
   projection: Projection,
@@ -36,6 +45,7 @@ export async function foldBatch(
   batch: EventBatch,
   began: Position,
   known?: { get(id: string): ReadDocument | undefined },
+  parking?: Parking,
 ): Promise<ReadDocument[]> {
   const relevant = batch.events.filter((e) => follows(projection, e.streamId));
   const collection = projection.schema.name;
@@ -60,7 +70,13 @@ export async function foldBatch(
   }
   for (const [id, document] of await readStore.getMany(collection, unknown, generation)) documents.set(id, document);
   const changed = new Map<string, ReadDocument>();
+  const parked: NonNullable<ParkedChanges['parked']> = [];
   for (const event of relevant) {
+    // Waits behind its stream's first parked event (the store counts it).
+    if (parking?.streams.has(event.streamId)) {
+      parked.push(parkedEventOf(event, ''));
+      continue;
+    }
     const id = idOf(event);
     const current = documents.get(id) ?? null;
     if (current && event.revision <= current.revision) continue; // already applied
@@ -68,13 +84,17 @@ export async function foldBatch(
     try {
       next = projection.evolve(current, event);
     } catch (error) {
-      throw new PoisonEventError(event.streamId, event.revision, error);
+      if (!parking) throw new PoisonEventError(event.streamId, event.revision, error);
+      parking.streams.add(event.streamId);
+      parked.push(parkedEventOf(event, reasonOf(error)));
+      parking.onParked?.(event, reasonOf(error));
+      continue;
     }
     documents.set(id, next);
     changed.set(id, next);
   }
   const written = [...changed.values()];
-  await readStore.commit(collection, written, { generation, position: batch.position });
+  await readStore.commit(collection, written, { generation, position: batch.position }, parked.length > 0 ? { parked } : undefined);
   // An erasure appended since this fold began: a batch of this fold may have been opened before the
   // key went and written after the eraser's scrub and truncation (a rebuild running beside the
   // erasure, in any process), putting the values back in a generation and in the store's log.

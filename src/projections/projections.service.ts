@@ -7,7 +7,7 @@ import { builtWith } from '../read-store/generation-rules';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
 import { Projection, PROJECTIONS } from './projection';
 import { Projector } from './projector';
-import { REBUILD_GRACE_MS, rebuildProjections } from './rebuild';
+import { REBUILD_GRACE_MS, rebuildProjections, type RebuildOptions } from './rebuild';
 import { inSpan } from '../tracing/tracing';
 
 /** Reads that found the replaced generation just before the promotion finish within this. */
@@ -43,7 +43,7 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     const lease = { holder: config.instanceId, ttlMs: config.projectionLeaseMs };
-    this.projectors = projections.map((p) => new Projector(p, eventStore, readStore, lease));
+    this.projectors = projections.map((p) => new Projector(p, eventStore, readStore, lease, undefined, undefined, config.poisonEvents));
     for (const projector of this.projectors) projector.onFolding = () => this.wakeWatch?.();
   }
 
@@ -134,6 +134,7 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
         {
           signal: this.stopping.signal,
           graceMs: CATCH_UP_GRACE_MS,
+          ...this.parking(),
           // Each projector follows the head as soon as its read model is promoted.
           onPromoted: (projection) => projectors.find((p) => p.projection === projection)!.start(),
         },
@@ -163,12 +164,23 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
       const [result] = await rebuildProjections([projector.projection], this.eventStore, this.readStore, {
         signal: this.stopping.signal,
         graceMs: REBUILD_GRACE_MS,
+        ...this.parking(),
       });
       this.logger.log(`Rebuilt ${name} with the current schema from ${result.events} events`);
     } catch (error) {
       if (this.stopping.signal.aborted) return;
       this.logger.error(`Rebuilding ${name} with the current schema failed, to be tried again: ${(error as Error).message}`);
     }
+  }
+
+  /** The service's own rebuilds (a catch-up, a new schema) park what they cannot fold as its projectors do, unless POISON_EVENTS=stop. */
+  private parking(): Pick<RebuildOptions, 'park' | 'onParked'> {
+    if (this.config.poisonEvents !== 'park') return {};
+    return {
+      park: true,
+      onParked: (projection, streamId, revision, reason) =>
+        this.logger.warn(`Parked ${streamId}@${revision} in the rebuild of ${projection.name}, and the events after it in its stream: ${reason}`),
+    };
   }
 
   /**

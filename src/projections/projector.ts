@@ -4,6 +4,7 @@ import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promi
 import { comparePositions, EventBatch, EventStore, Position, START, UnreadableEventError } from '../event-store/event-store.port';
 import { GenerationReplacedError, ReadDocument, ReadDocuments, ReadGenerations, ReadLeases } from '../read-store/read-store.port';
 import { foldBatch, PoisonEventError } from './fold-batch';
+import { type Parking, settleParked } from './parked';
 import { isGoneFromThisMachine, siblings } from '../instance';
 import { inSpan, linksTo, tracingOn } from '../tracing/tracing';
 import { follows, type Projection } from './projection';
@@ -49,6 +50,11 @@ export interface LeaseSettings {
 export const FOLLOW_POLL_MS = 10;
 /** How often it reads it while it has not reached the head found at start (see catchUpTo). */
 const CATCH_UP_POLL_MS = 100;
+/** How often the folder reads the generation's request stamp (see settleRequests): one small read. */
+export const PARKED_POLL_MS = 250;
+
+/** What a projector does with an event it cannot fold: park its stream (the default), or stop (POISON_EVENTS=stop). */
+export type PoisonEventsMode = 'park' | 'stop';
 
 /**
  * Keeps one read model current. Any number of instances of the service may run one each for the
@@ -104,6 +110,19 @@ export class Projector {
   private unsaved = false;
   private saveLater?: NodeJS.Timeout;
   private saving?: Promise<void>;
+  /**
+   * The streams parked in `generation` (with POISON_EVENTS=park): loaded as this instance starts
+   * folding it (or a rebuild replaces it), then kept by its own batches and settlements, since the
+   * lease holder is the only writer of a generation's parked streams. The CLI's requests move a
+   * stamp in the store, read every PARKED_POLL_MS (see settleRequests).
+   */
+  private parking?: Parking;
+  private parkingOf = -1;
+  /** The parked events already told in the log (see loadParking). */
+  private readonly toldParked = new Set<string>();
+  private requestStamp = 0;
+  /** Batches and settlements take turns: one at a time writes the generation. */
+  private turn: Promise<unknown> = Promise.resolve();
 
   constructor(
     readonly projection: Projection,
@@ -113,6 +132,7 @@ export class Projector {
     /** How long it waits to try again after a store failed it; tests make it short. */
     private readonly retryDelayMs = RETRY_DELAY_MS,
     private readonly checkpointEveryMs = CHECKPOINT_EVERY_MS,
+    private readonly poisonEvents: PoisonEventsMode = 'park',
   ) {
     this.logger = new Logger(`Projector:${projection.name}`);
   }
@@ -250,6 +270,18 @@ export class Projector {
         () => lost.abort(),
       );
     }, this.lease.ttlMs / 3);
+    let checking: Promise<unknown> = Promise.resolve();
+    let busy = false;
+    const poll =
+      this.poisonEvents === 'park'
+        ? setInterval(() => {
+            if (busy || signal.aborted) return;
+            busy = true;
+            checking = this.settleRequests()
+              .catch((error) => this.logger.warn(`Could not settle the requests on parked streams: ${(error as Error).message}`))
+              .finally(() => (busy = false));
+          }, PARKED_POLL_MS)
+        : undefined;
     try {
       // The previous holder may have moved the checkpoint on since this instance last looked.
       // The head: where this fold begins, for the erasures appended while it runs (see foldBatch).
@@ -268,8 +300,11 @@ export class Projector {
           const { streamPrefixes, readsValues: values } = this.projection;
           const catchingUp = !this.caughtUp;
           const maxBatchSize = catchingUp ? CATCH_UP_BATCH : LIVE_BATCH;
+          // As the store holds them: a batch that failed may have parked streams in memory only.
+          await this.loadParking();
           for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefixes, values, maxBatchSize })) {
-            await this.apply(batch, began);
+            // In turn with settlements: one sees the other's commit and position whole.
+            await this.inTurn(() => this.apply(batch, began));
             // The store calls are synchronous on SQLite: catching up must not keep requests waiting.
             await nextTurn();
             // Caught up: subscribed again (below), with the batches of a read model that serves.
@@ -278,6 +313,7 @@ export class Projector {
         } catch (error) {
           // A commit that failed may have been kept in part, or one acknowledged lost: read them again.
           this.written.clear();
+          // Unreadable events (EventStoreDB: not JSON, no metadata) stop it still: the subscription cannot read past them.
           if (error instanceof PoisonEventError) return await this.stopOnPoison(error);
           if (error instanceof UnreadableEventError) return await this.stopOnPoison(new PoisonEventError(error.streamId, error.revision, error.reason));
           if (error instanceof GenerationReplacedError) {
@@ -305,6 +341,8 @@ export class Projector {
       if (lost.signal.aborted && !this.abort.signal.aborted) this.logger.warn('Lost the lease: another instance folds now');
     } finally {
       clearInterval(renew);
+      clearInterval(poll);
+      await checking;
       await renewing; // so a renewal still under way cannot take the lease back after run() gives it up
       this.folding = false;
     }
@@ -370,6 +408,77 @@ export class Projector {
       .catch((e) => this.logger.error(`Could not record the failure: ${(e as Error).message}`));
   }
 
+  /** The streams parked in the generation folded, read again from the store (see `parking`). */
+  private async loadParking(): Promise<void> {
+    if (this.poisonEvents !== 'park') return;
+    const name = this.projection.schema.name;
+    const generation = this.generation;
+    const stamp = await this.readStore.parkedRequests(name, generation);
+    const streams = await this.readStore.parked(name, generation);
+    this.parking = {
+      streams: new Set(streams.map((s) => s.streamId)),
+      onParked: (event, reason) => {
+        // Once: a batch whose commit failed is folded again, and parks the same event again.
+        const key = `${generation}/${event.streamId}@${event.revision}`;
+        if (this.toldParked.has(key)) return;
+        if (this.toldParked.size >= WRITTEN_KEPT) this.toldParked.clear();
+        this.toldParked.add(key);
+        this.logger.warn(`Parked ${event.streamId}@${event.revision} (${event.type}) and the events after it in its stream: ${reason}`);
+      },
+    };
+    this.parkingOf = generation;
+    // Requests made while no instance folded are settled at the next poll.
+    this.requestStamp = streams.some((s) => s.request) ? -1 : stamp;
+  }
+
+  /**
+   * The CLI's retry and skip requests, carried out by the lease holder, the only writer of the
+   * generation (see src/cli/parked.ts): when the generation's request stamp has moved, each stream
+   * asked is settled between two batches (settleParked), and the parked set follows.
+   */
+  private async settleRequests(): Promise<void> {
+    const name = this.projection.schema.name;
+    if (!this.parking || this.parkingOf !== this.generation) return;
+    const generation = this.generation;
+    const stamp = await this.readStore.parkedRequests(name, generation);
+    if (stamp === this.requestStamp) return;
+    await this.inTurn(async () => {
+      if (this.parkingOf !== generation || this.generation !== generation) return;
+      // Taken as seen only once settled: a store that failed it leaves the requests for the next poll.
+      let settledAny = false;
+      try {
+        await settleParked(this.projection, this.eventStore, this.readStore, generation, this.position, (s) => {
+          settledAny = true;
+          if (s.outcome === 'unparked') this.parking!.streams.delete(s.streamId);
+          if (s.skipped) this.logger.warn(`Skipped ${s.streamId}@${s.skipped.revision} (${s.skipped.type}) for good, by ${s.skipped.by}: ${s.skipped.reason}`);
+          this.logger.log(
+            s.outcome === 'unparked'
+              ? `Unparked ${s.streamId} after a ${s.action}: its parked events are folded`
+              : `${s.streamId} stays parked after a ${s.action}, at ${s.now!.first.revision}: ${s.now!.first.error}`,
+          );
+        });
+        this.requestStamp = stamp;
+      } catch (error) {
+        // A commit whose outcome is unknown may have settled a stream: the parked streams as the store holds them.
+        await this.loadParking().catch(() => undefined);
+        throw error;
+      } finally {
+        if (settledAny) {
+          // Documents written outside the batches: read again when next needed.
+          this.written.clear();
+          this.saved();
+          siblings.tell('folded');
+        }
+      }
+    });
+  }
+
+  private inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.turn.then(work, work);
+    this.turn = run.catch(() => undefined);
+    return run;
+  }
+
   private async loadLiveGeneration(): Promise<void> {
     const { live } = await this.readStore.status(this.projection.schema.name);
     this.generation = live.generation;
@@ -393,7 +502,7 @@ export class Projector {
     // A trace of its own per batch that holds events of this read model, linked to the requests that
     // appended them (whichever instance served them).
     const relevant = tracingOn() ? batch.events.filter((e) => this.follows(e.streamId)) : [];
-    const fold = () => foldBatch(this.projection, this.readStore, this.generation, batch, began, this.written);
+    const fold = () => foldBatch(this.projection, this.readStore, this.generation, batch, began, this.written, this.parking);
     const written =
       relevant.length === 0
         ? await fold()

@@ -3,6 +3,7 @@ import { comparePositions, EventStore, START } from '../event-store/event-store.
 import { ReadDocuments, ReadGenerations, RebuildBehindError } from '../read-store/read-store.port';
 import type { Projection } from './projection';
 import { foldBatch } from './fold-batch';
+import type { Parking } from './parked';
 import { inSpan } from '../tracing/tracing';
 
 /**
@@ -44,6 +45,8 @@ export class RebuildInterruptedError extends Error {
 interface Target {
   projection: Projection;
   generation: number;
+  /** With `park`: the streams this rebuild parked in its generation. */
+  parking?: Parking;
   result?: RebuildResult;
 }
 
@@ -77,6 +80,13 @@ export interface RebuildOptions {
   onProgress?: (progress: RebuildProgress) => void;
   /** Called as each read model is promoted, before the grace period ends. */
   onPromoted?: (projection: Projection) => Promise<void>;
+  /**
+   * Park the streams of events it cannot fold (and their later events) in the new generation, and
+   * go on; without it, a rebuild is strict: such an event stops it (PoisonEventError), and nothing changes.
+   */
+  park?: boolean;
+  /** With `park`: called once per stream parked, with why. */
+  onParked?: (projection: Projection, streamId: string, revision: number, reason: string) => void;
   /** Every rebuilt generation is live; the replaced ones are dropped after graceMs, unless the signal comes first. */
   onLive?: (results: RebuildResult[]) => void;
 }
@@ -117,7 +127,10 @@ async function rebuild(
     for (const projection of projections) {
       await readStore.ensureCollection(projection.schema);
       await readStore.dropRetired(projection.schema.name, options.graceMs);
-      targets.push({ projection, generation: await readStore.startRebuild(projection.schema.name) });
+      const parking: Parking | undefined = options.park
+        ? { streams: new Set(), onParked: (event, reason) => options.onParked?.(projection, event.streamId, event.revision, reason) }
+        : undefined;
+      targets.push({ projection, generation: await readStore.startRebuild(projection.schema.name), parking });
     }
     head = await eventStore.headPosition();
     const began = head;
@@ -131,7 +144,7 @@ async function rebuild(
           'rebuild batch',
           () => ({ 'rebuild.events': batch.events.length, 'rebuild.position': `${batch.position.commit}/${batch.position.prepare}` }),
           async () => {
-            for (const target of pending()) await foldBatch(target.projection, readStore, target.generation, batch, began);
+            for (const target of pending()) await foldBatch(target.projection, readStore, target.generation, batch, began, undefined, target.parking);
           },
         );
         done += batch.events.length;

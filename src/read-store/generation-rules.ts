@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { comparePositions, Position, START } from '../event-store/event-store.port';
-import { CollectionSchema, GenerationReplacedError, MatchKind, RebuildBehindError } from './read-store.port';
+import { CollectionSchema, GenerationReplacedError, MatchKind, ParkedEvent, ParkedStream, RebuildBehindError, SkippedEvent } from './read-store.port';
 
 /**
  * The rules of a collection's generations (see the port), written once for every adapter: each
@@ -68,4 +68,36 @@ export function generationSchema(current: CollectionSchema, kept: Record<string,
 /** Whether a generation built with `fingerprint` stores rows as `schema` says (none kept: taken as so). */
 export function builtWith(fingerprint: string | null, schema: CollectionSchema): boolean {
   return fingerprint === null || fingerprint === schemaFingerprint(schema);
+}
+
+/** The longest error a parked event keeps: a fold's message may quote a whole payload. */
+export const PARKED_ERROR_LENGTH = 500;
+
+export function boundedError(error: string): string {
+  return error.length <= PARKED_ERROR_LENGTH ? error : `${error.slice(0, PARKED_ERROR_LENGTH - 1)}…`;
+}
+
+/**
+ * What parking `event` leaves of its stream (`stream`: as parked so far, null if not): the stream
+ * parked at it, or one more event waiting behind the first; null when it changes nothing (an event
+ * at or before the last one counted: a batch folded again after a crash).
+ */
+export function parkInto(stream: ParkedStream | null, streamId: string, event: ParkedEvent, now: number): ParkedStream | null {
+  if (!stream)
+    return { streamId, first: { ...event, error: boundedError(event.error) }, parkedAt: now, waiting: 0, lastRevision: event.revision, request: null };
+  if (event.revision <= stream.lastRevision) return null;
+  return { ...stream, waiting: stream.waiting + 1, lastRevision: event.revision };
+}
+
+/** A parked stream or skipped event as the stores keep it in JSON: positions as strings. */
+export function parkedToJson(stream: ParkedStream | SkippedEvent): string {
+  return JSON.stringify(stream, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+}
+
+export function parkedFromJson<T extends ParkedStream | SkippedEvent>(json: string): T {
+  const parsed = JSON.parse(json) as T & { first?: { position: { commit: string; prepare: string } }; position?: { commit: string; prepare: string } };
+  const position = (p: { commit: string; prepare: string }) => ({ commit: BigInt(p.commit), prepare: BigInt(p.prepare) });
+  if (parsed.first) parsed.first = { ...parsed.first, position: position(parsed.first.position) } as never;
+  if (parsed.position) parsed.position = position(parsed.position) as never;
+  return parsed;
 }

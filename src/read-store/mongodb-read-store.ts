@@ -37,12 +37,17 @@ import {
   FilterNotBuiltError,
   GenerationReplacedError,
   GenerationStatus,
+  ParkedChanges,
+  ParkedStream,
+  ParkRequest,
   ProjectionFailure,
   ReadDocument,
   ReadStore,
   RebuildBehindError,
+  SkippedEvent,
 } from './read-store.port';
 import { MongoDbReadLeases } from './mongodb-read-leases';
+import { MongoDbParked } from './mongodb-parked';
 
 /**
  * Read store on MongoDB (driver 7). Each read model's generations are collections of their own
@@ -63,6 +68,7 @@ export class MongoDbReadStore implements ReadStore {
   private readonly readModels: Collection<MongoReadModel>;
   private readonly generations: Collection<MongoGeneration>;
   private readonly leases: MongoDbReadLeases;
+  private readonly parkedStreams: MongoDbParked;
   /** The live generation last seen, by read model: what a read tries first (see readLive). */
   private readonly lastLive = new Map<string, number>();
   /** Per generation (its id), how it was built (see built). */
@@ -81,6 +87,7 @@ export class MongoDbReadStore implements ReadStore {
   ) {
     this.readModels = db.collection<MongoReadModel>(READ_MODELS_COLLECTION);
     this.generations = db.collection<MongoGeneration>(GENERATIONS_COLLECTION);
+    this.parkedStreams = new MongoDbParked(db);
     this.leases = new MongoDbReadLeases(db.collection<MongoLease>(LEASES_COLLECTION), (operation) => this.guard(operation));
   }
 
@@ -203,12 +210,14 @@ export class MongoDbReadStore implements ReadStore {
     return known;
   }
 
-  async commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
+  async commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint, parked?: ParkedChanges): Promise<void> {
     const { generation, position } = checkpoint;
     const { live } = await this.assertWritable(collection, generation);
     // As the generation was built: its `match` holds its own filters.
     const { schema } = await this.built(collection, generation);
     await this.guard(() => writeNewer(this.collection(collection, generation), schema, documents));
+    // Parked after the documents and before the checkpoint (see MongoDbParked): each step replays.
+    if (parked) await this.guard(() => this.parkedStreams.apply(collection, generation, parked));
     const next = toMongoCheckpoint(position);
     if (generation === live) await this.moveLiveKey(collection, generation, next.key);
     else await this.refuseIfDropped(collection, generation);
@@ -225,6 +234,26 @@ export class MongoDbReadStore implements ReadStore {
 
   async recordFailure(collection: string, generation: number, failure: ProjectionFailure): Promise<void> {
     await this.guard(() => this.generations.updateOne({ _id: generationId(collection, generation) }, { $set: { failure }, $currentDate: { updatedAt: true } }));
+  }
+
+  parked(collection: string, generation: number, limit?: number): Promise<ParkedStream[]> {
+    return this.guard(() => this.parkedStreams.list(collection, generation, limit));
+  }
+
+  parkedCount(collection: string, generation: number): Promise<{ streams: number; events: number }> {
+    return this.guard(() => this.parkedStreams.count(collection, generation));
+  }
+
+  requestParked(collection: string, generation: number, streamIds: string[] | 'all', request: ParkRequest): Promise<string[]> {
+    return this.guard(() => this.parkedStreams.request(collection, generation, streamIds, request));
+  }
+
+  parkedRequests(collection: string, generation: number): Promise<number> {
+    return this.guard(() => this.parkedStreams.requests(collection, generation));
+  }
+
+  skipped(collection: string, generation: number): Promise<SkippedEvent[]> {
+    return this.guard(() => this.parkedStreams.skipped(collection, generation));
   }
 
   async fingerprint(collection: string, generation: number): Promise<string | null> {
@@ -412,6 +441,7 @@ export class MongoDbReadStore implements ReadStore {
           if ((error as { codeName?: string }).codeName !== 'NamespaceNotFound') throw error;
         });
       await this.generations.updateOne({ _id: generationId(collection, generation) }, { $set: { dropped: true }, $currentDate: { updatedAt: true } });
+      await this.parkedStreams.drop(collection, generation);
     });
   }
 

@@ -94,6 +94,62 @@ export interface CollectionStatus {
   building: GenerationStatus | null;
 }
 
+/**
+ * Parked streams. A projector that cannot fold an event of a stream (see src/projections/parked.ts)
+ * parks it and every later event of that stream, in order, and goes on with every other stream.
+ * What is parked is kept per generation (a rebuild starts clean), with the checkpoint: a commit
+ * writes its documents, its parked events and its checkpoint together (SQLite: one transaction;
+ * MongoDB: documents, then the parked state, then the checkpoint, each step replayable), so a crash
+ * can neither lose a park nor fold a parked stream's later event.
+ */
+export interface ParkedEvent {
+  revision: number;
+  position: Position;
+  type: string;
+  /** Why it could not be folded, at most PARKED_ERROR_LENGTH characters. */
+  error: string;
+}
+
+/** An operator's request on a parked stream, carried out by the projector that holds the read model's lease. */
+export interface ParkRequest {
+  action: 'retry' | 'skip';
+  /** Who asked (the OS user), when (ms since the epoch), and why (a skip's reason). */
+  by: string;
+  at: number;
+  reason: string | null;
+}
+
+export interface ParkedStream {
+  streamId: string;
+  /** The first event it could not fold: it and every later event of the stream wait. */
+  first: ParkedEvent;
+  /** When it was parked, ms since the epoch. */
+  parkedAt: number;
+  /** Events of the stream after `first` skipped since, counted as they come. */
+  waiting: number;
+  /** The stream's last revision parked (first or waiting): a batch folded again counts nothing twice. */
+  lastRevision: number;
+  request: ParkRequest | null;
+}
+
+/** A parked event an operator dropped for good from a generation: who, when and why. */
+export interface SkippedEvent extends ParkedEvent {
+  streamId: string;
+  by: string;
+  at: number;
+  reason: string;
+}
+
+/** What a commit changes of the generation's parked streams, with its documents and checkpoint. */
+export interface ParkedChanges {
+  /** Events it could not fold, in order: each parks its stream, or waits behind the stream's first. */
+  parked?: (ParkedEvent & { streamId: string })[];
+  /** Streams a retry or skip settled: what they are now (null: unparked, every event folded), their request done. */
+  settled?: { streamId: string; now: ParkedStream | null }[];
+  /** Events skipped for good by this commit. */
+  skipped?: SkippedEvent[];
+}
+
 /** A read, commit or promotion named a generation that is neither live nor building: a rebuild replaced it. */
 export class GenerationReplacedError extends Error {
   constructor(
@@ -168,7 +224,20 @@ export interface ReadGenerations {
    * when its checkpoint is saved; either way, no checkpoint moves and the caller answers no one.
    * The documents are stored as the generation's own schema says (its filters), whatever the code's is now.
    */
-  commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void>;
+  commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint, parked?: ParkedChanges): Promise<void>;
+  /** The generation's parked streams, oldest parked first, at most `limit` of them (default all). */
+  parked(collection: string, generation: number, limit?: number): Promise<ParkedStream[]>;
+  /** How many streams of the generation are parked, and how many events they hold (each first and those waiting behind it). */
+  parkedCount(collection: string, generation: number): Promise<{ streams: number; events: number }>;
+  /**
+   * Asks the lease holder to retry or skip the named parked streams (`all`: every one): sets the
+   * request on each, and moves the generation's request stamp on. Returns the streams asked.
+   */
+  requestParked(collection: string, generation: number, streamIds: string[] | 'all', request: ParkRequest): Promise<string[]>;
+  /** A number that moves on with every requestParked: a projector reads it on its poll, and the requests only when it moved. */
+  parkedRequests(collection: string, generation: number): Promise<number>;
+  /** The events skipped for good from the generation, oldest first. */
+  skipped(collection: string, generation: number): Promise<SkippedEvent[]>;
   /** Keeps the failure with the generation's checkpoint, for status and readiness in any process. */
   recordFailure(collection: string, generation: number, failure: ProjectionFailure): Promise<void>;
   status(collection: string): Promise<CollectionStatus>;

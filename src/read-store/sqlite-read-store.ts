@@ -12,12 +12,17 @@ import {
   FindQuery,
   FindResult,
   GenerationReplacedError,
+  ParkedChanges,
+  ParkedStream,
+  ParkRequest,
   ProjectionFailure,
   ReadDocument,
   ReadStore,
+  SkippedEvent,
 } from './read-store.port';
 import { ROWIDS_IN_MEMORY, SqliteBulkBuilds, writeRows } from './sqlite-bulk-build';
 import { SqliteReadLeases } from './sqlite-read-leases';
+import { SqliteParked } from './sqlite-parked';
 import {
   createIndexes,
   createTable,
@@ -78,6 +83,7 @@ export class SqliteReadStore implements ReadStore {
   /** The generation of each collection live at its last read: where the next read looks first. */
   private readonly lastLive = new Map<string, number>();
   private readonly generations: SqliteGenerations;
+  private readonly parkedStreams: SqliteParked;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -88,6 +94,7 @@ export class SqliteReadStore implements ReadStore {
     this.substrings = new SqliteSubstringIndexes(db);
     this.leases = new SqliteReadLeases(db);
     this.generations = new SqliteGenerations(db);
+    this.parkedStreams = new SqliteParked(db);
   }
 
   async ensureCollection(schema: CollectionSchema): Promise<void> {
@@ -249,7 +256,7 @@ export class SqliteReadStore implements ReadStore {
     }
   }
 
-  async commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
+  async commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint, parked?: ParkedChanges): Promise<void> {
     const { generation, position } = checkpoint;
     const build = this.builds.get(collection, generation);
     const rowids = build?.rowids ?? null;
@@ -265,6 +272,7 @@ export class SqliteReadStore implements ReadStore {
         else writeRows(table.values, table.writes, documents);
         // A large batch's tokens go in the substring index with it, a small one's a little later.
         if (documents.length >= SUBSTRINGS_FLUSH_AT) table.pending?.flush();
+        if (parked) this.parkedStreams.apply(collection, generation, parked);
         const next = nextCheckpoint(positionOf(this.generations.one.get(collection, generation)!), position);
         this.generations.saveCheckpointOf(collection, generation, next);
       });
@@ -286,6 +294,30 @@ export class SqliteReadStore implements ReadStore {
 
   async recordFailure(collection: string, generation: number, failure: ProjectionFailure): Promise<void> {
     this.generations.saveFailureOf(collection, generation, failure);
+  }
+
+  async parked(collection: string, generation: number, limit?: number): Promise<ParkedStream[]> {
+    return this.parkedStreams.list(collection, generation, limit);
+  }
+
+  async parkedCount(collection: string, generation: number): Promise<{ streams: number; events: number }> {
+    return this.parkedStreams.count(collection, generation);
+  }
+
+  async requestParked(collection: string, generation: number, streamIds: string[] | 'all', request: ParkRequest): Promise<string[]> {
+    try {
+      return this.transaction.immediate(() => this.parkedStreams.request(collection, generation, streamIds, request));
+    } catch (error) {
+      throw sqliteFailure(error);
+    }
+  }
+
+  async parkedRequests(collection: string, generation: number): Promise<number> {
+    return this.parkedStreams.requests(collection, generation);
+  }
+
+  async skipped(collection: string, generation: number): Promise<SkippedEvent[]> {
+    return this.parkedStreams.skipped(collection, generation);
   }
 
   async status(collection: string): Promise<CollectionStatus> {
@@ -430,6 +462,7 @@ export class SqliteReadStore implements ReadStore {
     const t = tableName(collection, generation);
     this.db.exec(`DROP TABLE IF EXISTS ${t}; ${this.substrings.dropSql(t)}`);
     this.generations.setStateOf(collection, generation, 'dropped');
+    this.parkedStreams.drop(collection, generation);
   }
 
   private assertWritable(collection: string, generation: number): 'live' | 'building' {

@@ -14,9 +14,13 @@ import type {
   CollectionStatus,
   FindQuery,
   FindResult,
+  ParkedChanges,
+  ParkedStream,
+  ParkRequest,
   ProjectionFailure,
   ReadDocument,
   ReadStore,
+  SkippedEvent,
 } from '../read-store/read-store.port';
 import type { KeyStore } from '../key-store/key-store.port';
 import type { WriteFailures } from '../storage/write-failures';
@@ -119,7 +123,7 @@ export class InstrumentedReadStore implements ReadStore {
     return inSpan('read store find', attributes, () => this.metrics.time(this.metrics.readStoreDuration, 'find', () => this.store.find(collection, query)));
   }
 
-  commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint): Promise<void> {
+  commit(collection: string, documents: ReadDocument[], checkpoint: Checkpoint, parked?: ParkedChanges): Promise<void> {
     const attributes = () => ({
       'read_store.collection': collection,
       'read_store.documents': documents.length,
@@ -127,13 +131,33 @@ export class InstrumentedReadStore implements ReadStore {
     });
     return inSpan('read store commit', attributes, () =>
       this.writes.watch('read store', () =>
-        this.metrics.time(this.metrics.readStoreDuration, 'commit', () => this.store.commit(collection, documents, checkpoint)),
+        this.metrics.time(this.metrics.readStoreDuration, 'commit', () => this.store.commit(collection, documents, checkpoint, parked)),
       ),
     );
   }
 
   recordFailure(collection: string, generation: number, failure: ProjectionFailure): Promise<void> {
     return this.metrics.time(this.metrics.readStoreDuration, 'recordFailure', () => this.store.recordFailure(collection, generation, failure));
+  }
+
+  parked(collection: string, generation: number, limit?: number): Promise<ParkedStream[]> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'parked', () => this.store.parked(collection, generation, limit));
+  }
+
+  parkedCount(collection: string, generation: number): Promise<{ streams: number; events: number }> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'parkedCount', () => this.store.parkedCount(collection, generation));
+  }
+
+  requestParked(collection: string, generation: number, streamIds: string[] | 'all', request: ParkRequest): Promise<string[]> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'requestParked', () => this.store.requestParked(collection, generation, streamIds, request));
+  }
+
+  parkedRequests(collection: string, generation: number): Promise<number> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'parkedRequests', () => this.store.parkedRequests(collection, generation));
+  }
+
+  skipped(collection: string, generation: number): Promise<SkippedEvent[]> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'skipped', () => this.store.skipped(collection, generation));
   }
 
   status(collection: string): Promise<CollectionStatus> {

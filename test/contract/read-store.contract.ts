@@ -264,6 +264,97 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
       expect((await store.status(schema.name)).live.failure).toBeNull();
     });
 
+    describe('parked streams', () => {
+      const parking: CollectionSchema = { name: `parking_${run}`, filters: {} };
+      const at = (commit: bigint, generation = 1) => ({ generation, position: { commit, prepare: commit } });
+      const event = (streamId: string, revision: number, commit: bigint, error = 'Unknown event type Mystery') => ({
+        streamId,
+        revision,
+        position: { commit, prepare: commit },
+        type: 'Mystery',
+        error,
+      });
+      const operator = { by: 'ops', at: 1_700_000_000_000 };
+
+      beforeAll(async () => {
+        await store.ensureCollection(parking);
+      });
+
+      it('parks a stream with its commit, documents and checkpoint together, and counts the events waiting behind its first', async () => {
+        const folded = doc();
+        await store.commit(parking.name, [folded], at(20n), { parked: [event('customer-a', 2, 20n)] });
+        expect((await store.status(parking.name)).live.position).toEqual({ commit: 20n, prepare: 20n });
+        await expect(store.getMany(parking.name, [folded.id])).resolves.toEqual(new Map([[folded.id, folded]]));
+        await store.commit(parking.name, [], at(21n), { parked: [event('customer-a', 3, 21n), event('customer-a', 4, 21n)] });
+        // The same batch folded again (a crash before its checkpoint was known) counts nothing twice.
+        await store.commit(parking.name, [], at(21n), { parked: [event('customer-a', 3, 21n), event('customer-a', 4, 21n)] });
+        const [parked] = await store.parked(parking.name, 1);
+        expect(parked).toEqual({
+          streamId: 'customer-a',
+          first: { revision: 2, position: { commit: 20n, prepare: 20n }, type: 'Mystery', error: 'Unknown event type Mystery' },
+          parkedAt: expect.any(Number),
+          waiting: 2,
+          lastRevision: 4,
+          request: null,
+        });
+        await expect(store.parkedCount(parking.name, 1)).resolves.toEqual({ streams: 1, events: 3 });
+      });
+
+      it('lists streams oldest parked first, bounded when asked, and keeps errors bounded in length', async () => {
+        await store.commit(parking.name, [], at(30n), { parked: [event('customer-b', 0, 30n, 'x'.repeat(5000))] });
+        const all = await store.parked(parking.name, 1);
+        expect(all.map((s) => s.streamId)).toEqual(['customer-a', 'customer-b']);
+        expect(all[1].first.error.length).toBeLessThanOrEqual(500);
+        expect((await store.parked(parking.name, 1, 1)).map((s) => s.streamId)).toEqual(['customer-a']);
+      });
+
+      it('records requests with a stamp that moves on, and settles them: unparked, parked further on, skips kept', async () => {
+        const before = await store.parkedRequests(parking.name, 1);
+        await expect(
+          store.requestParked(parking.name, 1, ['customer-a', 'customer-unknown'], { action: 'skip', reason: 'bad import', ...operator }),
+        ).resolves.toEqual(['customer-a']);
+        expect(await store.parkedRequests(parking.name, 1)).toBeGreaterThan(before);
+        await expect(store.requestParked(parking.name, 1, 'all', { action: 'retry', reason: null, ...operator })).resolves.toEqual([
+          'customer-a',
+          'customer-b',
+        ]);
+        expect((await store.parked(parking.name, 1)).map((s) => s.request?.action)).toEqual(['retry', 'retry']);
+
+        const [a, b] = await store.parked(parking.name, 1);
+        const skip = { ...a.first, streamId: 'customer-a', by: 'ops', at: 1_700_000_000_001, reason: 'bad import' };
+        const later = { ...b, first: { ...b.first, revision: 1, error: 'still broken' }, waiting: 0, lastRevision: 1 };
+        await store.commit(parking.name, [], at(30n), {
+          settled: [
+            { streamId: 'customer-a', now: null },
+            { streamId: 'customer-b', now: later },
+          ],
+          skipped: [skip],
+        });
+        expect(await store.parked(parking.name, 1)).toEqual([{ ...later, request: null }]);
+        await expect(store.skipped(parking.name, 1)).resolves.toEqual([skip]);
+        await expect(store.parkedCount(parking.name, 1)).resolves.toEqual({ streams: 1, events: 1 });
+      });
+
+      it('keeps parked streams per generation: a rebuild starts clean, and takes its own', async () => {
+        const building = await store.startRebuild(parking.name);
+        await expect(store.parked(parking.name, building)).resolves.toEqual([]);
+        await expect(store.parkedCount(parking.name, building)).resolves.toEqual({ streams: 0, events: 0 });
+        await store.commit(parking.name, [], at(40n, building), { parked: [event('customer-c', 0, 40n)] });
+        expect((await store.parked(parking.name, building)).map((s) => s.streamId)).toEqual(['customer-c']);
+        expect((await store.parked(parking.name, 1)).map((s) => s.streamId)).toEqual(['customer-b']);
+        await store.abandonRebuild(parking.name, building);
+      });
+
+      it('refuses a commit into a replaced generation, parking nothing', async () => {
+        const building = await store.startRebuild(parking.name);
+        await store.abandonRebuild(parking.name, building);
+        await expect(store.commit(parking.name, [], at(50n, building), { parked: [event('customer-d', 0, 50n)] })).rejects.toBeInstanceOf(
+          GenerationReplacedError,
+        );
+        await expect(store.parked(parking.name, building)).resolves.toEqual([]);
+      });
+    });
+
     describe('generations', () => {
       const gens: CollectionSchema = { name: `generations_${run}`, filters: { email: 'exact-ci' } };
       const at = (commit: bigint, generation: number) => ({ generation, position: { commit, prepare: commit } });

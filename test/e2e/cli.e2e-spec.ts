@@ -44,7 +44,15 @@ afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 describe('CLI usage', () => {
   const dir = dataDir();
 
-  it.each([[[]], [['projections', 'status']], [['projections', 'rebuild']], [['events', 'tail']]])('%j --help explains itself and exits 0', async (args) => {
+  it.each([
+    [[]],
+    [['projections', 'status']],
+    [['projections', 'rebuild']],
+    [['projections', 'parked']],
+    [['projections', 'retry']],
+    [['projections', 'skip']],
+    [['events', 'tail']],
+  ])('%j --help explains itself and exits 0', async (args) => {
     const { code, stdout } = await runCli([...args, '--help'], dir);
     expect(code).toBe(0);
     expect(stdout).toMatch(/^Usage: npm run cli -- /);
@@ -54,7 +62,11 @@ describe('CLI usage', () => {
   it.each([
     [[], /^No command given\./, '<command>'],
     [['projections', 'drop'], /^Unknown command "projections drop"\./, '<command>'],
-    [['projections', '--help'], /^"projections" needs an action: projections status or projections rebuild\./, '<command>'],
+    [
+      ['projections', '--help'],
+      /^"projections" needs an action: projections status or projections parked or projections retry or projections skip or projections rebuild\./,
+      '<command>',
+    ],
     [['projections', 'rebuild'], /^projections rebuild needs one read model name \(profiles, customers, feed\) or all\./, 'projections rebuild'],
     [['projections', 'rebuild', 'invoices'], /^No read model named "invoices": use profiles, customers, feed or all\./, 'projections rebuild'],
     [['projections', 'rebuild', 'all', '--grace-seconds', 'soon'], /--grace-seconds must be a whole number/, 'projections rebuild'],
@@ -70,6 +82,9 @@ describe('CLI usage', () => {
     [['projections', 'rebuild', 'all', '--grace-second', '0'], /^projections rebuild has no option --grace-second\./, 'projections rebuild'],
     [['projections', 'rebuild', 'all', '--grace-seconds'], /^--grace-seconds needs a value\./, 'projections rebuild'],
     [['--verbose'], /^The CLI has no option --verbose\./, '<command>'],
+    [['projections', 'skip', 'customer-x'], /^projections skip needs --reason <text>: it is recorded\./, 'projections skip'],
+    [['projections', 'skip', 'all', '--reason', 'x'], /^projections skip takes one stream id at a time, not all\./, 'projections skip'],
+    [['projections', 'retry'], /^projections retry needs one stream id or all\./, 'projections retry'],
   ])('%j is a usage error: exit 2, what was wrong and the usage on stderr', async (args, message, usage) => {
     const { code, stdout, stderr } = await runCli(args, dir);
     expect(code).toBe(2);
@@ -136,10 +151,10 @@ describeOnSqlite('projections status and rebuild', () => {
     const lag = seeded.events.toLocaleString('en-US');
     expect(stdout).toBe(
       `Event store head: ${head}\n\n` +
-        'PROJECTION  GENERATION  CHECKPOINT  LAG    REBUILD  FAILED ON\n' +
-        `profiles    1           0           ${lag}  -        -\n` +
-        `customers   1           0           ${lag}  -        -\n` +
-        `feed        1           0           ${lag}  -        -\n`,
+        'PROJECTION  GENERATION  CHECKPOINT  LAG    REBUILD  PARKED  FAILED ON\n' +
+        `profiles    1           0           ${lag}  -        -       -\n` +
+        `customers   1           0           ${lag}  -        -       -\n` +
+        `feed        1           0           ${lag}  -        -       -\n`,
     );
     expect(await statusJson(dir)).toEqual({
       head,
@@ -150,6 +165,7 @@ describeOnSqlite('projections status and rebuild', () => {
         lag: seeded.events,
         rebuild: null,
         failure: null,
+        parked: { streams: 0, events: 0 },
       })),
     });
   });
@@ -295,6 +311,31 @@ describeOnSqlite('a poison event', () => {
     await events.close();
   });
 
+  it('parks it in a rebuild run with --park, which goes on and swaps in the new generation', async () => {
+    const parkDir = dataDir();
+    const events = await openEventStore({ sqliteFile: sqliteFile(parkDir) }, RECORD_KINDS);
+    await events.appendToStream(streamId, [event('CustomerUpdated', { name: 'no creation first' })], 'no_stream');
+    await events.close();
+    const { code, stderr } = await runCli(['projections', 'rebuild', 'customers', '--park', '--grace-seconds', '0'], parkDir);
+    expect(code).toBe(0);
+    expect(stderr).toContain(`customers: parked ${streamId} at revision 0 and the events after it: ${failure.error}`);
+    expect((await statusJson(parkDir)).projections[1]).toMatchObject({ generation: 2, parked: { streams: 1, events: 1 } });
+    const parked = JSON.parse((await runCli(['projections', 'parked', '--json'], parkDir)).stdout);
+    expect(parked.readModels[1]).toMatchObject({ name: 'customers', generation: 2, parked: [{ streamId, first: { revision: 0, error: failure.error } }] });
+    // No service runs: the CLI takes the read model's lease and carries the requests out itself.
+    const retry = await runCli(['projections', 'retry', 'all'], parkDir);
+    expect(retry).toMatchObject({ code: 1, stdout: `customers: ${streamId} is still parked, at revision 0: ${failure.error}\n` });
+    expect(retry.stderr).toContain('customers: no instance of the service folds it: carrying out the retry here');
+    const skip = await runCli(['projections', 'skip', streamId, '--reason', 'written by hand'], parkDir);
+    expect(skip).toMatchObject({ code: 0, stdout: `customers: ${streamId} unparked: its parked events are folded\n` });
+    const after = JSON.parse((await runCli(['projections', 'parked', '--json'], parkDir)).stdout);
+    expect(after.readModels[1]).toMatchObject({ parked: [], skipped: [{ streamId, revision: 0, reason: 'written by hand' }] });
+    await expect(runCli(['projections', 'retry', streamId], parkDir)).resolves.toMatchObject({
+      code: 1,
+      stdout: `${streamId} is not parked in any read model.\n`,
+    });
+  });
+
   it('stops a rebuild, exit 1, naming the event; the live model stays as it was', async () => {
     const { code, stderr } = await runCli(['projections', 'rebuild', 'customers'], dir);
     expect(code).toBe(1);
@@ -302,9 +343,9 @@ describeOnSqlite('a poison event', () => {
     expect((await statusJson(dir)).projections[1]).toMatchObject({ generation: 1, checkpoint: '0' });
   });
 
-  it('shows in status once the service stopped on it', async () => {
+  it('shows in status once the service stopped on it (POISON_EVENTS=stop)', async () => {
     jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
-    const service = await startTestApp({ dataDir: dir });
+    const service = await startTestApp({ dataDir: dir, env: { POISON_EVENTS: 'stop' } });
     try {
       const customersState = async () => (await service.http.get('/health/ready')).body.projections[1].state;
       while ((await customersState()) !== 'failed') await new Promise((r) => setTimeout(r, 20));
@@ -314,7 +355,7 @@ describeOnSqlite('a poison event', () => {
     }
     const { stdout } = await runCli(['projections', 'status'], dir);
     // The rebuild that stopped on it dropped what it had built: no rebuild is left under way.
-    expect(stdout).toContain(`customers   1           0           1    -        ${streamId}@0: ${failure.error}`);
+    expect(stdout).toContain(`customers   1           0           1    -        -       ${streamId}@0: ${failure.error}`);
     expect((await statusJson(dir)).projections[1].failure).toEqual(failure);
   });
 });

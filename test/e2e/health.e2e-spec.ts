@@ -54,9 +54,9 @@ describeOnSqlite('health', () =>
         expect(ready.body.problems).toEqual(['projection customers is stopped', 'projection customers is 3 events behind (bound 2)']);
       });
 
-      it('answers 503 naming the poison event a projection stopped on', async () => {
+      it('answers 503 naming the poison event a projection stopped on, when told to stop on them (POISON_EVENTS=stop)', async () => {
         jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
-        t = await startTestApp();
+        t = await startTestApp({ env: { POISON_EVENTS: 'stop' } });
         const streamId = `customer-${randomUUID()}`;
         const event = { id: randomUUID(), type: 'CustomerUpdated', data: { name: 'no creation first' }, metadata: meta };
         await t.app.get<EventStore>(EVENT_STORE).appendToStream(streamId, [event], 'no_stream');

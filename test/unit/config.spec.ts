@@ -21,6 +21,12 @@ describe('configuration', () => {
     expect(loadConfig({ REBUILD_ROWIDS: '250000' }).rebuildRowids).toBe(250_000);
   });
 
+  it('parks poison events unless told to stop on them', () => {
+    expect(loadConfig({}).poisonEvents).toBe('park');
+    expect(loadConfig({ POISON_EVENTS: 'stop' }).poisonEvents).toBe('stop');
+    expect(() => loadConfig({ POISON_EVENTS: 'skip' })).toThrow(/POISON_EVENTS must be park or stop; got "skip"/);
+  });
+
   it.each([
     [{ PORT: 'abc' }, /PORT/],
     [{ PORT: '70000' }, /PORT/],

@@ -178,4 +178,41 @@ describe('ProjectionsService at a start over read models built with another sche
       sqlite.dispose();
     }
   });
+  it('parks in that rebuild the streams of events it cannot fold, as its projectors do, and promotes it', async () => {
+    const sqlite = openTempSqlite();
+    const events = new SqliteEventStore(sqlite.db, 20);
+    const readStore = new SqliteReadStore(sqlite.db);
+    const logged = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const { mobile: _, ...olderFilters } = customerProjection.schema.filters;
+    const service = new ProjectionsService([profileProjection, customerProjection], new UpcastingEventStore(events, RECORD_KINDS), readStore, {
+      ...config,
+      poisonEvents: 'park',
+    });
+    try {
+      await readStore.ensureCollection({ ...customerProjection.schema, filters: olderFilters });
+      const stream = `customer-${randomUUID()}`;
+      await events.appendToStream(stream, [ev('CustomerUpdated', { name: 'no creation first' })], 'no_stream');
+      const fine = `customer-${randomUUID()}`;
+      await events.appendToStream(fine, [ev('CustomerCreated', { name: 'Ada', email: 'a@x.io' })], 'no_stream');
+      await service.onApplicationBootstrap();
+      let live = (await readStore.status('customers')).live.generation;
+      for (let tries = 0; tries < 500 && live === 1; tries++) {
+        await new Promise((r) => setTimeout(r, 20));
+        live = (await readStore.status('customers')).live.generation;
+      }
+      expect(live).toBe(2);
+      expect(await readStore.parked('customers', 2)).toEqual([expect.objectContaining({ streamId: stream, first: expect.objectContaining({ revision: 0 }) })]);
+      expect(await readStore.get('customers', 'acc', fine.slice('customer-'.length))).toMatchObject({ fields: { name: 'Ada' } });
+      expect(warned.mock.calls.map(([m]) => String(m))).toContain(
+        `Parked ${stream}@0 in the rebuild of customers, and the events after it in its stream: CustomerUpdated before CustomerCreated in ${stream}`,
+      );
+    } finally {
+      await service.onModuleDestroy();
+      logged.mockRestore();
+      warned.mockRestore();
+      await events.close();
+      sqlite.dispose();
+    }
+  });
 });

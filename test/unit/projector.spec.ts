@@ -7,6 +7,7 @@ import { profileProjection } from '../../src/profiles/profile.projection';
 import { comparePositions, NewEvent, Position, START } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { foldBatch } from '../../src/projections/fold-batch';
+import type { Projection } from '../../src/projections/projection';
 import { CATCH_UP_BATCH, LIVE_BATCH, Projector } from '../../src/projections/projector';
 import { rebuildProjections } from '../../src/projections/rebuild';
 import { GenerationReplacedError } from '../../src/read-store/read-store.port';
@@ -44,8 +45,8 @@ describe('Projector', () => {
   const standIn = (calls: Partial<SqliteReadStore>): SqliteReadStore => Object.assign(Object.create(reads) as SqliteReadStore, calls);
 
   /** A projector on the read store, or on a stand-in for it that answers some calls its own way. */
-  async function startProjector(readStore: SqliteReadStore = reads): Promise<Projector> {
-    const p = new Projector(customerProjection, new UpcastingEventStore(events, RECORD_KINDS), readStore, LEASE, RETRY_MS);
+  async function startProjector(readStore: SqliteReadStore = reads, poisonEvents: 'park' | 'stop' = 'park'): Promise<Projector> {
+    const p = new Projector(customerProjection, new UpcastingEventStore(events, RECORD_KINDS), readStore, LEASE, RETRY_MS, undefined, poisonEvents);
     running.push(p);
     await p.start();
     return p;
@@ -112,9 +113,9 @@ describe('Projector', () => {
     expect(before.get(a.id)).toMatchObject({ deleted: true, revision: 1 });
   });
 
-  it('stops on an event it cannot fold, naming its stream and revision', async () => {
+  it('stops on an event it cannot fold when told to (POISON_EVENTS=stop), naming its stream and revision', async () => {
     const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
-    const p = await startProjector();
+    const p = await startProjector(reads, 'stop');
     const id = randomUUID();
     const { position } = await events.appendToStream(`customer-${id}`, [ev('CustomerUpdated', { name: 'no creation first' })], 'no_stream');
     await expect(p.waitFor(position, 2000)).rejects.toThrow(`customer-${id}@0`);
@@ -126,6 +127,175 @@ describe('Projector', () => {
       streamId: `customer-${id}`,
       revision: 0,
       error: `CustomerUpdated before CustomerCreated in customer-${id}`,
+    });
+  });
+
+  describe('an event it cannot fold, parked (POISON_EVENTS=park, the default)', () => {
+    /** The customers' read model, but for updates naming "poison", which it cannot fold while `broken`. */
+    let broken = true;
+    const flaky: Projection = {
+      ...customerProjection,
+      evolve: (document, event) => {
+        if (broken && event.type === 'CustomerUpdated' && event.data.name === 'poison') throw new Error('cannot fold a poison name');
+        return customerProjection.evolve(document, event);
+      },
+    };
+    let warned: jest.SpyInstance;
+    /** The events as the service reads them: in their types' current shapes. */
+    const upcasting = () => new UpcastingEventStore(events, RECORD_KINDS);
+    beforeEach(() => {
+      broken = true;
+      warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    });
+    afterEach(() => warned.mockRestore());
+
+    async function startFlaky(): Promise<Projector> {
+      const p = new Projector(flaky, upcasting(), reads, LEASE, RETRY_MS);
+      running.push(p);
+      await p.start();
+      return p;
+    }
+
+    /** A customer whose second event cannot be folded, and a third event behind it. */
+    async function poisoned(): Promise<{ stream: string; position: Position }> {
+      const { id } = await createCustomer({ name: 'Ada' });
+      const stream = `customer-${id}`;
+      await events.appendToStream(stream, [ev('CustomerUpdated', { name: 'poison' })], 0);
+      const { position } = await events.appendToStream(stream, [ev('CustomerUpdated', { email: 'later@x.io' })], 1);
+      return { stream, position };
+    }
+
+    async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+      for (let tries = 0; tries < 500; tries++) {
+        const value = await read();
+        if (done(value)) return value;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      throw new Error('the condition was never met');
+    }
+
+    it('parks the stream at that event with every later one, and goes on with every other stream', async () => {
+      const p = await startFlaky();
+      const { stream, position } = await poisoned();
+      const other = await createCustomer({ name: 'Bea' });
+      await p.waitFor(other.position, 2000);
+      await p.waitFor(position, 2000);
+      expect(p.state).toBe('running');
+      expect(await get(other.id)).toMatchObject({ fields: { name: 'Bea' } });
+      // Folded up to the event before the poison one, nothing after it.
+      expect(await get(stream.slice('customer-'.length))).toMatchObject({ revision: 0, fields: { name: 'Ada' } });
+      const [parked] = await reads.parked('customers', 1);
+      expect(parked).toMatchObject({ streamId: stream, first: { revision: 1, type: 'CustomerUpdated', error: 'cannot fold a poison name' }, waiting: 1 });
+      const later = await events.appendToStream(stream, [ev('CustomerUpdated', { email: 'even-later@x.io' })], 2);
+      await p.waitFor(later.position, 2000);
+      expect((await reads.parked('customers', 1))[0].waiting).toBe(2);
+      expect(await get(stream.slice('customer-'.length))).toMatchObject({ revision: 0 });
+      const told = warned.mock.calls.flat().filter((line) => String(line).includes(`${stream}@1`));
+      expect(told).toHaveLength(1);
+    });
+
+    it('keeps the parked streams over a restart: their later events still wait', async () => {
+      const first = await startFlaky();
+      const { stream, position } = await poisoned();
+      await first.waitFor(position, 2000);
+      await first.stop();
+      const later = await events.appendToStream(stream, [ev('CustomerUpdated', { email: 'after-restart@x.io' })], 2);
+      const second = await startFlaky();
+      await second.waitFor(later.position, 2000);
+      expect(await get(stream.slice('customer-'.length))).toMatchObject({ revision: 0 });
+      expect((await reads.parked('customers', 1))[0]).toMatchObject({ first: { revision: 1 }, waiting: 2 });
+    });
+
+    it('folds the parked events again on a retry once they can be, and unparks the stream', async () => {
+      const p = await startFlaky();
+      const { stream, position } = await poisoned();
+      await p.waitFor(position, 2000);
+      await reads.requestParked('customers', 1, [stream], { action: 'retry', by: 'ops', at: Date.now(), reason: null });
+      // Still broken: parked where it was, the request done.
+      await until(
+        () => reads.parked('customers', 1),
+        (parked) => parked[0]?.request === null,
+      );
+      expect((await reads.parked('customers', 1))[0]).toMatchObject({ first: { revision: 1 }, waiting: 1 });
+      broken = false;
+      await reads.requestParked('customers', 1, 'all', { action: 'retry', by: 'ops', at: Date.now(), reason: null });
+      await until(
+        () => reads.parked('customers', 1),
+        (parked) => parked.length === 0,
+      );
+      expect(await get(stream.slice('customer-'.length))).toMatchObject({ revision: 2, fields: { name: 'poison', email: 'later@x.io' } });
+      const after = await events.appendToStream(stream, [ev('CustomerUpdated', { name: 'Ada again' })], 2);
+      await p.waitFor(after.position, 2000);
+      expect(await get(stream.slice('customer-'.length))).toMatchObject({ revision: 3, fields: { name: 'Ada again' } });
+    });
+
+    it('drops the first parked event for good on a skip, recorded with who, when and why, and folds the rest', async () => {
+      const p = await startFlaky();
+      const { stream, position } = await poisoned();
+      await p.waitFor(position, 2000);
+      await reads.requestParked('customers', 1, [stream], { action: 'skip', by: 'ops', at: Date.now(), reason: 'a bad import' });
+      await until(
+        () => reads.parked('customers', 1),
+        (parked) => parked.length === 0,
+      );
+      expect(await get(stream.slice('customer-'.length))).toMatchObject({ revision: 2, fields: { name: 'Ada', email: 'later@x.io' } });
+      expect(await reads.skipped('customers', 1)).toEqual([
+        expect.objectContaining({
+          streamId: stream,
+          revision: 1,
+          type: 'CustomerUpdated',
+          by: 'ops',
+          reason: 'a bad import',
+          error: 'cannot fold a poison name',
+        }),
+      ]);
+    });
+
+    it('parks it once, with its error, when the commit that parked it failed and the batch is folded again', async () => {
+      let failNext = 1;
+      const failing = standIn({
+        commit: async (collection, documents, checkpoint, parked) => {
+          if (parked?.parked?.length && failNext > 0 && failNext--) throw new StoreUnavailableError('SQLite', 'busy');
+          return reads.commit(collection, documents, checkpoint, parked);
+        },
+      });
+      const p = new Projector(flaky, upcasting(), failing, LEASE, RETRY_MS);
+      running.push(p);
+      await p.start();
+      const { stream, position } = await poisoned();
+      await p.waitFor(position, 5000);
+      expect(failNext).toBe(0);
+      expect(await reads.parked('customers', 1)).toEqual([
+        expect.objectContaining({ streamId: stream, first: expect.objectContaining({ revision: 1, error: 'cannot fold a poison name' }), waiting: 1 }),
+      ]);
+      expect(await get(stream.slice('customer-'.length))).toMatchObject({ revision: 0 });
+      expect(warned.mock.calls.flat().filter((line) => String(line).startsWith(`Parked ${stream}@1`))).toHaveLength(1);
+    });
+
+    it('stops on it instead when told to (POISON_EVENTS=stop), parking nothing', async () => {
+      const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+      const p = new Projector(flaky, upcasting(), reads, LEASE, RETRY_MS, undefined, 'stop');
+      running.push(p);
+      await p.start();
+      const { stream, position } = await poisoned();
+      await expect(p.waitFor(position, 2000)).rejects.toThrow(`${stream}@1`);
+      logged.mockRestore();
+      expect(p.state).toBe('failed');
+      await expect(reads.parked('customers', 1)).resolves.toEqual([]);
+    });
+
+    it('stops a rebuild on it unless the rebuild parks (--park): then the new generation holds the parked stream', async () => {
+      const { stream } = await poisoned();
+      const other = await createCustomer({ name: 'Bea' });
+      const options = { signal: new AbortController().signal, graceMs: 0 };
+      await expect(rebuildProjections([flaky], upcasting(), reads, options)).rejects.toThrow(`cannot apply ${stream}@1`);
+      expect((await reads.status('customers')).live.generation).toBe(1);
+      const parkedBy: string[] = [];
+      const [result] = await rebuildProjections([flaky], upcasting(), reads, { ...options, park: true, onParked: (_p, s, r) => parkedBy.push(`${s}@${r}`) });
+      expect((await reads.status('customers')).live.generation).toBe(result.generation);
+      expect(parkedBy).toEqual([`${stream}@1`]);
+      expect(await reads.parked('customers', result.generation)).toEqual([expect.objectContaining({ streamId: stream, waiting: 1 })]);
+      expect(await get(other.id)).toMatchObject({ fields: { name: 'Bea' } });
     });
   });
 
@@ -245,10 +415,10 @@ describe('Projector', () => {
       }
       return false;
     }
-    async function started(everyMs: number): Promise<Projector> {
+    async function started(everyMs: number, poisonEvents: 'park' | 'stop' = 'park'): Promise<Projector> {
       commits.length = 0;
       failNext = 0;
-      const p = new Projector(customerProjection, new UpcastingEventStore(events, RECORD_KINDS), counted(), LEASE, RETRY_MS, everyMs);
+      const p = new Projector(customerProjection, new UpcastingEventStore(events, RECORD_KINDS), counted(), LEASE, RETRY_MS, everyMs, poisonEvents);
       running.push(p);
       await p.start();
       const a = await createCustomer({ name: 'Ada', email: 'ada@x.io' });
@@ -299,7 +469,7 @@ describe('Projector', () => {
 
     it('never clear the failure of a poison event that follows them', async () => {
       const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
-      const p = await started(300);
+      const p = await started(300, 'stop');
       await slugEvent('before-poison');
       const id = randomUUID();
       const { position } = await events.appendToStream(`customer-${id}`, [ev('CustomerUpdated', { name: 'no creation first' })], 'no_stream');

@@ -1,0 +1,151 @@
+import type { Collection, Db } from 'mongodb';
+import { parkedFromJson, parkedToJson, parkInto } from './generation-rules';
+import { generationId } from './mongodb-mapping';
+import { ignoreDuplicate } from './mongodb-writes';
+import type { ParkedChanges, ParkedStream, ParkRequest, SkippedEvent } from './read-store.port';
+
+export const PARKED_COLLECTION = 'read_model_parked';
+export const SKIPPED_COLLECTION = 'read_model_skipped';
+export const PARKED_REQUESTS_COLLECTION = 'read_model_parked_requests';
+
+/**
+ * A parked stream of one generation; `state` is the stream as JSON (positions as strings), but for
+ * its request, a field of its own: the CLI sets it while the projector may be counting the stream's
+ * events, and neither write overwrites the other's.
+ */
+interface MongoParked {
+  _id: string;
+  collection: string;
+  generation: number;
+  parkedAt: number;
+  waiting: number;
+  lastRevision: number;
+  state: string;
+  request: ParkRequest | null;
+}
+
+const fromDoc = (d: MongoParked): ParkedStream => ({ ...parkedFromJson<ParkedStream>(d.state), request: d.request ?? null });
+
+interface MongoSkipped {
+  _id: string;
+  collection: string;
+  generation: number;
+  at: number;
+  record: string;
+}
+
+interface MongoParkedRequests {
+  _id: string;
+  stamp: number;
+}
+
+const parkedId = (collection: string, generation: number, streamId: string) => `${generationId(collection, generation)}/${streamId}`;
+
+/**
+ * The MongoDB read store's parked streams, per generation. MongoDB has no transaction here (see
+ * MongoDbReadStore), so a commit applies them after its documents and before its checkpoint; each
+ * step can be replayed: parking an event at or before a stream's last counted revision changes
+ * nothing (the update is conditional on it), a settlement writes a final state, a skip is inserted
+ * once. A crash between steps leaves the checkpoint behind, and the batch folded again ends the same.
+ * The projector holding the lease is the only writer of a generation's parked streams; the CLI
+ * only sets requests, and moves the stamp.
+ */
+export class MongoDbParked {
+  private readonly parked: Collection<MongoParked>;
+  private readonly skips: Collection<MongoSkipped>;
+  private readonly stamps: Collection<MongoParkedRequests>;
+
+  constructor(db: Db) {
+    this.parked = db.collection<MongoParked>(PARKED_COLLECTION);
+    this.skips = db.collection<MongoSkipped>(SKIPPED_COLLECTION);
+    this.stamps = db.collection<MongoParkedRequests>(PARKED_REQUESTS_COLLECTION);
+  }
+
+  async apply(collection: string, generation: number, changes: ParkedChanges, now = Date.now()): Promise<void> {
+    const parked = changes.parked ?? [];
+    if (parked.length > 0) {
+      const ids = [...new Set(parked.map((e) => parkedId(collection, generation, e.streamId)))];
+      const known = new Map<string, ParkedStream>();
+      for (const d of await this.parked.find({ _id: { $in: ids } }).toArray()) known.set(d._id, fromDoc(d));
+      const before = new Map(known);
+      for (const { streamId, ...event } of parked) {
+        const id = parkedId(collection, generation, streamId);
+        const next = parkInto(known.get(id) ?? null, streamId, event, now);
+        if (next) known.set(id, next);
+      }
+      for (const [id, stream] of known) {
+        const was = before.get(id);
+        if (was === stream) continue;
+        const { request: _, ...doc } = this.toDoc(collection, generation, stream);
+        if (!was) await ignoreDuplicate(() => this.parked.insertOne({ ...doc, request: null }));
+        else {
+          const { _id, ...fields } = doc;
+          await this.parked.updateOne({ _id, lastRevision: { $lt: stream.lastRevision } }, { $set: fields });
+        }
+      }
+    }
+    for (const { streamId, now: stream } of changes.settled ?? []) {
+      const id = parkedId(collection, generation, streamId);
+      if (stream) await this.parked.replaceOne({ _id: id }, this.toDoc(collection, generation, { ...stream, request: null }), { upsert: true });
+      // A request made after the settlement began is lost with it: the CLI that made it says so, and it can be asked again.
+      else await this.parked.deleteOne({ _id: id });
+    }
+    for (const skip of changes.skipped ?? []) {
+      const _id = `${parkedId(collection, generation, skip.streamId)}@${skip.revision}`;
+      await ignoreDuplicate(() => this.skips.insertOne({ _id, collection, generation, at: skip.at, record: parkedToJson(skip) }));
+    }
+  }
+
+  async list(collection: string, generation: number, limit?: number): Promise<ParkedStream[]> {
+    const cursor = this.parked.find({ collection, generation }).sort({ parkedAt: 1, _id: 1 });
+    if (limit !== undefined) cursor.limit(limit);
+    return (await cursor.toArray()).map(fromDoc);
+  }
+
+  async count(collection: string, generation: number): Promise<{ streams: number; events: number }> {
+    const [total] = await this.parked
+      .aggregate<{ streams: number; waiting: number }>([
+        { $match: { collection, generation } },
+        { $group: { _id: null, streams: { $sum: 1 }, waiting: { $sum: '$waiting' } } },
+      ])
+      .toArray();
+    return total ? { streams: total.streams, events: total.streams + total.waiting } : { streams: 0, events: 0 };
+  }
+
+  async request(collection: string, generation: number, streamIds: string[] | 'all', request: ParkRequest): Promise<string[]> {
+    const filter = streamIds === 'all' ? { collection, generation } : { _id: { $in: streamIds.map((id) => parkedId(collection, generation, id)) } };
+    const asked = (await this.parked.find(filter).toArray()).map((d) => fromDoc(d).streamId);
+    await this.parked.updateMany(filter, { $set: { request } });
+    await this.stamps.updateOne({ _id: generationId(collection, generation) }, { $inc: { stamp: 1 } }, { upsert: true });
+    return asked;
+  }
+
+  async requests(collection: string, generation: number): Promise<number> {
+    return (await this.stamps.findOne({ _id: generationId(collection, generation) }))?.stamp ?? 0;
+  }
+
+  async skipped(collection: string, generation: number): Promise<SkippedEvent[]> {
+    const docs = await this.skips.find({ collection, generation }).sort({ at: 1, _id: 1 }).toArray();
+    return docs.map((d) => parkedFromJson<SkippedEvent>(d.record));
+  }
+
+  /** What a dropped generation had parked goes with it. */
+  async drop(collection: string, generation: number): Promise<void> {
+    await this.parked.deleteMany({ collection, generation });
+    await this.skips.deleteMany({ collection, generation });
+    await this.stamps.deleteOne({ _id: generationId(collection, generation) });
+  }
+
+  private toDoc(collection: string, generation: number, stream: ParkedStream): MongoParked {
+    return {
+      _id: parkedId(collection, generation, stream.streamId),
+      collection,
+      generation,
+      parkedAt: stream.parkedAt,
+      waiting: stream.waiting,
+      lastRevision: stream.lastRevision,
+      state: parkedToJson({ ...stream, request: null }),
+      request: stream.request,
+    };
+  }
+}
