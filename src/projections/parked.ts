@@ -1,3 +1,4 @@
+import type { Logger } from '@nestjs/common';
 import { comparePositions, type EventStore, type Position, type StoredEvent } from '../event-store/event-store.port';
 import { boundedError } from '../read-store/generation-rules';
 import type { ParkedChanges, ParkedEvent, ParkedStream, ReadDocument, ReadDocuments, ReadGenerations, SkippedEvent } from '../read-store/read-store.port';
@@ -95,3 +96,116 @@ export async function settleParked(
   }
   return settled;
 }
+
+/**
+ * A projector's parked streams (with POISON_EVENTS=park): those of the generation it folds, loaded
+ * as it starts folding it (or a rebuild replaces it), then kept by its own batches and settlements,
+ * since the lease holder is the only writer of a generation's parked streams. The CLI's requests
+ * move a stamp in the store, which the projector reads every PARKED_POLL_MS (settle).
+ */
+export class ParkedStreams {
+  private parking?: Parking;
+  private parkingOf = -1;
+  /** The parked events already told in the log (see load). */
+  private readonly told = new Set<string>();
+  private requestStamp = 0;
+
+  constructor(
+    private readonly projection: Projection,
+    private readonly eventStore: EventStore,
+    private readonly readStore: ReadDocuments & ReadGenerations,
+    private readonly logger: Logger,
+    private readonly mode: 'park' | 'stop',
+  ) {}
+
+  /**
+   * Settles the CLI's requests (`settle`) every PARKED_POLL_MS while `signal` holds, one at a time.
+   * Returns what ends the polling, once a settlement under way is done.
+   */
+  pollRequests(signal: AbortSignal, settle: () => Promise<void>): () => Promise<void> {
+    if (this.mode !== 'park') return async () => undefined;
+    let checking: Promise<unknown> = Promise.resolve();
+    let busy = false;
+    const poll = setInterval(() => {
+      if (busy || signal.aborted) return;
+      busy = true;
+      checking = settle()
+        .catch((error) => this.logger.warn(`Could not settle the requests on parked streams: ${(error as Error).message}`))
+        .finally(() => (busy = false));
+    }, PARKED_POLL_MS);
+    return async () => {
+      clearInterval(poll);
+      await checking;
+    };
+  }
+
+  /** What a batch folds with: the parked streams, none when poison events stop the projector. */
+  current(): Parking | undefined {
+    return this.parking;
+  }
+
+  /** The streams parked in `generation`, read again from the store. */
+  async load(generation: number): Promise<void> {
+    if (this.mode !== 'park') return;
+    const name = this.projection.schema.name;
+    const stamp = await this.readStore.parkedRequests(name, generation);
+    const streams = await this.readStore.parked(name, generation);
+    this.parking = {
+      streams: new Set(streams.map((s) => s.streamId)),
+      onParked: (event, reason) => {
+        // Once: a batch whose commit failed is folded again, and parks the same event again.
+        const key = `${generation}/${event.streamId}@${event.revision}`;
+        if (this.told.has(key)) return;
+        if (this.told.size >= TOLD_KEPT) this.told.clear();
+        this.told.add(key);
+        this.logger.warn(`Parked ${event.streamId}@${event.revision} (${event.type}) and the events after it in its stream: ${reason}`);
+      },
+    };
+    this.parkingOf = generation;
+    // Requests made while no instance folded are settled at the next poll.
+    this.requestStamp = streams.some((s) => s.request) ? -1 : stamp;
+  }
+
+  /**
+   * The CLI's retry and skip requests (see src/cli/parked.ts): when the generation's request stamp
+   * has moved, each stream asked is settled (settleParked) in the fold's turn (`inTurn`), up to
+   * `position()`, the fold's checkpoint as that turn finds it, and the parked set follows.
+   * `onSettled`: documents were written outside the fold's batches.
+   */
+  async settle(generation: number, position: () => Position, inTurn: <T>(work: () => Promise<T>) => Promise<T>, onSettled: () => void): Promise<void> {
+    const name = this.projection.schema.name;
+    if (!this.parking || this.parkingOf !== generation) return;
+    const stamp = await this.readStore.parkedRequests(name, generation);
+    if (stamp === this.requestStamp) return;
+    await inTurn(async () => {
+      if (this.parkingOf !== generation) return;
+      // Taken as seen only once settled: a store that failed it leaves the requests for the next poll.
+      let settledAny = false;
+      try {
+        await settleParked(this.projection, this.eventStore, this.readStore, generation, position(), (s) => {
+          settledAny = true;
+          if (s.outcome === 'unparked') this.parking!.streams.delete(s.streamId);
+          if (s.skipped) this.logger.warn(`Skipped ${s.streamId}@${s.skipped.revision} (${s.skipped.type}) for good, by ${s.skipped.by}: ${s.skipped.reason}`);
+          this.logger.log(
+            s.outcome === 'unparked'
+              ? `Unparked ${s.streamId} after a ${s.action}: its parked events are folded`
+              : `${s.streamId} stays parked after a ${s.action}, at ${s.now!.first.revision}: ${s.now!.first.error}`,
+          );
+        });
+        this.requestStamp = stamp;
+      } catch (error) {
+        // A commit whose outcome is unknown may have settled a stream: the parked streams as the store holds them.
+        await this.load(generation).catch(() => undefined);
+        throw error;
+      } finally {
+        if (settledAny) onSettled();
+      }
+    });
+  }
+}
+
+/** How often the folder reads the generation's request stamp (see ParkedStreams.settle): one small read. */
+export const PARKED_POLL_MS = 250;
+
+/** Parked events told in the log, remembered at most. */
+const TOLD_KEPT = 10_000;

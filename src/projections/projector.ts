@@ -4,18 +4,13 @@ import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promi
 import { comparePositions, EventBatch, EventStore, Position, START, UnreadableEventError } from '../event-store/event-store.port';
 import { GenerationReplacedError, ReadDocument, ReadDocuments, ReadGenerations, ReadLeases } from '../read-store/read-store.port';
 import { foldBatch, PoisonEventError } from './fold-batch';
-import { type Parking, settleParked } from './parked';
+import { ParkedStreams } from './parked';
+import { PositionWaiters } from './position-waiters';
 import { isGoneFromThisMachine, siblings } from '../instance';
 import { inSpan, linksTo, tracingOn } from '../tracing/tracing';
 import { follows, type Projection } from './projection';
 
 export type ProjectorState = 'starting' | 'running' | 'stopped' | 'failed';
-
-interface Waiter {
-  position: Position;
-  resolve: () => void;
-  reject: (error: Error) => void;
-}
 
 const RETRY_DELAY_MS = 1000;
 /** Documents a folder keeps as it wrote them, least recently used dropped first (see Projector.written). */
@@ -50,8 +45,6 @@ export interface LeaseSettings {
 export const FOLLOW_POLL_MS = 10;
 /** How often it reads it while it has not reached the head found at start (see catchUpTo). */
 const CATCH_UP_POLL_MS = 100;
-/** How often the folder reads the generation's request stamp (see settleRequests): one small read. */
-export const PARKED_POLL_MS = 250;
 
 /** What a projector does with an event it cannot fold: park its stream (the default), or stop (POISON_EVENTS=stop). */
 export type PoisonEventsMode = 'park' | 'stop';
@@ -78,7 +71,7 @@ export class Projector {
   private readonly abort = new AbortController();
   private position: Position = START;
   private generation = 0;
-  private waiters: Waiter[] = [];
+  private readonly waiters = new PositionWaiters();
   private loop?: Promise<void>;
   /** Ends a follower's pause early: a request started waiting, the folder told of a checkpoint, or the projector stops. */
   private wake?: () => void;
@@ -110,17 +103,8 @@ export class Projector {
   private unsaved = false;
   private saveLater?: NodeJS.Timeout;
   private saving?: Promise<void>;
-  /**
-   * The streams parked in `generation` (with POISON_EVENTS=park): loaded as this instance starts
-   * folding it (or a rebuild replaces it), then kept by its own batches and settlements, since the
-   * lease holder is the only writer of a generation's parked streams. The CLI's requests move a
-   * stamp in the store, read every PARKED_POLL_MS (see settleRequests).
-   */
-  private parking?: Parking;
-  private parkingOf = -1;
-  /** The parked events already told in the log (see loadParking). */
-  private readonly toldParked = new Set<string>();
-  private requestStamp = 0;
+  /** The streams parked in the generation folded, and the CLI's requests on them (see ParkedStreams). */
+  private readonly parked: ParkedStreams;
   /** Batches and settlements take turns: one at a time writes the generation. */
   private turn: Promise<unknown> = Promise.resolve();
 
@@ -135,6 +119,7 @@ export class Projector {
     private readonly poisonEvents: PoisonEventsMode = 'park',
   ) {
     this.logger = new Logger(`Projector:${projection.name}`);
+    this.parked = new ParkedStreams(projection, eventStore, readStore, this.logger, poisonEvents);
   }
 
   get checkpoint(): Position {
@@ -167,7 +152,7 @@ export class Projector {
     this.state = 'running';
     // A follower with writes waiting reads the checkpoint as soon as the folding worker moves it.
     this.unhear = siblings.hear('folded', () => {
-      if (!this.folding && (this.waiters.length > 0 || !this.caughtUp)) this.wake?.();
+      if (!this.folding && (this.waiters.size > 0 || !this.caughtUp)) this.wake?.();
     });
     this.loop = this.run();
   }
@@ -183,7 +168,7 @@ export class Projector {
     // Given up on the way out, so another instance takes over at once rather than when it expires.
     await this.readStore.releaseLease(this.leaseName, this.lease.holder).catch(() => undefined);
     if (this.state === 'running') this.state = 'stopped';
-    this.rejectWaiters(new Error(`projection ${this.projection.name} stopped`));
+    this.waiters.rejectAll(new Error(`projection ${this.projection.name} stopped`));
   }
 
   /**
@@ -203,20 +188,10 @@ export class Projector {
   waitFor(position: Position, timeoutMs: number): Promise<void> {
     if (comparePositions(this.position, position) >= 0) return Promise.resolve();
     if (this.state !== 'running') return Promise.reject(this.failure ?? new Error(`projection ${this.projection.name} is ${this.state}`));
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        reject(new Error(`projection ${this.projection.name} did not reach the write within ${timeoutMs} ms`));
-      }, timeoutMs);
-      const waiter: Waiter = {
-        position,
-        resolve: () => (clearTimeout(timer), resolve()),
-        reject: (e) => (clearTimeout(timer), reject(e)),
-      };
-      this.waiters.push(waiter);
-      // The first waiter starts the follower's quick polling; later ones share it.
-      if (this.waiters.length === 1) this.wake?.();
-    });
+    const waiting = this.waiters.add(position, timeoutMs, () => new Error(`projection ${this.projection.name} did not reach the write within ${timeoutMs} ms`));
+    // The first waiter starts the follower's quick polling; later ones share it.
+    if (this.waiters.size === 1) this.wake?.();
+    return waiting;
   }
 
   /** Whether this projector folds the events of `streamId`. */
@@ -270,18 +245,7 @@ export class Projector {
         () => lost.abort(),
       );
     }, this.lease.ttlMs / 3);
-    let checking: Promise<unknown> = Promise.resolve();
-    let busy = false;
-    const poll =
-      this.poisonEvents === 'park'
-        ? setInterval(() => {
-            if (busy || signal.aborted) return;
-            busy = true;
-            checking = this.settleRequests()
-              .catch((error) => this.logger.warn(`Could not settle the requests on parked streams: ${(error as Error).message}`))
-              .finally(() => (busy = false));
-          }, PARKED_POLL_MS)
-        : undefined;
+    const stopPolling = this.parked.pollRequests(signal, () => this.settleRequests());
     try {
       // The previous holder may have moved the checkpoint on since this instance last looked.
       // The head: where this fold begins, for the erasures appended while it runs (see foldBatch).
@@ -301,7 +265,7 @@ export class Projector {
           const catchingUp = !this.caughtUp;
           const maxBatchSize = catchingUp ? CATCH_UP_BATCH : LIVE_BATCH;
           // As the store holds them: a batch that failed may have parked streams in memory only.
-          await this.loadParking();
+          await this.parked.load(this.generation);
           for await (const batch of this.eventStore.subscribeToAll(this.position, { signal, streamPrefixes, values, maxBatchSize })) {
             // In turn with settlements: one sees the other's commit and position whole.
             await this.inTurn(() => this.apply(batch, began));
@@ -341,8 +305,7 @@ export class Projector {
       if (lost.signal.aborted && !this.abort.signal.aborted) this.logger.warn('Lost the lease: another instance folds now');
     } finally {
       clearInterval(renew);
-      clearInterval(poll);
-      await checking;
+      await stopPolling();
       await renewing; // so a renewal still under way cannot take the lease back after run() gives it up
       this.folding = false;
     }
@@ -362,7 +325,7 @@ export class Projector {
           // The folder stopped on an event it cannot fold: this instance would stop on it too.
           this.state = 'failed';
           this.failure = new PoisonEventError(live.failure.streamId, live.failure.revision, live.failure.error);
-          this.rejectWaiters(this.failure);
+          this.waiters.rejectAll(this.failure);
           return;
         }
         this.generation = live.generation;
@@ -370,13 +333,13 @@ export class Projector {
           this.position = live.position;
           this.advanced(null);
         }
-        this.resolveWaiters();
+        this.waiters.reached(this.position);
       } catch (error) {
         this.logger.warn(`Could not read the checkpoint: ${(error as Error).message}`);
       }
       const left = until - Date.now();
       if (left <= 0) return;
-      const every = this.waiters.length > 0 ? FOLLOW_POLL_MS : this.caughtUp ? left : CATCH_UP_POLL_MS;
+      const every = this.waiters.size > 0 ? FOLLOW_POLL_MS : this.caughtUp ? left : CATCH_UP_POLL_MS;
       await this.pause(Math.min(every, left));
     }
   }
@@ -398,7 +361,7 @@ export class Projector {
     await this.settleSaves();
     this.failure = error;
     this.logger.error(`Projection stopped on a poison event: ${error.message}`);
-    this.rejectWaiters(error);
+    this.waiters.rejectAll(error);
     await this.readStore
       .recordFailure(this.projection.schema.name, this.generation, {
         streamId: error.streamId,
@@ -408,69 +371,22 @@ export class Projector {
       .catch((e) => this.logger.error(`Could not record the failure: ${(e as Error).message}`));
   }
 
-  /** The streams parked in the generation folded, read again from the store (see `parking`). */
-  private async loadParking(): Promise<void> {
-    if (this.poisonEvents !== 'park') return;
-    const name = this.projection.schema.name;
-    const generation = this.generation;
-    const stamp = await this.readStore.parkedRequests(name, generation);
-    const streams = await this.readStore.parked(name, generation);
-    this.parking = {
-      streams: new Set(streams.map((s) => s.streamId)),
-      onParked: (event, reason) => {
-        // Once: a batch whose commit failed is folded again, and parks the same event again.
-        const key = `${generation}/${event.streamId}@${event.revision}`;
-        if (this.toldParked.has(key)) return;
-        if (this.toldParked.size >= WRITTEN_KEPT) this.toldParked.clear();
-        this.toldParked.add(key);
-        this.logger.warn(`Parked ${event.streamId}@${event.revision} (${event.type}) and the events after it in its stream: ${reason}`);
-      },
-    };
-    this.parkingOf = generation;
-    // Requests made while no instance folded are settled at the next poll.
-    this.requestStamp = streams.some((s) => s.request) ? -1 : stamp;
-  }
-
-  /**
-   * The CLI's retry and skip requests, carried out by the lease holder, the only writer of the
-   * generation (see src/cli/parked.ts): when the generation's request stamp has moved, each stream
-   * asked is settled between two batches (settleParked), and the parked set follows.
-   */
+  /** The CLI's retry and skip requests, settled in the fold's turn: the lease holder is the generation's only writer. */
   private async settleRequests(): Promise<void> {
-    const name = this.projection.schema.name;
-    if (!this.parking || this.parkingOf !== this.generation) return;
     const generation = this.generation;
-    const stamp = await this.readStore.parkedRequests(name, generation);
-    if (stamp === this.requestStamp) return;
-    await this.inTurn(async () => {
-      if (this.parkingOf !== generation || this.generation !== generation) return;
-      // Taken as seen only once settled: a store that failed it leaves the requests for the next poll.
-      let settledAny = false;
-      try {
-        await settleParked(this.projection, this.eventStore, this.readStore, generation, this.position, (s) => {
-          settledAny = true;
-          if (s.outcome === 'unparked') this.parking!.streams.delete(s.streamId);
-          if (s.skipped) this.logger.warn(`Skipped ${s.streamId}@${s.skipped.revision} (${s.skipped.type}) for good, by ${s.skipped.by}: ${s.skipped.reason}`);
-          this.logger.log(
-            s.outcome === 'unparked'
-              ? `Unparked ${s.streamId} after a ${s.action}: its parked events are folded`
-              : `${s.streamId} stays parked after a ${s.action}, at ${s.now!.first.revision}: ${s.now!.first.error}`,
-          );
-        });
-        this.requestStamp = stamp;
-      } catch (error) {
-        // A commit whose outcome is unknown may have settled a stream: the parked streams as the store holds them.
-        await this.loadParking().catch(() => undefined);
-        throw error;
-      } finally {
-        if (settledAny) {
-          // Documents written outside the batches: read again when next needed.
-          this.written.clear();
-          this.saved();
-          siblings.tell('folded');
-        }
-      }
-    });
+    // Settled only while the fold is still in this generation when its turn comes.
+    const inTurn = <T>(work: () => Promise<T>) => this.inTurn(() => (this.generation === generation ? work() : Promise.resolve(undefined as T)));
+    await this.parked.settle(
+      generation,
+      () => this.position,
+      inTurn,
+      () => {
+        // Documents written outside the batches: read again when next needed.
+        this.written.clear();
+        this.saved();
+        siblings.tell('folded');
+      },
+    );
   }
 
   private inTurn<T>(work: () => Promise<T>): Promise<T> {
@@ -486,7 +402,7 @@ export class Projector {
     this.position = live.position ?? START;
     if (comparePositions(this.position, before) > 0) this.advanced(null);
     // A rebuild or another holder may have folded past a write that waits: no later event may come to answer it.
-    this.resolveWaiters();
+    this.waiters.reached(this.position);
   }
 
   private async apply(batch: EventBatch, began: Position): Promise<void> {
@@ -495,14 +411,14 @@ export class Projector {
     if (!batch.events.some((e) => this.follows(e.streamId)) && sinceSaved < this.checkpointEveryMs) {
       this.position = batch.position;
       this.unsaved = true;
-      this.resolveWaiters();
+      this.waiters.reached(this.position);
       this.saveSoon(this.checkpointEveryMs - sinceSaved);
       return;
     }
     // A trace of its own per batch that holds events of this read model, linked to the requests that
     // appended them (whichever instance served them).
     const relevant = tracingOn() ? batch.events.filter((e) => this.follows(e.streamId)) : [];
-    const fold = () => foldBatch(this.projection, this.readStore, this.generation, batch, began, this.written, this.parking);
+    const fold = () => foldBatch(this.projection, this.readStore, this.generation, batch, began, this.written, this.parked.current());
     const written =
       relevant.length === 0
         ? await fold()
@@ -520,7 +436,7 @@ export class Projector {
     if (this.projection.documents === 'record') for (const document of written) this.written.set(document.id, document);
     this.position = batch.position;
     this.saved();
-    this.resolveWaiters();
+    this.waiters.reached(this.position);
     if (written.length > 0) this.advanced(written);
     if (batch.events.length > 0) siblings.tell('folded');
   }
@@ -577,19 +493,5 @@ export class Projector {
   private cancelSave(): void {
     clearTimeout(this.saveLater);
     this.saveLater = undefined;
-  }
-
-  private resolveWaiters(): void {
-    const still: Waiter[] = [];
-    for (const w of this.waiters) {
-      if (comparePositions(this.position, w.position) >= 0) w.resolve();
-      else still.push(w);
-    }
-    this.waiters = still;
-  }
-
-  private rejectWaiters(error: Error): void {
-    for (const w of this.waiters) w.reject(error);
-    this.waiters = [];
   }
 }

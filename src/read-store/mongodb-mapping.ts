@@ -1,7 +1,7 @@
-import type { Filter, IndexDescription } from 'mongodb';
+import type { Collection, Filter, IndexDescription } from 'mongodb';
 import type { Position } from '../event-store/event-store.port';
 import { schemaFingerprint } from './generation-rules';
-import type { CollectionSchema, FindQuery, MatchKind, ReadDocument } from './read-store.port';
+import { COUNT_LIMIT, type CollectionSchema, type FindQuery, type MatchKind, type ReadDocument } from './read-store.port';
 import { substringFields, substringQuery, substringTokens } from './substrings';
 
 /** The pure half of the MongoDB read store: names, document shapes, filters, indexes. */
@@ -215,4 +215,30 @@ export function toMongoCheckpoint(position: Position): { commit: string; prepare
 /** The generation's checkpoint, null before its first commit. */
 export function fromMongoCheckpoint(c: Pick<MongoGeneration, 'commit' | 'prepare'>): Position | null {
   return c.commit === undefined || c.prepare === undefined ? null : { commit: BigInt(c.commit), prepare: BigInt(c.prepare) };
+}
+
+/**
+ * A find's page in one generation's collection, and how many match (up to one past COUNT_LIMIT:
+ * what lies beyond would cost every list to count; 0 uncounted). The count ignores paging; the
+ * page starts past `after` on the index's seq, skipping nothing.
+ */
+export function findPage(
+  c: Collection<MongoReadDocument>,
+  collection: string,
+  schema: CollectionSchema,
+  query: FindQuery,
+  { substrings, maxTimeMS }: { substrings: boolean; maxTimeMS: number },
+): Promise<[MongoReadDocument[], number]> {
+  const filter = findFilter(collection, schema, query, { substrings });
+  const options = { maxTimeMS, ...(substrings ? { hint: SUBSTRINGS_INDEX } : {}) };
+  const page = query.after === undefined ? filter : { ...filter, seq: { [query.order === 'newest' ? '$lt' : '$gt']: query.after } };
+  return Promise.all([
+    c
+      .find(page, options)
+      .sort({ seq: query.order === 'newest' ? -1 : 1 })
+      .skip(query.offset)
+      .limit(query.limit)
+      .toArray(),
+    query.count === false ? 0 : c.countDocuments(filter, { limit: COUNT_LIMIT + 1, ...options }),
+  ]);
 }

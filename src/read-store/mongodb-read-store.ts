@@ -1,10 +1,10 @@
 import { Collection, Db, MongoClient } from 'mongodb';
 import { START } from '../event-store/event-store.port';
 import { assertPromotable, assertWritable, generationSchema } from './generation-rules';
-import { ignoreDuplicate, writeNewer } from './mongodb-writes';
+import { dropCollection, ignoreDuplicate, scrub, writeNewer } from './mongodb-writes';
 import {
   checkFieldNames,
-  findFilter,
+  findPage,
   fromMongoCheckpoint,
   fromMongoDocument,
   generationId,
@@ -21,7 +21,6 @@ import {
   READ_MODELS_COLLECTION,
   readModelCollection,
   readModelCollections,
-  SUBSTRINGS_INDEX,
   toMongoCheckpoint,
 } from './mongodb-mapping';
 import { connectMongoClient, translateMongoError } from '../storage/mongodb-client';
@@ -169,21 +168,7 @@ export class MongoDbReadStore implements ReadStore {
       if (lacking) return lacking;
       // Substring filters alone read the substring index, where the generation has one (see indexesFor).
       const substrings = readsSubstrings(schema, Object.keys(query.filters)) && built.substrings;
-      const filter = findFilter(collection, schema, query, { substrings });
-      const options = { maxTimeMS: Math.max(1, Math.floor(this.timeoutMs * 0.8)), ...(substrings ? { hint: SUBSTRINGS_INDEX } : {}) };
-      // The count ignores paging; the page starts past `after` on the index's seq, skipping nothing.
-      const page = query.after === undefined ? filter : { ...filter, seq: { [query.order === 'newest' ? '$lt' : '$gt']: query.after } };
-      const c = this.collection(collection, g);
-      return Promise.all([
-        c
-          .find(page, options)
-          .sort({ seq: query.order === 'newest' ? -1 : 1 })
-          .skip(query.offset)
-          .limit(query.limit)
-          .toArray(),
-        // Counted up to one past COUNT_LIMIT: what lies beyond would cost every list to count.
-        query.count === false ? 0 : c.countDocuments(filter, { limit: COUNT_LIMIT + 1, ...options }),
-      ]);
+      return findPage(this.collection(collection, g), collection, schema, query, { substrings, maxTimeMS: Math.max(1, Math.floor(this.timeoutMs * 0.8)) });
     });
     if (typeof found === 'string') throw new FilterNotBuiltError('MongoDB', collection, found);
     const [docs, total] = found;
@@ -394,14 +379,8 @@ export class MongoDbReadStore implements ReadStore {
   /** In every collection of the read model there is, by name: one a late commit made again after its drop included (refuseIfDropped). */
   async erase(collection: string, ids: string[]): Promise<void> {
     const schema = this.schema(collection);
-    // The whole `match` replaced, not field by field: a filter an earlier release had leaves its value behind otherwise.
-    const match = Object.fromEntries(Object.keys(schema.filters).map((f) => [f, '']));
     const names = await this.guard(() => this.db.listCollections(readModelCollections(collection), { nameOnly: true }).toArray());
-    for (const { name } of names) {
-      await this.guard(() =>
-        this.db.collection<MongoReadDocument>(name).updateMany({ _id: { $in: ids } }, { $set: { fields: {}, deleted: true, match, substrings: [] } }),
-      );
-    }
+    for (const { name } of names) await this.guard(() => scrub(this.db.collection<MongoReadDocument>(name), schema, ids));
   }
 
   /**
@@ -434,12 +413,7 @@ export class MongoDbReadStore implements ReadStore {
 
   private async dropGeneration(collection: string, generation: number): Promise<void> {
     await this.guard(async () => {
-      await this.collection(collection, generation)
-        .drop()
-        .catch((error: unknown) => {
-          // Dropping a collection that was never created is fine: the generation had no documents.
-          if ((error as { codeName?: string }).codeName !== 'NamespaceNotFound') throw error;
-        });
+      await dropCollection(this.collection(collection, generation));
       await this.generations.updateOne({ _id: generationId(collection, generation) }, { $set: { dropped: true }, $currentDate: { updatedAt: true } });
       await this.parkedStreams.drop(collection, generation);
     });

@@ -38,3 +38,17 @@ export async function ignoreDuplicate(operation: () => Promise<unknown>): Promis
     if (!isDuplicateKey(error)) throw error;
   }
 }
+
+/** Drops a generation's collection; one never created (a generation with no documents) is dropped already. */
+export async function dropCollection(c: Collection<MongoReadDocument>): Promise<void> {
+  await c.drop().catch((error: unknown) => {
+    if ((error as { codeName?: string }).codeName !== 'NamespaceNotFound') throw error;
+  });
+}
+
+/** Erasure: the documents `ids` left tombstones with no value, their filters' values and substring tokens gone. */
+export async function scrub(c: Collection<MongoReadDocument>, schema: CollectionSchema, ids: string[]): Promise<void> {
+  // The whole `match` replaced, not field by field: a filter an earlier release had leaves its value behind otherwise.
+  const match = Object.fromEntries(Object.keys(schema.filters).map((f) => [f, '']));
+  await c.updateMany({ _id: { $in: ids } }, { $set: { fields: {}, deleted: true, match, substrings: [] } });
+}

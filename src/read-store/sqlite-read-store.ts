@@ -1,5 +1,4 @@
-import type { Statement } from 'better-sqlite3';
-import { checkpointAndTruncate, SqliteDatabase, TEXT_KEY, transactions } from '../storage/sqlite-database';
+import { checkpointAndTruncate, SqliteDatabase, transactions } from '../storage/sqlite-database';
 import { sqliteFailure } from '../storage/store-unavailable.error';
 import { assertPromotable, assertWritable, nextCheckpoint, nextGeneration } from './generation-rules';
 import { inUse, positionOf, schemaOf, SqliteGenerations, toStatus } from './sqlite-generations';
@@ -26,11 +25,11 @@ import { SqliteParked } from './sqlite-parked';
 import {
   createIndexes,
   createTable,
-  DOCUMENT,
   DocumentRow,
   filterColumn,
   filterKey,
-  LIVE_GENERATION,
+  findStatements,
+  FindTable,
   liveReads,
   LiveRow,
   rowValues,
@@ -44,14 +43,10 @@ import { Pending, SqliteSubstringIndexes, SUBSTRINGS_FLUSH_AT } from './sqlite-s
 import { readsSubstrings } from './substrings';
 
 /** The prepared statements of one generation's table, for the schema it was built with. */
-interface Table extends ReturnType<typeof liveReads> {
-  name: string;
+interface Table extends ReturnType<typeof liveReads>, FindTable {
   generation: number;
-  schema: CollectionSchema;
   values: RowValues;
   writes: RowWrites;
-  /** Prepared find statements by filter combination, order and limit, built on first use. */
-  finds: Map<string, { bySubstrings: boolean; page: Statement; count: Statement }>;
   /** Its substring index, or null where it has none (a generation being built, or retired before it had one). */
   substrings: string | null;
   /** The rows waiting for its substring index; null where there is no index. */
@@ -154,7 +149,7 @@ export class SqliteReadStore implements ReadStore {
       const { schema } = table;
       const params = [query.accountId, ...fields.map((f) => filterKey(schema.filters[f], query.filters[f]))];
       const read = (byIndex: boolean) => {
-        const statements = this.findStatements(table, collection, fields, key, query, byIndex);
+        const statements = findStatements(this.db, table, this.collection(collection).schema, fields, key, query, byIndex);
         if (statements.bySubstrings && table.pending?.waiting()) return undefined;
         // Through the substring index, its query comes first: the account's records holding every piece.
         const match = statements.bySubstrings ? [this.substrings.match(schema, query)] : [];
@@ -177,44 +172,6 @@ export class SqliteReadStore implements ReadStore {
       return found ?? inOneSnapshot(false)!;
     });
     return { documents, total: Math.min(total, COUNT_LIMIT), capped: total > COUNT_LIMIT };
-  }
-
-  /**
-   * The page and count statements of a filter combination on one table, prepared on first use.
-   * Every shape costs what its page and COUNT_LIMIT cost, not what the account holds: the count
-   * stops past COUNT_LIMIT; the page starts past `after` by an index and skips at most
-   * MAX_LIST_OFFSET; an exact filter reads its index; substring filters alone read the substring
-   * index in creation order (its rowid is the record's seq), each candidate checked with instr.
-   */
-  private findStatements(table: Table, collection: string, fields: string[], key: string, { order, limit, after }: FindQuery, byIndex = true) {
-    const { schema } = table;
-    key = byIndex ? key : `${key}|no index`;
-    let statements = table.finds.get(key);
-    if (!statements) {
-      const where = [`account_id = ${TEXT_KEY}`, 'deleted = 0'];
-      for (const f of fields) {
-        const kind = schema.filters[f];
-        if (!kind && this.collection(collection).schema.filters[f]) throw new FilterNotBuiltError('SQLite', collection, f);
-        if (!kind) throw new Error(`Collection ${collection} has no filter ${f}`);
-        where.push(kind === 'contains-ci' ? `instr(${filterColumn(f)}, ?) > 0` : `${filterColumn(f)} = ${TEXT_KEY}`);
-      }
-      const bySubstrings = byIndex && table.substrings !== null && readsSubstrings(schema, fields);
-      const s = table.substrings;
-      const sorted = bySubstrings ? `${s}.rowid` : 'seq';
-      const past = after === undefined ? '' : ` AND ${sorted} ${order === 'newest' ? '<' : '>'} ?`;
-      const from = bySubstrings
-        ? `${s} JOIN ${table.name} ON seq = ${s}.rowid WHERE ${s} MATCH ? AND ${where.join(' AND ')}`
-        : `${table.name} WHERE ${where.join(' AND ')}`;
-      statements = {
-        bySubstrings,
-        page: this.db.prepare(`SELECT ${DOCUMENT} FROM ${from}${past} ORDER BY ${sorted} ${order === 'newest' ? 'DESC' : 'ASC'} LIMIT ${limit} OFFSET ?`),
-        count: this.db.prepare(
-          `SELECT (${LIVE_GENERATION}) AS live_generation, (SELECT count(*) FROM (SELECT 1 FROM ${from} LIMIT ${COUNT_LIMIT + 1})) AS total`,
-        ),
-      };
-      table.finds.set(key, statements);
-    }
-    return statements;
   }
 
   /** A row read with the generation live then; no row, no generation with it: a miss (a 404) looks the live one up on its own. */

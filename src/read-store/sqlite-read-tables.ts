@@ -1,6 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import { SqliteDatabase, TEXT_KEY } from '../storage/sqlite-database';
-import type { CollectionSchema, MatchKind, ReadDocument } from './read-store.port';
+import { COUNT_LIMIT, FilterNotBuiltError, type CollectionSchema, type FindQuery, type MatchKind, type ReadDocument } from './read-store.port';
+import { readsSubstrings } from './substrings';
 
 /** The SQLite read store's tables of documents: their names, columns, rows and indexes. */
 
@@ -190,4 +191,58 @@ export function liveReads(db: SqliteDatabase, name: string) {
     /** Takes the ids as one JSON array, so one statement serves any number of them. */
     selectMany: db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE id IN (SELECT value FROM json_each(?))`),
   };
+}
+
+/** What a find needs of a generation's table: its name, the schema it was built with, its substring index, its statements. */
+export interface FindTable {
+  name: string;
+  schema: CollectionSchema;
+  substrings: string | null;
+  /** Prepared find statements by filter combination, order and limit, built on first use. */
+  finds: Map<string, { bySubstrings: boolean; page: Statement; count: Statement }>;
+}
+
+/**
+ * The page and count statements of a filter combination on one table, prepared on first use.
+ * Every shape costs what its page and COUNT_LIMIT cost, not what the account holds: the count
+ * stops past COUNT_LIMIT; the page starts past `after` by an index and skips at most
+ * MAX_LIST_OFFSET; an exact filter reads its index; substring filters alone read the substring
+ * index in creation order (its rowid is the record's seq), each candidate checked with instr.
+ */
+export function findStatements(
+  db: SqliteDatabase,
+  table: FindTable,
+  codeSchema: CollectionSchema,
+  fields: string[],
+  key: string,
+  { order, limit, after }: FindQuery,
+  byIndex = true,
+) {
+  const collection = codeSchema.name;
+  const { schema } = table;
+  key = byIndex ? key : `${key}|no index`;
+  let statements = table.finds.get(key);
+  if (!statements) {
+    const where = [`account_id = ${TEXT_KEY}`, 'deleted = 0'];
+    for (const f of fields) {
+      const kind = schema.filters[f];
+      if (!kind && codeSchema.filters[f]) throw new FilterNotBuiltError('SQLite', collection, f);
+      if (!kind) throw new Error(`Collection ${collection} has no filter ${f}`);
+      where.push(kind === 'contains-ci' ? `instr(${filterColumn(f)}, ?) > 0` : `${filterColumn(f)} = ${TEXT_KEY}`);
+    }
+    const bySubstrings = byIndex && table.substrings !== null && readsSubstrings(schema, fields);
+    const s = table.substrings;
+    const sorted = bySubstrings ? `${s}.rowid` : 'seq';
+    const past = after === undefined ? '' : ` AND ${sorted} ${order === 'newest' ? '<' : '>'} ?`;
+    const from = bySubstrings
+      ? `${s} JOIN ${table.name} ON seq = ${s}.rowid WHERE ${s} MATCH ? AND ${where.join(' AND ')}`
+      : `${table.name} WHERE ${where.join(' AND ')}`;
+    statements = {
+      bySubstrings,
+      page: db.prepare(`SELECT ${DOCUMENT} FROM ${from}${past} ORDER BY ${sorted} ${order === 'newest' ? 'DESC' : 'ASC'} LIMIT ${limit} OFFSET ?`),
+      count: db.prepare(`SELECT (${LIVE_GENERATION}) AS live_generation, (SELECT count(*) FROM (SELECT 1 FROM ${from} LIMIT ${COUNT_LIMIT + 1})) AS total`),
+    };
+    table.finds.set(key, statements);
+  }
+  return statements;
 }
