@@ -1,3 +1,4 @@
+import { boundedError } from '../read-store/generation-rules';
 import { comparePositions, EventBatch, Position, type StoredEvent } from '../event-store/event-store.port';
 import type { ParkedChanges, ReadDocument, ReadDocuments, ReadGenerations } from '../read-store/read-store.port';
 import { parkedEventOf, reasonOf, type Parking } from './parked';
@@ -87,7 +88,7 @@ export async function foldBatch(
       if (!parking) throw new PoisonEventError(event.streamId, event.revision, error);
       parking.streams.add(event.streamId);
       parked.push(parkedEventOf(event, reasonOf(error)));
-      parking.onParked?.(event, reasonOf(error));
+      parking.onParked?.(event, boundedError(reasonOf(error)));
       continue;
     }
     documents.set(id, next);

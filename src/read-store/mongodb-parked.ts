@@ -84,15 +84,16 @@ export class MongoDbParked {
         }
       }
     }
+    // The record of a skip first: a crash before the settlement below replays the request, one after it keeps the record.
+    for (const skip of changes.skipped ?? []) {
+      const _id = `${parkedId(collection, generation, skip.streamId)}@${skip.revision}`;
+      await ignoreDuplicate(() => this.skips.insertOne({ _id, collection, generation, at: skip.at, record: parkedToJson(skip) }));
+    }
     for (const { streamId, now: stream } of changes.settled ?? []) {
       const id = parkedId(collection, generation, streamId);
       if (stream) await this.parked.replaceOne({ _id: id }, this.toDoc(collection, generation, { ...stream, request: null }), { upsert: true });
       // A request made after the settlement began is lost with it: the CLI that made it says so, and it can be asked again.
       else await this.parked.deleteOne({ _id: id });
-    }
-    for (const skip of changes.skipped ?? []) {
-      const _id = `${parkedId(collection, generation, skip.streamId)}@${skip.revision}`;
-      await ignoreDuplicate(() => this.skips.insertOne({ _id, collection, generation, at: skip.at, record: parkedToJson(skip) }));
     }
   }
 
