@@ -33,7 +33,7 @@ export interface UpcastKind {
 /** The version of `type` the code writes and reads: one past its chain's last step (1 without one). */
 export function currentVersion(chains: UpcasterChains, type: string): number {
   let byType = currentVersions.get(chains);
-  if (!byType) currentVersions.set(chains, (byType = new Map()));
+  if (!byType) currentVersions.set(chains, (byType = new Map<string, number>()));
   let version = byType.get(type);
   if (version === undefined) {
     const steps = Object.keys(chains[type] ?? {}).map(Number);
