@@ -351,7 +351,7 @@ describe('the CLI on the EventStoreDB protocol (scripted endpoint)', () => {
       ],
     });
     const table = await runCli(['projections', 'status'], dataDir, env());
-    expect(table.stdout).toMatch(/^profiles +1 +0 +unknown +- +-$/m);
+    expect(table.stdout).toMatch(/^profiles +1 +0 +unknown +- +- +-$/m);
   });
 
   it('rebuilds on an idle store, with progress counting events and no made-up total', async () => {
