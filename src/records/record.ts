@@ -22,7 +22,7 @@ export interface RecordKind {
  * recorded it. Version 2 carries `occurredAt`, stamped as its command was decided (handle-command.ts).
  */
 export const timeFromRecorded: Upcaster = (event) => {
-  // One already stamped (written by a build between the two) keeps its stamp, if it is a time.
+  // A version 1 event that carries a stamp keeps it, if it is a time.
   const stamped = event.metadata.occurredAt;
   const occurredAt = stamped !== undefined && !Number.isNaN(Date.parse(stamped)) ? stamped : event.recordedAt.toISOString();
   return [{ ...event, metadata: { ...event.metadata, occurredAt } }];

@@ -283,141 +283,125 @@ describe('slug reservations, with the profile writes that take and give up slugs
       expect((await profiles.load('Z')).state?.fields.slug).toBe('old');
     });
   });
-});
 
-describe('the slug claim, step by step', () => {
-  let sqlite: ReturnType<typeof openTempSqlite>;
-  let events: SqliteEventStore;
-  let profiles: RecordWriter;
-  let slugs: SlugReservations;
+  describe('the slug claim, step by step', () => {
+    const claim = (id: string, fields: Record<string, string>, isNew = false) =>
+      new SlugClaim(slugs, profiles, {
+        id,
+        context,
+        commandId: randomUUID(),
+        command: isNew ? { type: 'CreateProfile', data: { fields } } : { type: 'UpdateProfile', data: { accountId: 'acc', fields } },
+        isNew,
+      });
+    const holder = async (slug: string) => {
+      const events_ = await events.readStream(`profile_slug-${slug}`);
+      const last = events_.at(-1);
+      return last?.type === 'SlugReserved' ? (last.data as { profileId: string }).profileId : undefined;
+    };
 
-  beforeEach(() => {
-    sqlite = openTempSqlite();
-    events = new SqliteEventStore(sqlite.db);
-    profiles = new RecordWriter(PROFILE, events, noReadModels, unsealed);
-    slugs = new SlugReservations(events, profiles);
-  });
-  afterEach(async () => {
-    await events.close();
-    sqlite.dispose();
-  });
-
-  const claim = (id: string, fields: Record<string, string>, isNew = false) =>
-    new SlugClaim(slugs, profiles, {
-      id,
-      context,
-      commandId: randomUUID(),
-      command: isNew ? { type: 'CreateProfile', data: { fields } } : { type: 'UpdateProfile', data: { accountId: 'acc', fields } },
-      isNew,
+    it('plans on what the writer knows without reading, and leaves a refusal on that guess to a plan on the stream as read', async () => {
+      await slugs.write({
+        id: 'X',
+        context,
+        commandId: randomUUID(),
+        command: { type: 'CreateProfile', data: { fields: { name: 'Shop', slug: 'a' } } },
+        isNew: true,
+      });
+      const reads = jest.spyOn(events, 'readStream');
+      const plan = await claim('X', { slug: 'b' }).plan(true);
+      expect(plan).toMatchObject({ guessed: true, taken: 'b', givenUp: 'a', events: [{ type: 'ProfileUpdated', data: { slug: 'b' } }] });
+      expect(reads).not.toHaveBeenCalled();
+      // Another account's profile: refused. On a guess, planned again; on the stream as read, the write's answer.
+      const other = new SlugClaim(slugs, profiles, {
+        id: 'X',
+        context: { accountId: 'other', requestId: 'r' },
+        commandId: 'c',
+        command: { type: 'DeleteProfile', data: { accountId: 'other' } },
+      });
+      expect(await other.plan(true)).toBeUndefined();
+      await expect(other.plan(false)).rejects.toMatchObject({ reason: 'not_found' });
     });
-  const holder = async (slug: string) => {
-    const events_ = await events.readStream(`profile_slug-${slug}`);
-    const last = events_.at(-1);
-    return last?.type === 'SlugReserved' ? (last.data as { profileId: string }).profileId : undefined;
-  };
 
-  it('plans on what the writer knows without reading, and leaves a refusal on that guess to a plan on the stream as read', async () => {
-    await slugs.write({
-      id: 'X',
-      context,
-      commandId: randomUUID(),
-      command: { type: 'CreateProfile', data: { fields: { name: 'Shop', slug: 'a' } } },
-      isNew: true,
+    it('reserves the slug a plan takes; refused on a guess it plans again, refused on the stream as read it answers 409', async () => {
+      await slugs.write({
+        id: 'Y',
+        context,
+        commandId: randomUUID(),
+        command: { type: 'CreateProfile', data: { fields: { name: 'Other', slug: 'b' } } },
+        isNew: true,
+      });
+      const x = claim('X', { name: 'Shop', slug: 'b' }, true);
+      expect(await x.reserve((await x.plan(true))!)).toBe(false);
+      await expect(x.reserve((await x.plan(false))!)).rejects.toMatchObject({ reason: 'conflict', message: 'The slug "b" is already taken.' });
+      const free = claim('Z', { name: 'Shop', slug: 'c' }, true);
+      expect(await free.reserve((await free.plan(true))!)).toBe(true);
+      expect(await holder('c')).toBe('Z');
     });
-    const reads = jest.spyOn(events, 'readStream');
-    const plan = await claim('X', { slug: 'b' }).plan(true);
-    expect(plan).toMatchObject({ guessed: true, taken: 'b', givenUp: 'a', events: [{ type: 'ProfileUpdated', data: { slug: 'b' } }] });
-    expect(reads).not.toHaveBeenCalled();
-    // Another account's profile: refused. On a guess, planned again; on the stream as read, the write's answer.
-    const other = new SlugClaim(slugs, profiles, {
-      id: 'X',
-      context: { accountId: 'other', requestId: 'r' },
-      commandId: 'c',
-      command: { type: 'DeleteProfile', data: { accountId: 'other' } },
+
+    it('appends on the revision the plan was made on, and plans again once the stream has moved on', async () => {
+      await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'CreateProfile', data: { fields: { name: 'Shop' } } }, isNew: true });
+      const x = claim('X', { slug: 'b' });
+      const plan = (await x.plan(false))!;
+      await profiles.write('X', context, randomUUID(), () => [{ type: 'ProfileUpdated', data: { name: 'Renamed' } }]);
+      expect(await x.append(plan)).toBeUndefined();
+      const again = (await x.plan(false))!;
+      expect((await x.append(again))?.record?.fields).toEqual({ name: 'Renamed', slug: 'b' });
     });
-    expect(await other.plan(true)).toBeUndefined();
-    await expect(other.plan(false)).rejects.toMatchObject({ reason: 'not_found' });
-  });
 
-  it('reserves the slug a plan takes; refused on a guess it plans again, refused on the stream as read it answers 409', async () => {
-    await slugs.write({
-      id: 'Y',
-      context,
-      commandId: randomUUID(),
-      command: { type: 'CreateProfile', data: { fields: { name: 'Other', slug: 'b' } } },
-      isNew: true,
+    it('verifies the reservation after the append: one taken over meanwhile undoes the write and answers 409', async () => {
+      await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'CreateProfile', data: { fields: { name: 'Shop' } } }, isNew: true });
+      const x = claim('X', { slug: 'b' });
+      const plan = (await x.plan(false))!;
+      await x.reserve(plan);
+      const written = (await x.append(plan))!;
+      await events.appendToStream('profile_slug-b', [{ id: randomUUID(), type: 'SlugReserved', data: { slug: 'b', profileId: 'Y' }, metadata }], 'any');
+      await expect(x.verify(plan, written)).rejects.toMatchObject({ reason: 'conflict' });
+      expect((await profiles.load('X')).state?.fields).toEqual({ name: 'Shop', slug: '' });
     });
-    const x = claim('X', { name: 'Shop', slug: 'b' }, true);
-    expect(await x.reserve((await x.plan(true))!)).toBe(false);
-    await expect(x.reserve((await x.plan(false))!)).rejects.toMatchObject({ reason: 'conflict', message: 'The slug "b" is already taken.' });
-    const free = claim('Z', { name: 'Shop', slug: 'c' }, true);
-    expect(await free.reserve((await free.plan(true))!)).toBe(true);
-    expect(await holder('c')).toBe('Z');
-  });
 
-  it('appends on the revision the plan was made on, and plans again once the stream has moved on', async () => {
-    await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'CreateProfile', data: { fields: { name: 'Shop' } } }, isNew: true });
-    const x = claim('X', { slug: 'b' });
-    const plan = (await x.plan(false))!;
-    await profiles.write('X', context, randomUUID(), () => [{ type: 'ProfileUpdated', data: { name: 'Renamed' } }]);
-    expect(await x.append(plan)).toBeUndefined();
-    const again = (await x.plan(false))!;
-    expect((await x.append(again))?.record?.fields).toEqual({ name: 'Renamed', slug: 'b' });
-  });
-
-  it('verifies the reservation after the append: one taken over meanwhile undoes the write and answers 409', async () => {
-    await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'CreateProfile', data: { fields: { name: 'Shop' } } }, isNew: true });
-    const x = claim('X', { slug: 'b' });
-    const plan = (await x.plan(false))!;
-    await x.reserve(plan);
-    const written = (await x.append(plan))!;
-    await events.appendToStream('profile_slug-b', [{ id: randomUUID(), type: 'SlugReserved', data: { slug: 'b', profileId: 'Y' }, metadata }], 'any');
-    await expect(x.verify(plan, written)).rejects.toMatchObject({ reason: 'conflict' });
-    expect((await profiles.load('X')).state?.fields).toEqual({ name: 'Shop', slug: '' });
-  });
-
-  it('lets a write stand whose reservation a later write of the profile released, moving it off the slug', async () => {
-    await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'CreateProfile', data: { fields: { name: 'Shop' } } }, isNew: true });
-    const x = claim('X', { slug: 'b' });
-    const plan = (await x.plan(false))!;
-    await x.reserve(plan);
-    const written = (await x.append(plan))!;
-    // A later write moves the profile from "b" to "c" before this one verifies, releasing "b".
-    await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'UpdateProfile', data: { accountId: 'acc', fields: { slug: 'c' } } } });
-    expect(await holder('b')).toBeUndefined();
-    await expect(x.verify(plan, written)).resolves.toBeUndefined();
-    expect((await profiles.load('X')).state?.fields.slug).toBe('c');
-    expect(await holder('c')).toBe('X');
-  });
-
-  it('sets back, when the slug was taken over, only what no later write has changed since', async () => {
-    await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'CreateProfile', data: { fields: { name: 'Shop' } } }, isNew: true });
-    const x = claim('X', { slug: 'b', tel: '21' });
-    const plan = (await x.plan(false))!;
-    await x.reserve(plan);
-    const written = (await x.append(plan))!;
-    await profiles.write('X', context, randomUUID(), () => [{ type: 'ProfileUpdated', data: { tel: '22' } }]); // a later write
-    await events.appendToStream('profile_slug-b', [{ id: randomUUID(), type: 'SlugReserved', data: { slug: 'b', profileId: 'Y' }, metadata }], 'any');
-    await expect(x.verify(plan, written)).rejects.toMatchObject({ reason: 'conflict' });
-    expect((await profiles.load('X')).state?.fields).toEqual({ name: 'Shop', slug: '', tel: '22' });
-  });
-
-  it('releases the slugs the write gave up, and reads nothing for the one its profile carries as it left it', async () => {
-    await slugs.write({
-      id: 'X',
-      context,
-      commandId: randomUUID(),
-      command: { type: 'CreateProfile', data: { fields: { name: 'Shop', slug: 'a' } } },
-      isNew: true,
+    it('lets a write stand whose reservation a later write of the profile released, moving it off the slug', async () => {
+      await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'CreateProfile', data: { fields: { name: 'Shop' } } }, isNew: true });
+      const x = claim('X', { slug: 'b' });
+      const plan = (await x.plan(false))!;
+      await x.reserve(plan);
+      const written = (await x.append(plan))!;
+      // A later write moves the profile from "b" to "c" before this one verifies, releasing "b".
+      await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'UpdateProfile', data: { accountId: 'acc', fields: { slug: 'c' } } } });
+      expect(await holder('b')).toBeUndefined();
+      await expect(x.verify(plan, written)).resolves.toBeUndefined();
+      expect((await profiles.load('X')).state?.fields.slug).toBe('c');
+      expect(await holder('c')).toBe('X');
     });
-    const x = claim('X', { slug: 'b' });
-    const plan = (await x.plan(false))!;
-    await x.reserve(plan);
-    await x.append(plan);
-    const loads = jest.spyOn(profiles, 'load');
-    await x.release();
-    expect(await holder('a')).toBeUndefined();
-    expect(await holder('b')).toBe('X');
-    expect(loads.mock.calls).toEqual([['X']]); // for "a" alone: does the profile carry it now?
+
+    it('sets back, when the slug was taken over, only what no later write has changed since', async () => {
+      await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'CreateProfile', data: { fields: { name: 'Shop' } } }, isNew: true });
+      const x = claim('X', { slug: 'b', tel: '21' });
+      const plan = (await x.plan(false))!;
+      await x.reserve(plan);
+      const written = (await x.append(plan))!;
+      await profiles.write('X', context, randomUUID(), () => [{ type: 'ProfileUpdated', data: { tel: '22' } }]); // a later write
+      await events.appendToStream('profile_slug-b', [{ id: randomUUID(), type: 'SlugReserved', data: { slug: 'b', profileId: 'Y' }, metadata }], 'any');
+      await expect(x.verify(plan, written)).rejects.toMatchObject({ reason: 'conflict' });
+      expect((await profiles.load('X')).state?.fields).toEqual({ name: 'Shop', slug: '', tel: '22' });
+    });
+
+    it('releases the slugs the write gave up, and reads nothing for the one its profile carries as it left it', async () => {
+      await slugs.write({
+        id: 'X',
+        context,
+        commandId: randomUUID(),
+        command: { type: 'CreateProfile', data: { fields: { name: 'Shop', slug: 'a' } } },
+        isNew: true,
+      });
+      const x = claim('X', { slug: 'b' });
+      const plan = (await x.plan(false))!;
+      await x.reserve(plan);
+      await x.append(plan);
+      const loads = jest.spyOn(profiles, 'load');
+      await x.release();
+      expect(await holder('a')).toBeUndefined();
+      expect(await holder('b')).toBe('X');
+      expect(loads.mock.calls).toEqual([['X']]); // for "a" alone: does the profile carry it now?
+    });
   });
 });

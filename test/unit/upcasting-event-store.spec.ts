@@ -35,7 +35,7 @@ describe('events read in the shape their type has now (upcasting)', () => {
     const [raw] = await inner.readStream(`customer-${id}`);
     expect(v1.metadata).toMatchObject({ occurredAt: raw.recordedAt.toISOString(), eventVersion: 2 });
     expect(v2.metadata).toMatchObject({ occurredAt: '2031-01-01T00:00:00.000Z', eventVersion: 2 });
-    // A version 1 event already stamped (by a build between the two) keeps its stamp.
+    // A version 1 event that carries a stamp keeps it.
     await inner.appendToStream(`customer-${id}`, [event('CustomerUpdated', { name: 'Ada M' }, { occurredAt: '2032-01-01T00:00:00.000Z' })], 1);
     expect((await store.readLastEvent(`customer-${id}`))?.metadata).toMatchObject({ occurredAt: '2032-01-01T00:00:00.000Z', eventVersion: 2 });
 
