@@ -1,6 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
 import { recordHistory, type HistoryEntry } from '../audit/record-history';
+import { feedDataSchemaOf } from '../docs/openapi';
 import { comparePositions, EVENT_STORE, EventStore, Position } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
 import { DATA_KEYS, type DataKeys } from '../sealing/data-keys';
@@ -27,6 +28,8 @@ export interface FeedEntry {
   subject: string;
   time: string;
   datacontenttype: 'application/json';
+  /** The shape of `data` and its version (feedDataSchemaOf). */
+  dataschema: string;
   data: { revision: number; changes: HistoryEntry['changes'] };
 }
 
@@ -119,6 +122,7 @@ export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
           subject: recordIdOf(kind, ref.streamId),
           time: entry.occurred,
           datacontenttype: 'application/json',
+          dataschema: feedDataSchemaOf(kind.streamPrefix),
           data: { revision: entry.revision, changes: entry.changes },
         });
       }

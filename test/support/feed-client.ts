@@ -18,6 +18,7 @@ export interface FeedEntry {
   subject: string;
   time: string;
   datacontenttype: string;
+  dataschema: string;
   data: { revision: number; changes: Record<string, { from: string; to: string } | null> };
 }
 
