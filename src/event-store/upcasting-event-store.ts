@@ -9,6 +9,7 @@ import {
   type SubscribeOptions,
   UnreadableEventError,
 } from './event-store.port';
+import { NewerEventsError, WrittenVersions } from './written-versions';
 
 /**
  * One step of an event type's history: an event stored at version n, as version n + 1 has it. It
@@ -27,6 +28,8 @@ export type UpcasterChains = Record<string, Record<number, Upcaster>>;
 export interface UpcastKind {
   label: string;
   streamPrefix: string;
+  /** Its event types: those with no chain are at version 1. */
+  events: Record<string, string>;
   upcasters: UpcasterChains;
 }
 
@@ -59,9 +62,10 @@ export function checkChains(kinds: UpcastKind[]): void {
 }
 
 interface Registry {
+  label: string;
   prefix: string;
   chains: UpcasterChains;
-  /** By type: the current version. */
+  /** By type: the current version, for every type the kind knows. */
   current: Map<string, number>;
 }
 
@@ -71,25 +75,57 @@ interface Registry {
  * metadata; none is version 1); on every read (a stream, its last event, a subscription) it goes
  * through its kind's chain of upcasters up to the current version, so no fold, projection, history,
  * feed or CLI reads an older shape. An event of a version newer than the code knows (a rollback after an upgrade) is unreadable: it is
- * never misread. Other streams (slugs, idempotency, snapshots) pass as they are.
+ * never misread; and a store that holds one is refused at start (open). Other streams (slugs,
+ * idempotency, snapshots) pass as they are.
  */
 export class UpcastingEventStore implements EventStore {
   private readonly registries: Registry[];
+  private readonly written: WrittenVersions;
 
   constructor(
     private readonly inner: EventStore,
     kinds: UpcastKind[],
   ) {
     checkChains(kinds);
-    this.registries = kinds.map(({ streamPrefix, upcasters }) => ({
+    this.registries = kinds.map(({ label, streamPrefix, events, upcasters }) => ({
+      label,
       prefix: `${streamPrefix}-`,
       chains: upcasters,
-      current: new Map(Object.keys(upcasters).map((type) => [type, currentVersion(upcasters, type)])),
+      current: new Map([...Object.values(events), ...Object.keys(upcasters)].map((type) => [type, currentVersion(upcasters, type)])),
     }));
+    this.written = new WrittenVersions(inner);
   }
 
-  /** As they are: the code that writes an event's shape stamps its version (records/handle-command.ts). */
-  appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+  /**
+   * The store as `kinds` read it. Refuses (NewerEventsError, naming each type and its versions) a
+   * store that holds an event type, or a version of one, this build does not know: a rollback after
+   * an upgrade that wrote them, which would otherwise misread them or stop on them.
+   */
+  static async open(inner: EventStore, kinds: UpcastKind[]): Promise<UpcastingEventStore> {
+    const store = new UpcastingEventStore(inner, kinds);
+    const stored = await store.written.read();
+    const newer: NewerEventsError['newer'] = [];
+    for (const [prefix, types] of Object.entries(stored)) {
+      const registry = store.registries.find((r) => r.prefix === `${prefix}-`);
+      for (const [type, version] of Object.entries(types)) {
+        const known = registry?.current.get(type) ?? null;
+        if (known === null || version > known) newer.push({ label: registry?.label ?? prefix, type, stored: version, known });
+      }
+    }
+    if (newer.length > 0) throw new NewerEventsError(newer);
+    return store;
+  }
+
+  /**
+   * As they are (the code that writes an event's shape stamps its version: records/handle-command.ts),
+   * once the store's record of the versions written holds theirs (WrittenVersions).
+   */
+  async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    const registry = this.registryOf(streamId);
+    if (registry) {
+      const prefix = registry.prefix.slice(0, -1);
+      await this.written.note(events.map((e) => ({ prefix, type: e.type, version: e.metadata.eventVersion ?? 1 })));
+    }
     return this.inner.appendToStream(streamId, events, expected);
   }
 

@@ -61,7 +61,7 @@ export async function openEventStore(
   keys ??= new DataKeys(await openKeyStore(config));
   if (config.eventStoreConnectionString) {
     const store = await EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs ?? 5000, config.eventStoreSilenceMs);
-    return new UpcastingEventStore(new SealedEventStore(store, keys, kinds), kinds);
+    return UpcastingEventStore.open(new SealedEventStore(store, keys, kinds), kinds);
   }
   const store = new SqliteEventStore(sqlite ?? openSqliteDatabase(config.sqliteFile, { durable: true }));
   const sealed = await sealPlaintextEvents(store, keys, kinds, () =>
@@ -70,7 +70,7 @@ export async function openEventStore(
     ),
   );
   if (sealed > 0) log(`Sealed ${sealed} events written before encryption with their records' keys`);
-  return new UpcastingEventStore(new SealedEventStore(store, keys, kinds), kinds);
+  return UpcastingEventStore.open(new SealedEventStore(store, keys, kinds), kinds);
 }
 
 /**
