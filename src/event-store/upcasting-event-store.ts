@@ -1,4 +1,5 @@
 import {
+  asUnreadable,
   type AppendResult,
   type EventBatch,
   type EventStore,
@@ -155,9 +156,10 @@ export class UpcastingEventStore implements EventStore {
     return this.inner.eventsBetween(from, to);
   }
 
+  /** Upcast as it goes; an event that cannot be (a newer version, a step that throws) comes as unreadable (asUnreadable), for its subscriber to park. */
   async *subscribeToAll(from: Position, options: SubscribeOptions): AsyncIterable<EventBatch> {
     for await (const batch of this.inner.subscribeToAll(from, options)) {
-      const events = this.upcastAll(batch.events, (event) => this.registryOf(event.streamId));
+      const events = this.upcastAll(batch.events, (event) => this.registryOf(event.streamId), true);
       yield events === batch.events ? batch : { events, position: batch.position };
     }
   }
@@ -172,17 +174,24 @@ export class UpcastingEventStore implements EventStore {
   }
 
   /** The events upcast; the same array when every one is current already (the usual case: nothing copied). */
-  private upcastAll(events: StoredEvent[], registryOf: (event: StoredEvent) => Registry | undefined): StoredEvent[] {
+  private upcastAll(events: StoredEvent[], registryOf: (event: StoredEvent) => Registry | undefined, subscribed = false): StoredEvent[] {
     let out: StoredEvent[] | undefined;
     for (let i = 0; i < events.length; i++) {
       const event = events[i];
       const registry = registryOf(event);
-      if (!registry || (event.metadata.eventVersion ?? 1) === (registry.current.get(event.type) ?? 1)) {
+      if (!registry || event.unreadable !== undefined || (event.metadata.eventVersion ?? 1) === (registry.current.get(event.type) ?? 1)) {
         out?.push(event);
         continue;
       }
       out ??= events.slice(0, i);
-      out.push(...upcast(registry, event));
+      try {
+        out.push(...upcast(registry, event));
+      } catch (error) {
+        if (!subscribed) throw error;
+        const reason = error instanceof UnreadableEventError ? error.reason : `its upcaster failed: ${(error as Error).message}`;
+        const { data: _, ...place } = event;
+        out.push(asUnreadable(place, reason));
+      }
     }
     return out ?? events;
   }

@@ -83,6 +83,7 @@ export async function foldBatch(
     if (current && event.revision <= current.revision) continue; // already applied
     let next: ReadDocument;
     try {
+      if (event.unreadable !== undefined) throw new Error(`it cannot be read: ${event.unreadable}`);
       next = projection.evolve(current, event);
     } catch (error) {
       if (!parking) throw new PoisonEventError(event.streamId, event.revision, error);

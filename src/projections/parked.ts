@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
-import { comparePositions, type EventStore, type Position, type StoredEvent } from '../event-store/event-store.port';
+import { comparePositions, type EventStore, type Position, type StoredEvent, UnreadableEventError } from '../event-store/event-store.port';
+import { MissingKeysError } from '../sealing/sealed-event-store';
 import { boundedError } from '../read-store/generation-rules';
 import type { ParkedChanges, ParkedEvent, ParkedStream, ReadDocument, ReadDocuments, ReadGenerations, SkippedEvent } from '../read-store/read-store.port';
 import type { Projection } from './projection';
@@ -61,7 +62,19 @@ export async function settleParked(
     const skipped: SkippedEvent | null =
       request.action === 'skip' ? { ...stream.first, streamId: stream.streamId, by: request.by, at: now, reason: request.reason ?? '' } : null;
     const from = stream.first.revision + (skipped ? 1 : 0);
-    const events = (await eventStore.readStream(stream.streamId, from)).filter((e) => comparePositions(e.position, position) <= 0);
+    let events: StoredEvent[];
+    try {
+      events = (await eventStore.readStream(stream.streamId, from)).filter((e) => comparePositions(e.position, position) <= 0);
+    } catch (error) {
+      // Its events cannot be read still (an event of a newer version, a key lost): it stays parked where it is, saying why.
+      if (!(error instanceof UnreadableEventError || error instanceof MissingKeysError)) throw error;
+      const now: ParkedStream = { ...stream, first: { ...stream.first, error: boundedError(error.message) }, request: null };
+      await readStore.commit(collection, [], { generation, position }, { settled: [{ streamId: stream.streamId, now, seen: stream }] });
+      const done: Settled = { streamId: stream.streamId, action: request.action, outcome: 'parked', now, skipped: null };
+      settled.push(done);
+      onSettled?.(done);
+      continue;
+    }
     const ids = [...new Set(events.map((e) => projection.documentIdOf(e)))];
     const documents = projection.documents === 'event' ? new Map<string, ReadDocument>() : await readStore.getMany(collection, ids, generation);
     const changed = new Map<string, ReadDocument>();
@@ -88,7 +101,7 @@ export async function settleParked(
       }
     }
     // Nothing folded past a stream that is still parked: what it folded before the failing event stands, as a batch's would.
-    const changes: ParkedChanges = { settled: [{ streamId: stream.streamId, now: still }], ...(skipped ? { skipped: [skipped] } : {}) };
+    const changes: ParkedChanges = { settled: [{ streamId: stream.streamId, now: still, seen: stream }], ...(skipped ? { skipped: [skipped] } : {}) };
     await readStore.commit(collection, [...changed.values()], { generation, position }, changes);
     const done: Settled = { streamId: stream.streamId, action: request.action, outcome: still ? 'parked' : 'unparked', now: still, skipped };
     settled.push(done);

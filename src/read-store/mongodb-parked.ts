@@ -2,7 +2,7 @@ import type { Collection, Db } from 'mongodb';
 import { parkedFromJson, parkedToJson, parkInto } from './generation-rules';
 import { generationId } from './mongodb-mapping';
 import { ignoreDuplicate } from './mongodb-writes';
-import type { ParkedChanges, ParkedStream, ParkRequest, SkippedEvent } from './read-store.port';
+import { type ParkedChanges, type ParkedStream, ParkedStreamMovedError, type ParkRequest, type SkippedEvent } from './read-store.port';
 
 export const PARKED_COLLECTION = 'read_model_parked';
 export const SKIPPED_COLLECTION = 'read_model_skipped';
@@ -89,11 +89,21 @@ export class MongoDbParked {
       const _id = `${parkedId(collection, generation, skip.streamId)}@${skip.revision}`;
       await ignoreDuplicate(() => this.skips.insertOne({ _id, collection, generation, at: skip.at, record: parkedToJson(skip) }));
     }
-    for (const { streamId, now: stream } of changes.settled ?? []) {
-      const id = parkedId(collection, generation, streamId);
-      if (stream) await this.parked.replaceOne({ _id: id }, this.toDoc(collection, generation, { ...stream, request: null }), { upsert: true });
-      // A request made after the settlement began is lost with it: the CLI that made it says so, and it can be asked again.
-      else await this.parked.deleteOne({ _id: id });
+    // Each conditional on the stream's last parked revision as the settlement read it: another folder
+    // that parked more of it since (this one's lease lost) refuses the settlement.
+    for (const { streamId, now: stream, seen } of changes.settled ?? []) {
+      const _id = parkedId(collection, generation, streamId);
+      if (stream) {
+        const { request: _, ...fields } = this.toDoc(collection, generation, stream);
+        const { matchedCount } = await this.parked.updateOne({ _id, lastRevision: seen.lastRevision }, { $set: fields });
+        if (matchedCount === 0) throw new ParkedStreamMovedError(streamId);
+        // The request it settled is done; one made since stays, for the next settlement.
+        const { at, action, by } = seen.request ?? {};
+        await this.parked.updateOne({ _id, 'request.at': at, 'request.action': action, 'request.by': by }, { $set: { request: null } });
+      } else {
+        const { deletedCount } = await this.parked.deleteOne({ _id, lastRevision: seen.lastRevision });
+        if (deletedCount === 0) throw new ParkedStreamMovedError(streamId);
+      }
     }
   }
 

@@ -144,8 +144,13 @@ export interface SkippedEvent extends ParkedEvent {
 export interface ParkedChanges {
   /** Events it could not fold, in order: each parks its stream, or waits behind the stream's first. */
   parked?: (ParkedEvent & { streamId: string })[];
-  /** Streams a retry or skip settled: what they are now (null: unparked, every event folded), their request done. */
-  settled?: { streamId: string; now: ParkedStream | null }[];
+  /**
+   * Streams a retry or skip settled: what they are now (null: unparked, every event folded), their
+   * request done. `seen` is the stream as the settlement read it: if another folder has parked more
+   * of it since (a lease lost meanwhile), the commit is refused (ParkedStreamMovedError); a request
+   * made since is kept, for the next settlement.
+   */
+  settled?: { streamId: string; now: ParkedStream | null; seen: ParkedStream }[];
   /** Events skipped for good by this commit. */
   skipped?: SkippedEvent[];
 }
@@ -158,6 +163,14 @@ export class GenerationReplacedError extends Error {
   ) {
     super(`Generation ${generation} of ${collection} is no longer live or building`);
     this.name = 'GenerationReplacedError';
+  }
+}
+
+/** A settlement's commit refused: the stream was parked further since the settlement read it (see ParkedChanges.settled). */
+export class ParkedStreamMovedError extends Error {
+  constructor(readonly streamId: string) {
+    super(`${streamId} was parked further while it was settled (another instance folds the read model now)`);
+    this.name = 'ParkedStreamMovedError';
   }
 }
 

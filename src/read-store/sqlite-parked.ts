@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import { SqliteDatabase } from '../storage/sqlite-database';
-import { parkedFromJson, parkedToJson, parkInto } from './generation-rules';
-import type { ParkedChanges, ParkedStream, ParkRequest, SkippedEvent } from './read-store.port';
+import { laterRequest, parkedFromJson, parkedToJson, parkInto } from './generation-rules';
+import { type ParkedChanges, type ParkedStream, ParkedStreamMovedError, type ParkRequest, type SkippedEvent } from './read-store.port';
 
 /**
  * The SQLite read store's parked streams, per collection generation: one row per parked stream (its
@@ -83,8 +83,10 @@ export class SqliteParked {
       const next = parkInto(this.get(collection, generation, streamId), streamId, event, now);
       if (next) this.put(collection, generation, next);
     }
-    for (const { streamId, now: stream } of changes.settled ?? []) {
-      if (stream) this.put(collection, generation, { ...stream, request: null });
+    for (const { streamId, now: stream, seen } of changes.settled ?? []) {
+      const stored = this.get(collection, generation, streamId);
+      if (stored?.lastRevision !== seen.lastRevision) throw new ParkedStreamMovedError(streamId);
+      if (stream) this.put(collection, generation, { ...stream, request: laterRequest(stored, seen) });
       else this.remove.run(collection, generation, streamId);
     }
     for (const skip of changes.skipped ?? []) this.insertSkip.run(collection, generation, skip.streamId, skip.revision, skip.at, parkedToJson(skip));

@@ -4,6 +4,7 @@ import {
   CollectionSchema,
   FilterNotBuiltError,
   GenerationReplacedError,
+  ParkedStreamMovedError,
   ReadDocument,
   ReadStore,
   RebuildBehindError,
@@ -325,8 +326,8 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
         const later = { ...b, first: { ...b.first, revision: 1, error: 'still broken' }, waiting: 0, lastRevision: 1 };
         await store.commit(parking.name, [], at(30n), {
           settled: [
-            { streamId: 'customer-a', now: null },
-            { streamId: 'customer-b', now: later },
+            { streamId: 'customer-a', now: null, seen: a },
+            { streamId: 'customer-b', now: later, seen: b },
           ],
           skipped: [skip],
         });
@@ -352,6 +353,27 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
           GenerationReplacedError,
         );
         await expect(store.parked(parking.name, building)).resolves.toEqual([]);
+      });
+
+      it('refuses a settlement of a stream parked further since it was read, and keeps a request made while one is settled', async () => {
+        const one = async (streamId: string) => (await store.parked(parking.name, 1)).find((s) => s.streamId === streamId)!;
+        await store.commit(parking.name, [], at(60n), { parked: [event('customer-e', 0, 60n)] });
+        await store.requestParked(parking.name, 1, ['customer-e'], { action: 'retry', reason: null, ...operator });
+        const seen = await one('customer-e');
+        // Another folder (this one's lease lost) parks a later event of the stream meanwhile.
+        await store.commit(parking.name, [], at(61n), { parked: [event('customer-e', 1, 61n)] });
+        await expect(store.commit(parking.name, [], at(61n), { settled: [{ streamId: 'customer-e', now: null, seen }] })).rejects.toBeInstanceOf(
+          ParkedStreamMovedError,
+        );
+        expect(await one('customer-e')).toMatchObject({ lastRevision: 1, waiting: 1, request: { action: 'retry' } });
+
+        const read = await one('customer-e');
+        const asked = { action: 'skip' as const, reason: 'asked meanwhile', by: 'ops', at: read.request!.at + 1 };
+        await store.requestParked(parking.name, 1, ['customer-e'], asked);
+        await store.commit(parking.name, [], at(61n), { settled: [{ streamId: 'customer-e', now: { ...read, request: null }, seen: read }] });
+        expect((await one('customer-e')).request).toEqual(asked);
+        await store.commit(parking.name, [], at(61n), { settled: [{ streamId: 'customer-e', now: null, seen: await one('customer-e') }] });
+        expect(await store.parked(parking.name, 1)).toEqual([expect.objectContaining({ streamId: 'customer-b' })]);
       });
     });
 

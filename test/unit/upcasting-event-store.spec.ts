@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { EventBatch, NewEvent } from '../../src/event-store/event-store.port';
+import type { EventBatch, NewEvent, StoredEvent } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { checkChains, currentVersion, UpcasterChains, UpcastingEventStore } from '../../src/event-store/upcasting-event-store';
 import { CUSTOMER } from '../../src/customers/customer.decider';
@@ -117,7 +117,7 @@ describe('events read in the shape their type has now (upcasting)', () => {
 
   it('refuses to open a store that holds a newer version of a type, or a type it does not know, naming them; after one note per new version', async () => {
     // A newer build: CustomerUpdated at version 3, and a type of its own.
-    const newer = { ...CUSTOMER, events: { ...CUSTOMER.events, merged: 'CustomerMerged' }, upcasters: { ...CUSTOMER.upcasters, CustomerUpdated: { 1: (e) => [e], 2: (e) => [e] } } };
+    const newer = { ...CUSTOMER, events: { ...CUSTOMER.events, merged: 'CustomerMerged' }, upcasters: { ...CUSTOMER.upcasters, CustomerUpdated: { 1: (e: StoredEvent) => [e], 2: (e: StoredEvent) => [e] } } };
     const upgraded = await UpcastingEventStore.open(inner, [newer]);
     const id = randomUUID();
     const appends = jest.spyOn(inner, 'appendToStream');
