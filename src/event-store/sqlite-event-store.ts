@@ -348,6 +348,9 @@ function toSubscribedEvent(row: EventTuple): StoredEvent {
     return toStoredEvent(row);
   } catch (error) {
     const [globalPosition, id, streamId, revision, type, , , recordedAt] = row;
-    return asUnreadable({ id, streamId, revision, position: toPosition(globalPosition), type, recordedAt: new Date(recordedAt) }, (error as UnreadableEventError).reason);
+    return asUnreadable(
+      { id, streamId, revision, position: toPosition(globalPosition), type, recordedAt: new Date(recordedAt) },
+      (error as UnreadableEventError).reason,
+    );
   }
 }

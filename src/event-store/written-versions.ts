@@ -13,7 +13,9 @@ const TYPE = 'EventVersionsWritten';
 export class NewerEventsError extends Error {
   constructor(readonly newer: { label: string; type: string; stored: number; known: number | null }[]) {
     const each = newer.map(({ label, type, stored, known }) =>
-      known === null ? `${label} events of type ${type} (version ${stored}), which this build does not know` : `${type} version ${stored}, where this build reads up to version ${known}`,
+      known === null
+        ? `${label} events of type ${type} (version ${stored}), which this build does not know`
+        : `${type} version ${stored}, where this build reads up to version ${known}`,
     );
     super(
       `The event store holds ${each.join('; ')}: a newer build of the service wrote them. Run that build or a newer one (a rollback past an event's new version cannot read it).`,
@@ -68,7 +70,11 @@ export class WrittenVersions {
       try {
         if (changed) {
           const metadata = { accountId: '', correlationId: 'event-versions', causationId: 'event-versions' };
-          await this.store.appendToStream(WRITTEN_VERSIONS_STREAM, [{ id: randomUUID(), type: TYPE, data: { versions }, metadata }], last ? last.revision : 'no_stream');
+          await this.store.appendToStream(
+            WRITTEN_VERSIONS_STREAM,
+            [{ id: randomUUID(), type: TYPE, data: { versions }, metadata }],
+            last ? last.revision : 'no_stream',
+          );
         }
         for (const [prefix, types] of Object.entries(versions)) for (const [type, version] of Object.entries(types)) this.remember(prefix, type, version);
         return;

@@ -1,6 +1,15 @@
 import { createHash } from 'node:crypto';
 import { comparePositions, Position, START } from '../event-store/event-store.port';
-import { CollectionSchema, GenerationReplacedError, MatchKind, ParkedEvent, ParkedStream, ParkRequest, RebuildBehindError, SkippedEvent } from './read-store.port';
+import {
+  CollectionSchema,
+  GenerationReplacedError,
+  MatchKind,
+  ParkedEvent,
+  ParkedStream,
+  ParkRequest,
+  RebuildBehindError,
+  SkippedEvent,
+} from './read-store.port';
 
 /**
  * The rules of a collection's generations (see the port), written once for every adapter: each

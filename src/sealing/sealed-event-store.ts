@@ -245,7 +245,10 @@ export class SealedEventStore implements EventStore {
           const keyId = keyStreamOf(event.streamId);
           if (!lost.has(keyId) || !isSealed(event)) return event;
           const { data: _, ...place } = event;
-          return asUnreadable(place, `its record's data key ${keyId} is missing from the key store (for ${Math.round((now - this.missingSince.get(keyId)!) / 1000)} s)`);
+          return asUnreadable(
+            place,
+            `its record's data key ${keyId} is missing from the key store (for ${Math.round((now - this.missingSince.get(keyId)!) / 1000)} s)`,
+          );
         });
       }
     }

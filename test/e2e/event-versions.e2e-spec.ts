@@ -88,8 +88,16 @@ describeOnSqlite('a store written by a newer build', () => {
     const store = await UpcastingEventStore.open(new SqliteEventStore(db), [newer]);
     const id = randomUUID();
     const metadata = { accountId: ACCOUNT_IDS.a, correlationId: 'seed', causationId: 'seed', occurredAt: new Date().toISOString() };
-    await store.appendToStream(`customer-${id}`, [{ id: randomUUID(), type: 'CustomerCreated', data: { name: 'Ada' }, metadata: { ...metadata, eventVersion: 2 } }], 'no_stream');
-    await store.appendToStream(`customer-${id}`, [{ id: randomUUID(), type: 'CustomerUpdated', data: { name: 'Ada L' }, metadata: { ...metadata, eventVersion: 3 } }], 0);
+    await store.appendToStream(
+      `customer-${id}`,
+      [{ id: randomUUID(), type: 'CustomerCreated', data: { name: 'Ada' }, metadata: { ...metadata, eventVersion: 2 } }],
+      'no_stream',
+    );
+    await store.appendToStream(
+      `customer-${id}`,
+      [{ id: randomUUID(), type: 'CustomerUpdated', data: { name: 'Ada L' }, metadata: { ...metadata, eventVersion: 3 } }],
+      0,
+    );
     await store.close();
 
     const { code, output } = await runFailingStart(dataDir, { WORKERS: '1' });

@@ -172,7 +172,9 @@ describeOnSqlite('an event a read model cannot fold, parked', () => {
     await byHand(newer.stream, [{ ...stamped, metadata: { ...stamped.metadata, eventVersion: 3 } }], 0);
     const error = `it cannot be read: it is CustomerUpdated version 3, newer than the 2 this version of the service reads`;
     const customers = await until(parkedJson, (m) => m.parked.length === 1);
-    expect(customers.parked).toEqual([expect.objectContaining({ streamId: newer.stream, first: expect.objectContaining({ revision: 1, type: 'CustomerUpdated', error }) })]);
+    expect(customers.parked).toEqual([
+      expect.objectContaining({ streamId: newer.stream, first: expect.objectContaining({ revision: 1, type: 'CustomerUpdated', error }) }),
+    ]);
     // The feed's read model meets it too, and parks it the same way; readiness stays up.
     const ready = await until(readiness, (r) => r.body.projections?.find((p: { name: string }) => p.name === 'feed')?.parked !== undefined);
     expect(ready.status).toBe(200);
@@ -187,7 +189,10 @@ describeOnSqlite('an event a read model cannot fold, parked', () => {
       db.close();
     }
     const retry = await runCli(['projections', 'retry', 'all'], service.dataDir);
-    expect(retry).toMatchObject({ code: 0, stdout: `customers: ${newer.stream} unparked: its parked events are folded\nfeed: ${newer.stream} unparked: its parked events are folded\n` });
+    expect(retry).toMatchObject({
+      code: 0,
+      stdout: `customers: ${newer.stream} unparked: its parked events are folded\nfeed: ${newer.stream} unparked: its parked events are folded\n`,
+    });
     expect(await read(newer.id)).toMatchObject({ company: 'Tomorrow' });
   });
 });

@@ -111,13 +111,19 @@ describe('events read in the shape their type has now (upcasting)', () => {
     expect(currentVersion(CUSTOMER.upcasters, 'CustomerCreated')).toBe(2);
     expect(currentVersion(CUSTOMER.upcasters, 'Unknown')).toBe(1);
     const gap: UpcasterChains = { CustomerCreated: { 1: (e) => [e], 3: (e) => [e] } };
-    expect(() => checkChains([{ ...CUSTOMER, upcasters: gap }])).toThrow('Customer events CustomerCreated: no upcaster from version 2 to 3, though version 4 is current');
+    expect(() => checkChains([{ ...CUSTOMER, upcasters: gap }])).toThrow(
+      'Customer events CustomerCreated: no upcaster from version 2 to 3, though version 4 is current',
+    );
     expect(() => new UpcastingEventStore(inner, [{ ...CUSTOMER, upcasters: gap }])).toThrow(/no upcaster from version 2/);
   });
 
   it('refuses to open a store that holds a newer version of a type, or a type it does not know, naming them; after one note per new version', async () => {
     // A newer build: CustomerUpdated at version 3, and a type of its own.
-    const newer = { ...CUSTOMER, events: { ...CUSTOMER.events, merged: 'CustomerMerged' }, upcasters: { ...CUSTOMER.upcasters, CustomerUpdated: { 1: (e: StoredEvent) => [e], 2: (e: StoredEvent) => [e] } } };
+    const newer = {
+      ...CUSTOMER,
+      events: { ...CUSTOMER.events, merged: 'CustomerMerged' },
+      upcasters: { ...CUSTOMER.upcasters, CustomerUpdated: { 1: (e: StoredEvent) => [e], 2: (e: StoredEvent) => [e] } },
+    };
     const upgraded = await UpcastingEventStore.open(inner, [newer]);
     const id = randomUUID();
     const appends = jest.spyOn(inner, 'appendToStream');
@@ -126,12 +132,20 @@ describe('events read in the shape their type has now (upcasting)', () => {
     await upgraded.appendToStream(`customer-${id}`, [event('CustomerUpdated', { name: 'Ada M' }, { eventVersion: 3 })], 1);
     await upgraded.appendToStream(`customer-${id}`, [event('CustomerMerged', {}, { eventVersion: 1 })], 2);
     // Three notes (each a version not noted before), then each event: nothing noted twice.
-    expect(appends.mock.calls.map(([streamId]) => streamId.split('-')[0])).toEqual(['service', 'customer', 'service', 'customer', 'customer', 'service', 'customer']);
+    expect(appends.mock.calls.map(([streamId]) => streamId.split('-')[0])).toEqual([
+      'service',
+      'customer',
+      'service',
+      'customer',
+      'customer',
+      'service',
+      'customer',
+    ]);
     appends.mockRestore();
 
     // The build before, rolled back to: refused, naming each.
     await expect(UpcastingEventStore.open(inner, [CUSTOMER])).rejects.toThrow(
-      'The event store holds CustomerUpdated version 3, where this build reads up to version 2; Customer events of type CustomerMerged (version 1), which this build does not know: a newer build of the service wrote them. Run that build or a newer one (a rollback past an event\'s new version cannot read it).',
+      "The event store holds CustomerUpdated version 3, where this build reads up to version 2; Customer events of type CustomerMerged (version 1), which this build does not know: a newer build of the service wrote them. Run that build or a newer one (a rollback past an event's new version cannot read it).",
     );
     // The newer build itself, or one newer still, opens it.
     await expect(UpcastingEventStore.open(inner, [newer])).resolves.toBeInstanceOf(UpcastingEventStore);
