@@ -61,6 +61,12 @@ export class MongoDbParked {
     this.stamps = db.collection<MongoParkedRequests>(PARKED_REQUESTS_COLLECTION);
   }
 
+  /** The indexes the lists, counts and drops of a generation's parked streams and skips go by (no-ops once made). */
+  async ensureIndexes(): Promise<void> {
+    await this.parked.createIndex({ collection: 1, generation: 1, parkedAt: 1, _id: 1 }, { name: 'by_generation' });
+    await this.skips.createIndex({ collection: 1, generation: 1, at: 1, _id: 1 }, { name: 'by_generation' });
+  }
+
   async apply(collection: string, generation: number, changes: ParkedChanges, now = Date.now()): Promise<void> {
     const parked = changes.parked ?? [];
     if (parked.length > 0) {

@@ -125,6 +125,7 @@ export class MongoDbReadStore implements ReadStore {
       // and building one at start would index every document for nothing, past the store's timeout
       // on a large model.
       await this.collection(schema.name, live).createIndexes(indexesFor(built.schema, built));
+      await this.parkedStreams.ensureIndexes();
     });
   }
 
