@@ -145,7 +145,7 @@ export class HealthController {
       };
     });
     // A store that answers reads may still refuse writes (its disk full): the writes say so.
-    for (const { store, full, secondsAgo } of this.writes.current()) {
+    for (const { store, full, secondsAgo } of await this.writes.current()) {
       problems.push(`writes to the ${store} are failing${full ? ' for want of disk space' : ''} (the last ${secondsAgo} s ago)`);
     }
     const ready = problems.length === 0;
