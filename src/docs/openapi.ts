@@ -5,7 +5,7 @@ import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiParam, ApiQuery, Ap
 import type { ReferenceObject, SchemaObject } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import type { MatchKind } from '../read-store/read-store.port';
-import { ETAG, NEXT_CURSOR, RESPONSE_SCHEMAS, TOTAL_CAPPED, TOTAL_COUNT, errorResponse, ref, successResponse, wrapper } from './responses';
+import { ERRORS, ETAG, NEXT_CURSOR, RESPONSE_SCHEMAS, TOTAL_CAPPED, TOTAL_COUNT, errorResponse, ref, successResponse, wrapper } from './responses';
 import { DIGIT_FIELDS } from '../http/field-rules';
 import { FEED_LIMIT, FEED_MAX_WAIT_SECONDS, MAX_LIST_OFFSET } from '../http/list-query';
 import { sendJson } from '../http/json-response';
@@ -280,6 +280,8 @@ export interface ApiFeedSpec {
     cursor: string;
     /** The 400 of a cursor not made for this account. */
     badCursor: object;
+    /** The 429 of a token holding the most streams and long-polls open. */
+    streamsCapped: object;
   };
 }
 
@@ -422,7 +424,12 @@ export function ApiFeedOperation({ examples }: ApiFeedSpec) {
         },
       },
     ),
-    ...[400, 401, 413, 417, 429, 500, 503].map((status) => errorResponse(status, status === 400 ? examples.badCursor : undefined)),
+    ...[400, 401, 413, 417, 500, 503].map((status) => errorResponse(status, status === 400 ? examples.badCursor : undefined)),
+    errorResponse(
+      429,
+      examples.streamsCapped,
+      `${ERRORS[429].description}; or, for a stream or a long-poll (\`wait\`), this access token or its account holds the most of them open at once (FEED_STREAMS_PER_TOKEN, FEED_STREAMS_PER_ACCOUNT): close one first`,
+    ),
   );
 }
 

@@ -50,5 +50,13 @@ export const FEED_API: ApiFeedSpec = {
         details: [{ field: 'after', message: 'after must be a cursor the feed gave this account (X-Next-Cursor, or an entry id)' }],
       },
     },
+    streamsCapped: {
+      success: false,
+      status: 429,
+      error: {
+        code: 'RATE_LIMITED',
+        message: 'This access token has 16 change-feed event streams or long-polls open, the most allowed at once: close one before opening another.',
+      },
+    },
   },
 };

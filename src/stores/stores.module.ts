@@ -9,7 +9,7 @@ import { SqliteReadStore } from '../read-store/sqlite-read-store';
 import { InstrumentedEventStore, InstrumentedReadStore, watchingWrites } from './instrumented-stores';
 import { Metrics } from '../metrics/metrics';
 import { openSqliteDatabase, SqliteDatabase } from '../storage/sqlite-database';
-import { WriteFailures } from '../storage/write-failures';
+import { diskProbe, WriteFailures, type WrittenStore } from '../storage/write-failures';
 import { DATA_KEYS, DataKeys } from '../sealing/data-keys';
 import type { KeyStore } from '../key-store/key-store.port';
 import { MongoDbKeyStore } from '../key-store/mongodb-key-store';
@@ -114,6 +114,15 @@ export function sharedSqliteConnection(config: StoreSettings): SqliteDatabase | 
   return openSqliteDatabase(config.sqliteFile, { durable: true });
 }
 
+/** A probe of the disk under the SQLite files, for the stores kept there; none when every store has a server. */
+function embeddedDiskProbe(config: StoreSettings) {
+  const stores: WrittenStore[] = [
+    ...(config.eventStoreConnectionString ? [] : ['event store' as const]),
+    ...(config.mongodb ? [] : ['read store' as const, 'key store' as const]),
+  ];
+  return stores.length > 0 ? diskProbe(dirname(config.sqliteFile), stores) : undefined;
+}
+
 /** Both stores, as the CLI and the benches open them (the service through StoresModule's providers). */
 export async function openStores(
   config: StoreSettings,
@@ -144,7 +153,7 @@ export class StoresModule {
           inject: [WriteFailures],
         },
         { provide: SHARED_SQLITE, useFactory: () => sharedSqliteConnection(config) },
-        { provide: WriteFailures, useFactory: () => new WriteFailures() },
+        { provide: WriteFailures, useFactory: () => new WriteFailures(embeddedDiskProbe(config)) },
         {
           provide: EVENT_STORE,
           useFactory: async (metrics: Metrics, keys: DataKeys, sqlite: SqliteDatabase | null, writes: WriteFailures) =>
