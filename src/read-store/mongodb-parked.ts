@@ -64,7 +64,7 @@ export class MongoDbParked {
   /** The indexes the lists, counts and drops of a generation's parked streams and skips go by (no-ops once made). */
   async ensureIndexes(): Promise<void> {
     await this.parked.createIndex({ collection: 1, generation: 1, parkedAt: 1, _id: 1 }, { name: 'by_generation' });
-    await this.skips.createIndex({ collection: 1, generation: 1, at: 1, _id: 1 }, { name: 'by_generation' });
+    await this.skips.createIndex({ collection: 1, at: 1, _id: 1 }, { name: 'by_collection' });
   }
 
   async apply(collection: string, generation: number, changes: ParkedChanges, now = Date.now()): Promise<void> {
@@ -141,15 +141,14 @@ export class MongoDbParked {
     return (await this.stamps.findOne({ _id: generationId(collection, generation) }))?.stamp ?? 0;
   }
 
-  async skipped(collection: string, generation: number): Promise<SkippedEvent[]> {
-    const docs = await this.skips.find({ collection, generation }).sort({ at: 1, _id: 1 }).toArray();
-    return docs.map((d) => parkedFromJson<SkippedEvent>(d.record));
+  async skipped(collection: string): Promise<(SkippedEvent & { generation: number })[]> {
+    const docs = await this.skips.find({ collection }).sort({ at: 1, _id: 1 }).toArray();
+    return docs.map((d) => ({ ...parkedFromJson<SkippedEvent>(d.record), generation: d.generation }));
   }
 
-  /** What a dropped generation had parked goes with it. */
+  /** What a dropped generation had parked goes with it; its skips stay, the record of who skipped what. */
   async drop(collection: string, generation: number): Promise<void> {
     await this.parked.deleteMany({ collection, generation });
-    await this.skips.deleteMany({ collection, generation });
     await this.stamps.deleteOne({ _id: generationId(collection, generation) });
   }
 

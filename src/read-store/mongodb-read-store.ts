@@ -238,8 +238,8 @@ export class MongoDbReadStore implements ReadStore {
     return this.guard(() => this.parkedStreams.requests(collection, generation));
   }
 
-  skipped(collection: string, generation: number): Promise<SkippedEvent[]> {
-    return this.guard(() => this.parkedStreams.skipped(collection, generation));
+  skipped(collection: string): Promise<(SkippedEvent & { generation: number })[]> {
+    return this.guard(() => this.parkedStreams.skipped(collection));
   }
 
   async fingerprint(collection: string, generation: number): Promise<string | null> {

@@ -249,8 +249,11 @@ export interface ReadGenerations {
   requestParked(collection: string, generation: number, streamIds: string[] | 'all', request: ParkRequest): Promise<string[]>;
   /** A number that moves on with every requestParked: a projector reads it on its poll, and the requests only when it moved. */
   parkedRequests(collection: string, generation: number): Promise<number>;
-  /** The events skipped for good from the generation, oldest first. */
-  skipped(collection: string, generation: number): Promise<SkippedEvent[]>;
+  /**
+   * The events skipped for good from the read model, oldest first, each with the generation it was
+   * skipped from: the record of who skipped what stays when a rebuild replaces that generation.
+   */
+  skipped(collection: string): Promise<(SkippedEvent & { generation: number })[]>;
   /** Keeps the failure with the generation's checkpoint, for status and readiness in any process. */
   recordFailure(collection: string, generation: number, failure: ProjectionFailure): Promise<void>;
   status(collection: string): Promise<CollectionStatus>;
