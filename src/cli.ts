@@ -155,7 +155,7 @@ const OPTIONS = {
 /** The command named by the first words, when there is one: its usage goes with a usage error. */
 function commandOf(positionals: string[]): string | undefined {
   const [group, action] = positionals;
-  const command = group && action ? `${group} ${action}` : group;
+  const command = group && action && !isCommand(group) ? `${group} ${action}` : group;
   return command && isCommand(command) ? command : undefined;
 }
 
@@ -214,7 +214,11 @@ interface Invocation {
 /** What the command line asks for: a command to run, or a help to print. */
 function invocationOf(argv: string[]): Invocation | { help: string } {
   const { values, positionals } = parse(argv);
-  const [group, action, ...rest] = positionals;
+  const [group] = positionals;
+  // A command of one word (backup <dir>) takes the next word as its argument.
+  const single = isCommand(group ?? '');
+  const action = single ? undefined : positionals[1];
+  const rest = positionals.slice(single ? 1 : 2);
   const command = group && action ? `${group} ${action}` : group;
   if (!command && values.help) return { help: HELP.main };
   if (!command) throw new UsageError('No command given.');

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
+  chmodSync,
   closeSync,
   copyFileSync,
   createReadStream,
@@ -155,6 +156,7 @@ async function runBackup(target: string, config: Settings, notice: (line: string
   const files: CopiedFile[] = [];
   const copied = async (name: string, holds: string, copiedAt: Date) => {
     const file = join(dir, name);
+    chmodSync(file, 0o600); // SQLite makes its copy with the umask's mode
     syncPath(file);
     files.push({ name, holds, copiedAt: copiedAt.toISOString(), bytes: statSync(file).size, sha256: await sha256Of(file) });
   };
@@ -269,6 +271,7 @@ async function runRestore(source: string, config: Settings, notice: (line: strin
   for (const file of manifest.files) {
     const part = join(config.dataDir, `${file.name}.restoring`);
     copyFileSync(join(dir, file.name), part);
+    chmodSync(part, 0o600);
     syncPath(part);
     renameSync(part, join(config.dataDir, file.name));
   }
@@ -321,7 +324,10 @@ async function eraseAgainAfterRestore(config: Settings, log: ErasureLog): Promis
         }
         ids.push(entry.key.slice(prefix.length));
       }
-      if (ids.length > 0) await readStore.erase(readModel.schema.name, ids);
+      if (ids.length > 0) {
+        await readStore.ensureCollection(readModel.schema);
+        await readStore.erase(readModel.schema.name, ids);
+      }
       again += ids.length;
     }
   } finally {
