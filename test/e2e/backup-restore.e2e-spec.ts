@@ -215,6 +215,8 @@ describeOnSqlite('backup and restore', () => {
     ({ started: service, http } = await start(source));
     try {
       expect((await runCli(['backup', early], source, env)).code).toBe(0);
+      // Erased after the early copy and before the later one.
+      await http.post(withToken(`customers/${before[0]}/erase`)).expect(200);
       const late = await create({ email: uniqueEmail() });
       expect((await runCli(['backup', later], source, env)).code).toBe(0);
       const mixed = altered('mixed', (dir) => {
@@ -225,6 +227,28 @@ describeOnSqlite('backup and restore', () => {
       const stderr = await refusal(mixed);
       expect(stderr).toContain(`older than its events (1 records have events but no key: customer-${late.id})`);
       expect(stderr).toContain('Take a new backup with the backup command (it copies the key store after the events)');
+    } finally {
+      await stop(service);
+    }
+
+    // The other way round, as when records are erased between the copy of the events and that of
+    // the keys: the first backup's events, the later keys, where both erasures have destroyed their
+    // keys. Their erasure events are not in the events: the start appends them.
+    const erasedBetween = altered('between', (dir) => cpSync(join(later, 'keys.sqlite'), join(dir, 'keys.sqlite')));
+    const target = join(root, 'between-restored');
+    const run = await runCli(['restore', erasedBetween], target, env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('Erased again 2 records');
+    ({ started: service, http } = await start(target));
+    try {
+      await http.get(withToken(`customers/${before[0]}`)).expect(404);
+      const first = (await http.get(withToken(`customers/${erasedId}/history`)).expect(200)).body.data as { event: string }[];
+      expect(first.map((h) => h.event)).toEqual(['CustomerCreated', 'CustomerUpdated', 'CustomerErased']);
+      const history = (await http.get(withToken(`customers/${before[0]}/history`)).expect(200)).body.data as { event: string; changes: object }[];
+      expect(history.map((h) => [h.event, h.changes])).toEqual([
+        ['CustomerCreated', { email: null }],
+        ['CustomerErased', {}],
+      ]);
     } finally {
       await stop(service);
     }
