@@ -13,6 +13,11 @@ export interface AppConfig {
   dataDir: string;
   /** The embedded default's single file: events and read models. */
   sqliteFile: string;
+  /**
+   * The erasure log (ERASURE_LOG): every erasure asked, kept outside DATA_DIR and its backups, so
+   * that a restore applies again the erasures made after its backup was taken (key-store/erasure-log.ts).
+   */
+  erasureLog: string;
   logLevel: LogLevel;
   /** token -> account id */
   accessTokens: Map<string, string>;
@@ -98,6 +103,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     host: env.HOST || undefined,
     dataDir,
     sqliteFile: join(dataDir, 'service.sqlite'),
+    // Beside DATA_DIR, not in it: it must outlive the directory a restore replaces.
+    erasureLog: resolve(env.ERASURE_LOG || `${dataDir}-erasures.ndjson`),
     logLevel,
     readYourWritesTimeoutMs: integer(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5000, 1, 600_000),
     eventStoreConnectionString: connectionString(env, 'EVENTSTORE_CONNECTION_STRING', ['esdb:', 'esdb+discover:']),

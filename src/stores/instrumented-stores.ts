@@ -226,6 +226,7 @@ export function watchingWrites(store: KeyStore, writes: WriteFailures): KeyStore
       ),
     pendingErasures: (prefix) => store.pendingErasures(prefix),
     finishErasure: (keyId) => writes.watch('key store', () => store.finishErasure(keyId)),
+    reopenErasure: (keyId, erasedBy) => writes.watch('key store', () => store.reopenErasure(keyId, erasedBy)),
     close: () => store.close(),
   };
 }

@@ -17,6 +17,7 @@ import { SealedEventStore, type SealedKind } from '../sealing/sealed-event-store
 import { UpcastingEventStore, type UpcastKind } from '../event-store/upcasting-event-store';
 import { sealPlaintextEvents } from '../sealing/seal-plaintext-events';
 import { SqliteKeyStore } from '../key-store/sqlite-key-store';
+import { eraseAgain, ErasureLog } from '../key-store/erasure-log';
 import { dirname, join } from 'node:path';
 
 /** Closes the stores after everything that uses them has stopped (projectors stop on module destroy). */
@@ -82,7 +83,27 @@ export async function openKeyStore(config: StoreSettings): Promise<KeyStore> {
   return new SqliteKeyStore(openSqliteDatabase(keysFile(config), { durable: true }));
 }
 
-const keysFile = (config: StoreSettings) => join(dirname(config.sqliteFile), 'keys.sqlite');
+export const keysFile = (config: StoreSettings) => join(dirname(config.sqliteFile), 'keys.sqlite');
+
+/**
+ * The erasure log, checked writable, and its erasures whose keys the key store still has destroyed
+ * again (a restore from before them, by the restore command or by hand): they are then pending, and
+ * finished (their events appended, their read models scrubbed) before the service answers.
+ */
+async function erasureLogChecked(config: Pick<AppConfig, 'erasureLog'>, store: KeyStore): Promise<ErasureLog> {
+  const log = new ErasureLog(config.erasureLog);
+  log.checkWritable();
+  const again = await eraseAgain(log, store);
+  if (again.length > 0) {
+    new Logger('Erasures').warn(
+      `Erased again ${again.length} records of the erasure log ${log.file} whose keys the key store still had (restored from before their erasure): ${again
+        .slice(0, 5)
+        .map((e) => e.key)
+        .join(', ')}${again.length > 5 ? ', …' : ''}`,
+    );
+  }
+  return log;
+}
 
 /**
  * Makes the SQLite files the configuration uses and switches them to WAL, then closes them: the
@@ -149,7 +170,10 @@ export class StoresModule {
         { provide: APP_CONFIG, useValue: config },
         {
           provide: DATA_KEYS,
-          useFactory: async (writes: WriteFailures) => new DataKeys(watchingWrites(await openKeyStore(config), writes), config.keyCacheSize),
+          useFactory: async (writes: WriteFailures) => {
+            const store = await openKeyStore(config);
+            return new DataKeys(watchingWrites(store, writes), config.keyCacheSize, await erasureLogChecked(config, store));
+          },
           inject: [WriteFailures],
         },
         { provide: SHARED_SQLITE, useFactory: () => sharedSqliteConnection(config) },
