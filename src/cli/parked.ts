@@ -133,7 +133,7 @@ export async function requestOnParked(
       options.progress(`${projection.name}: no instance of the service folds it: carrying out the ${request.action} here`);
       try {
         const { live: now } = await readStore.status(name);
-        await settleParked(projection, eventStore, readStore, now.generation, now.position ?? START);
+        await settleParked(projection, eventStore, readStore, now.generation, now.position ?? START, { holder, ttlMs: options.leaseMs });
       } finally {
         await readStore.releaseLease(name, holder).catch(() => undefined);
       }

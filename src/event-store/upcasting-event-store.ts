@@ -17,8 +17,8 @@ import { NewerEventsError, WrittenVersions } from './written-versions';
  * may become several events, or none (never for what may be a stream's last event: a write appends
  * at the revision of the last event it reads). An event of another type it returns says that type's
  * version in its metadata (`eventVersion`; none: that type's current one). Pure: it runs on every
- * read of the event, never on the store. Subscriptions that read no values (the feed's index) hand
- * it the event's data sealed: a step that reshapes data leaves data it cannot read as it is.
+ * read of the event, never on the store; not on a subscription that reads no values (the feed's
+ * index), which keeps only an event's place.
  */
 export type Upcaster = (event: StoredEvent) => StoredEvent[];
 
@@ -156,8 +156,15 @@ export class UpcastingEventStore implements EventStore {
     return this.inner.eventsBetween(from, to);
   }
 
-  /** Upcast as it goes; an event that cannot be (a newer version, a step that throws) comes as unreadable (asUnreadable), for its subscriber to park. */
+  /**
+   * Upcast as it goes; an event that cannot be (a newer version, a step that throws) comes as
+   * unreadable (asUnreadable), for its subscriber to park. A subscriber that reads no values (the
+   * feed's index: place, stream and account) gets the events as stored: what it keeps of one does
+   * not depend on its shape, so an instance of an older build indexes an event of a newer version
+   * rather than parking it (its entry is read, upcast, when a page serves it).
+   */
   async *subscribeToAll(from: Position, options: SubscribeOptions): AsyncIterable<EventBatch> {
+    if (options.values === false) return yield* this.inner.subscribeToAll(from, options);
     for await (const batch of this.inner.subscribeToAll(from, options)) {
       const events = this.upcastAll(batch.events, (event) => this.registryOf(event.streamId), true);
       yield events === batch.events ? batch : { events, position: batch.position };
@@ -187,8 +194,8 @@ export class UpcastingEventStore implements EventStore {
       try {
         out.push(...upcast(registry, event));
       } catch (error) {
-        if (!subscribed) throw error;
         const reason = error instanceof UnreadableEventError ? error.reason : `its upcaster failed: ${(error as Error).message}`;
+        if (!subscribed) throw new UnreadableEventError(event.streamId, event.revision, reason);
         const { data: _, ...place } = event;
         out.push(asUnreadable(place, reason));
       }

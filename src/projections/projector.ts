@@ -119,7 +119,7 @@ export class Projector {
     private readonly poisonEvents: PoisonEventsMode = 'park',
   ) {
     this.logger = new Logger(`Projector:${projection.name}`);
-    this.parked = new ParkedStreams(projection, eventStore, readStore, this.logger, poisonEvents);
+    this.parked = new ParkedStreams(projection, eventStore, readStore, this.logger, poisonEvents, lease);
   }
 
   get checkpoint(): Position {

@@ -85,8 +85,9 @@ export class MongoDbParked {
         const { request: _, ...doc } = this.toDoc(collection, generation, stream);
         if (!was) await ignoreDuplicate(() => this.parked.insertOne({ ...doc, request: null }));
         else {
+          // Made again if it is gone since it was read (settled by a holder whose lease lapsed): no event is left neither folded nor parked.
           const { _id, ...fields } = doc;
-          await this.parked.updateOne({ _id, lastRevision: { $lt: stream.lastRevision } }, { $set: fields });
+          await ignoreDuplicate(() => this.parked.updateOne({ _id, lastRevision: { $lt: stream.lastRevision } }, { $set: fields }, { upsert: true }));
         }
       }
     }
@@ -100,7 +101,7 @@ export class MongoDbParked {
     for (const { streamId, now: stream, seen } of changes.settled ?? []) {
       const _id = parkedId(collection, generation, streamId);
       if (stream) {
-        const { request: _, ...fields } = this.toDoc(collection, generation, stream);
+        const { request: _, _id: __, ...fields } = this.toDoc(collection, generation, stream);
         const { matchedCount } = await this.parked.updateOne({ _id, lastRevision: seen.lastRevision }, { $set: fields });
         if (matchedCount === 0) throw new ParkedStreamMovedError(streamId);
         // The request it settled is done; one made since stays, for the next settlement.

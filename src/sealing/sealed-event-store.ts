@@ -230,17 +230,21 @@ export class SealedEventStore implements EventStore {
    * unavailable and the subscriber tries again.
    */
   private async openSubscribed(events: StoredEvent[]): Promise<StoredEvent[]> {
+    // Keys found lost in this batch stay marked so (the next batch with their events hands them over at once).
+    const lost = new Set<string>();
     for (;;) {
       try {
         const opened = await this.openAll(events, false, this.appendedHere);
-        if (this.missingSince.size > 0) for (const event of events) this.missingSince.delete(keyStreamOf(event.streamId));
+        if (this.missingSince.size > 0) {
+          for (const event of events) if (!lost.has(keyStreamOf(event.streamId))) this.missingSince.delete(keyStreamOf(event.streamId));
+        }
         return opened;
       } catch (error) {
         if (!(error instanceof MissingKeysError)) throw error;
         const now = Date.now();
         for (const keyId of error.keyIds) if (!this.missingSince.has(keyId)) this.missingSince.set(keyId, now);
-        const lost = new Set(error.keyIds.filter((keyId) => now - this.missingSince.get(keyId)! >= this.missingKeyGraceMs));
-        if (lost.size < error.keyIds.length) throw error;
+        for (const keyId of error.keyIds) if (now - this.missingSince.get(keyId)! >= this.missingKeyGraceMs) lost.add(keyId);
+        if (error.keyIds.some((keyId) => !lost.has(keyId))) throw error;
         events = events.map((event) => {
           const keyId = keyStreamOf(event.streamId);
           if (!lost.has(keyId) || !isSealed(event)) return event;

@@ -175,10 +175,16 @@ describeOnSqlite('an event a read model cannot fold, parked', () => {
     expect(customers.parked).toEqual([
       expect.objectContaining({ streamId: newer.stream, first: expect.objectContaining({ revision: 1, type: 'CustomerUpdated', error }) }),
     ]);
-    // The feed's read model meets it too, and parks it the same way; readiness stays up.
-    const ready = await until(readiness, (r) => r.body.projections?.find((p: { name: string }) => p.name === 'feed')?.parked !== undefined);
+    // Readiness stays up. The feed's index keeps only the event's place, and indexes it; a page that
+    // would show it answers 503 until a build that reads it serves (consumers resume from their cursor).
+    const ready = await readiness();
     expect(ready.status).toBe(200);
-    expect(ready.body.projections.find((p: { name: string }) => p.name === 'feed').parked).toMatchObject({ streams: 1, streamIds: [newer.stream] });
+    expect(ready.body.projections.find((p: { name: string }) => p.name === 'feed').parked).toBeUndefined();
+    const page = await until(
+      () => service.http.get(withToken('events?limit=1000')),
+      (r) => r.status === 503,
+    );
+    expect(page.body.error.message).toBe('A change to this record cannot be read by this version of the service; try again later.');
     expect(await read(newer.id)).toMatchObject({ name: 'Cleo', company: '' });
 
     // The fix: the build that reads version 3, stood for here by the event rewritten in version 2.
@@ -189,10 +195,7 @@ describeOnSqlite('an event a read model cannot fold, parked', () => {
       db.close();
     }
     const retry = await runCli(['projections', 'retry', 'all'], service.dataDir);
-    expect(retry).toMatchObject({
-      code: 0,
-      stdout: `customers: ${newer.stream} unparked: its parked events are folded\nfeed: ${newer.stream} unparked: its parked events are folded\n`,
-    });
+    expect(retry).toMatchObject({ code: 0, stdout: `customers: ${newer.stream} unparked: its parked events are folded\n` });
     expect(await read(newer.id)).toMatchObject({ company: 'Tomorrow' });
   });
 });

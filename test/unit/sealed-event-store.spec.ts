@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as dataKeys from '../../src/sealing/data-keys';
 import { DataKeys, open, seal } from '../../src/sealing/data-keys';
-import { MissingKeysError, SealedEventStore } from '../../src/sealing/sealed-event-store';
+import { MISSING_KEY_GRACE_MS, MissingKeysError, SealedEventStore } from '../../src/sealing/sealed-event-store';
 import { SqliteKeyStore } from '../../src/key-store/sqlite-key-store';
 import { NewEvent, START, StoredEvent, WrongExpectedRevisionError } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
@@ -133,6 +133,17 @@ describe('SealedEventStore', () => {
     ]);
     // A read of the stream still says unavailable: only a subscription hands it over as unreadable.
     await expect(graceless.readStream(lost)).rejects.toThrow(MissingKeysError);
+
+    // Past the grace, once found lost, the key stays lost for every later batch: none waits the grace again.
+    const later = jest.spyOn(Date, 'now').mockReturnValue(Date.now() + MISSING_KEY_GRACE_MS);
+    try {
+      for (let pass = 0; pass < 2; pass++) {
+        const [again] = await first(patient.subscribeToAll(START, { signal: AbortSignal.timeout(5000) }));
+        expect(again.events.map((e) => e.unreadable === undefined)).toEqual([false, true]);
+      }
+    } finally {
+      later.mockRestore();
+    }
   });
 
   it('opens blank an erased record whose key left no tombstone (a key store restored from before the erasure): its erasure event says so', async () => {

@@ -107,6 +107,44 @@ describe('events read in the shape their type has now (upcasting)', () => {
     });
   });
 
+  it('hands a subscription the events it cannot upcast as unreadable, and one that reads no values every event as stored', async () => {
+    const failing: UpcasterChains = {
+      ...CUSTOMER.upcasters,
+      CustomerUpdated: {
+        1: CUSTOMER.upcasters.CustomerUpdated[1],
+        2: () => {
+          throw new Error('no company');
+        },
+      },
+    };
+    const store = new UpcastingEventStore(inner, [{ ...CUSTOMER, upcasters: failing }]);
+    const id = randomUUID();
+    await inner.appendToStream(`customer-${id}`, [event('CustomerCreated', { name: 'Ada' }, { eventVersion: 4 })], 'no_stream');
+    await inner.appendToStream(`customer-${id}`, [event('CustomerUpdated', { name: 'Ada L' }, { eventVersion: 2 })], 0);
+    const subscribed = async (values: boolean) => {
+      const stop = new AbortController();
+      for await (const batch of store.subscribeToAll({ commit: -1n, prepare: -1n }, { signal: stop.signal, values })) {
+        if (batch.events.length >= 2) return batch.events;
+      }
+      return [];
+    };
+    expect((await subscribed(true)).map((e) => [e.revision, e.data, e.unreadable])).toEqual([
+      [0, {}, 'it is CustomerCreated version 4, newer than the 2 this version of the service reads'],
+      [1, {}, 'its upcaster failed: no company'],
+    ]);
+    // The feed's index keeps an event's place only: as stored, whatever its version.
+    expect((await subscribed(false)).map((e) => [e.revision, e.metadata.eventVersion, e.unreadable])).toEqual([
+      [0, 4, undefined],
+      [1, 2, undefined],
+    ]);
+    // A read of the stream names the event the step failed on.
+    await expect(store.readStream(`customer-${id}`, 1)).rejects.toMatchObject({
+      name: 'UnreadableEventError',
+      revision: 1,
+      reason: 'its upcaster failed: no company',
+    });
+  });
+
   it('knows each type’s current version from its chain, and refuses a chain with a gap, naming the type and versions', () => {
     expect(currentVersion(CUSTOMER.upcasters, 'CustomerCreated')).toBe(2);
     expect(currentVersion(CUSTOMER.upcasters, 'Unknown')).toBe(1);
