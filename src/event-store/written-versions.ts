@@ -81,8 +81,9 @@ export class WrittenVersions {
       } catch (error) {
         // The event it goes before is not sent: that write is not made, whatever became of the note.
         if (error instanceof WriteOutcomeUnknownError) throw new StoreUnavailableError(error.store, error.message);
-        // Another writer noted first: merge with its note.
-        if (!(error instanceof WrongExpectedRevisionError) || attempt >= 10) throw error;
+        // Another writer noted first: merge with its note. Never the record write's own conflict, which would decide again.
+        if (!(error instanceof WrongExpectedRevisionError)) throw error;
+        if (attempt >= 10) throw new Error(`The note of event versions written (${WRITTEN_VERSIONS_STREAM}) stays contended after ${attempt} attempts`);
       }
     }
   }
