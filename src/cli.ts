@@ -7,6 +7,7 @@ import { eventsTail, feedTail } from './cli/events';
 import { failureLine, MissingStoreError } from './cli/output';
 import { operator, projectionsParked, requestOnParked } from './cli/parked';
 import { projectionsRebuild, projectionsStatus } from './cli/projections';
+import { verify, VERIFY_HELP } from './cli/verify';
 import { AppConfig, loadConfig } from './config/config';
 import { REBUILD_GRACE_MS, RebuildInterruptedError } from './projections/rebuild';
 import { READ_MODELS, RECORD_KINDS } from './read-models';
@@ -36,6 +37,7 @@ Commands:
                                     Drop a parked stream's first parked event for good, fold the rest
   events tail [--stream <id>]       Print events as they are appended, one JSON line each
   events tail --url <address>       Follow the change feed of a running service, one entry a line
+  verify [--json]                   Fold the events again and compare every read model with them
 
 Run a command with --help for its options. Configuration comes from the environment, as for the
 service (DATA_DIR, ...).
@@ -101,6 +103,7 @@ Options:
                         go on; without it, such an event stops the rebuild, the live model unchanged
   --help                This help
 `,
+  verify: VERIFY_HELP,
   'events tail': `Usage: npm run cli -- events tail [--stream <id>]
        npm run cli -- events tail --url <address> [--token <token>] [--after <cursor>]
 
@@ -181,6 +184,7 @@ const COMMAND_OPTIONS = {
   'projections retry': ['timeout-seconds'],
   'projections skip': ['reason', 'timeout-seconds'],
   'events tail': ['stream', 'url', 'token', 'after'],
+  verify: ['json'],
 };
 
 type Command = keyof typeof COMMAND_OPTIONS;
@@ -336,6 +340,11 @@ async function run(
         await projectionsRebuild(readModels, eventStore, readStore, { json: values.json === true, graceMs, signal: interrupt, park: values.park === true }),
       );
       return interrupt.aborted ? 130 : 0;
+    case 'verify': {
+      const { text, code } = await verify(READ_MODELS, eventStore, readStore, { json: values.json === true, signal: interrupt });
+      process.stdout.write(text);
+      return code;
+    }
     case 'events tail':
       await eventsTail(eventStore, { stream: values.stream, signal: interrupt, write: (line) => process.stdout.write(line) });
       return 0; // Ctrl-C is how a tail ends
