@@ -84,9 +84,9 @@ export async function verify(
     report = await verifyStores(readModels, eventStore, readStore, {
       signal,
       onProgress: (p) => progress.update({ ...p, projection: `folding ${p.projection}` }),
-      onCompared: (readModel, rows) => {
+      onCompared: (readModel, rows, done) => {
         progress.end();
-        compared.update(readModel, rows);
+        compared.update(readModel, rows, done);
       },
     });
   } finally {
@@ -103,12 +103,13 @@ class ComparedReporter {
 
   constructor(private readonly stream: NodeJS.WriteStream = process.stderr) {}
 
-  update(readModel: string, rows: number): void {
+  update(readModel: string, rows: number, done: boolean): void {
     const now = Date.now();
-    if (now - this.last < (this.stream.isTTY ? 100 : 2000)) return;
+    if (!done && now - this.last < (this.stream.isTTY ? 100 : 2000)) return;
     this.last = now;
-    this.stream.write(this.stream.isTTY ? `\r\x1b[Kcomparing ${readModel}: ${count(rows)} rows` : `comparing ${readModel}: ${count(rows)} rows\n`);
-    this.drawn = this.stream.isTTY === true;
+    const line = `comparing ${readModel}: ${count(rows)} rows${done ? ', done' : ''}`;
+    this.stream.write(this.stream.isTTY ? `\r\x1b[K${line}${done ? '\n' : ''}` : `${line}\n`);
+    this.drawn = this.stream.isTTY === true && !done;
   }
 
   end(): void {
@@ -146,11 +147,11 @@ function formatReport(report: VerifyReport): string {
     );
   }
   if (report.parked.length > 0) {
-    lines.push('', 'Records of parked streams, which lag as expected (see projections parked):');
+    lines.push('', 'Parked streams, whose records lag as expected (see projections parked):');
     lines.push(
       formatTable(
-        ['READ MODEL', 'ACCOUNT', 'ID', 'STREAM', 'PARKED AT REVISION'],
-        report.parked.map((p) => [p.readModel, p.accountId, p.id, p.streamId, String(p.revision)]),
+        ['READ MODEL', 'ACCOUNT', 'STREAM', 'PARKED AT REVISION'],
+        report.parked.map((p) => [p.readModel, p.accountId || '?', p.streamId, String(p.revision)]),
       ).trimEnd(),
     );
   }

@@ -44,11 +44,13 @@ export interface VerifyDifference {
   fields: string[];
 }
 
-/** A row of a parked stream (projections parked): it holds the events before the parked one, as expected. */
+/**
+ * A parked stream (projections parked): its row holds the events before the parked one (at
+ * `revision`), as expected. Its account is '' where neither a row nor its first event tells it.
+ */
 export interface VerifyParked {
   readModel: string;
   accountId: string;
-  id: string;
   streamId: string;
   revision: number;
 }
@@ -69,8 +71,8 @@ export interface VerifyOptions {
   signal: AbortSignal;
   /** The fold's progress. */
   onProgress?: (progress: RebuildProgress) => void;
-  /** The comparison's: rows compared so far of a read model. */
-  onCompared?: (readModel: string, rows: number) => void;
+  /** The comparison's: rows compared so far of a read model, and whether that is all of them. */
+  onCompared?: (readModel: string, rows: number, done: boolean) => void;
   maxListed?: number;
 }
 
@@ -104,14 +106,23 @@ export async function verifyReadModels(
   const tally = new Tally(options.maxListed ?? MAX_LISTED);
   for (const projection of readModels) {
     const checker = new RecordChecker(projection, eventStore, live);
+    const collection = projection.schema.name;
+    // Their rows are checked alone, to be listed as parked (the fold parks them too).
+    const parked = new Set((await live.parked(collection, (await live.status(collection)).live.generation)).map((p) => p.streamId));
     let compared = 0;
-    for await (const [fromEvents, stored] of mergedById(scratch, live, projection.schema.name)) {
+    for await (const [fromEvents, stored] of mergedById(scratch, live, collection)) {
       if (options.signal.aborted) throw new RebuildInterruptedError('Verify interrupted: nothing was changed');
-      if (fromEvents && stored && canonical(fromEvents) === canonical(stored)) tally.agreed(projection, fromEvents);
+      const same = fromEvents && stored && canonical(fromEvents) === canonical(stored) && !parked.has(projection.sourceOf(stored).streamId);
+      if (same) tally.agreed(projection, fromEvents);
       else tally.checked(projection, await checker.check(fromEvents, stored));
-      if (++compared % PAGE === 0) options.onCompared?.(projection.name, compared);
+      if (++compared % PAGE === 0) options.onCompared?.(projection.name, compared, false);
     }
-    options.onCompared?.(projection.name, compared);
+    options.onCompared?.(projection.name, compared, true);
+    // Parked streams with no row to check (parked at their first event; the feed's, whose parked events have none).
+    for (const stream of await live.parked(collection, (await live.status(collection)).live.generation)) {
+      if (!tally.listedParked(projection, stream.streamId))
+        tally.parkedAlone(projection, stream.streamId, stream.first.revision, await accountOf(eventStore, stream.streamId));
+    }
   }
   return tally.report(readModels, formatPosition(folded));
 }
@@ -222,6 +233,12 @@ async function* rows(store: ReadDocuments, collection: string): AsyncGenerator<R
   }
 }
 
+/** The account of a stream's first event, or '' where it cannot be read. */
+async function accountOf(eventStore: EventStore, streamId: string): Promise<string> {
+  const [first] = await eventStore.readStream(streamId, 0, 1).catch(() => []);
+  return first?.metadata.accountId ?? '';
+}
+
 const byteOrder = (a: string, b: string) => (a === b ? 0 : Buffer.compare(Buffer.from(a), Buffer.from(b)));
 
 /** A row as compared and summed: what a read model keeps of it, its fields in name order. */
@@ -255,6 +272,8 @@ class Tally {
   private readonly sums = new Map<string, Sums>();
   private readonly differences: VerifyDifference[] = [];
   private readonly parked: VerifyParked[] = [];
+  /** The parked streams listed, by read model. */
+  private readonly parkedStreams = new Set<string>();
   private unlisted = 0;
 
   constructor(private readonly maxListed: number) {}
@@ -299,10 +318,20 @@ class Tally {
     return { agree, position, accounts, differences: this.differences, parked: this.parked, unlisted: this.unlisted };
   }
 
-  private listParked(projection: Projection, checked: Checked): void {
-    const { id, accountId, streamId, parkedAt } = checked;
-    this.of(projection, accountId).parked++;
-    this.list(this.parked, { readModel: projection.name, accountId, id, streamId, revision: parkedAt! });
+  listedParked(projection: Projection, streamId: string): boolean {
+    return this.parkedStreams.has(`${projection.name}\n${streamId}`);
+  }
+
+  parkedAlone(projection: Projection, streamId: string, revision: number, accountId: string): void {
+    this.listParked(projection, { accountId, streamId, parkedAt: revision });
+  }
+
+  /** Once per stream (the feed has a row per event). */
+  private listParked(projection: Projection, { accountId, streamId, parkedAt }: Pick<Checked, 'accountId' | 'streamId' | 'parkedAt'>): void {
+    if (this.listedParked(projection, streamId)) return;
+    this.parkedStreams.add(`${projection.name}\n${streamId}`);
+    if (accountId) this.of(projection, accountId).parked++;
+    this.list(this.parked, { readModel: projection.name, accountId, streamId, revision: parkedAt! });
   }
 
   private list<T>(list: T[], entry: T): void {
