@@ -101,7 +101,12 @@ export async function verifyReadModels(
     await live.ensureCollection(projection.schema);
     await scratch.ensureCollection(projection.schema);
   }
-  await rebuildProjections(readModels, eventStore, scratch, { signal: options.signal, graceMs: 0, park: true, onProgress: options.onProgress });
+  const interrupted = () => new RebuildInterruptedError('Verify interrupted: nothing was changed');
+  await rebuildProjections(readModels, eventStore, scratch, { signal: options.signal, graceMs: 0, park: true, onProgress: options.onProgress }).catch(
+    (error: unknown) => {
+      throw error instanceof RebuildInterruptedError ? interrupted() : error;
+    },
+  );
   const folded = (await scratch.status(readModels[0].schema.name)).live.position;
   const tally = new Tally(options.maxListed ?? MAX_LISTED);
   for (const projection of readModels) {
@@ -111,7 +116,7 @@ export async function verifyReadModels(
     const parked = new Set((await live.parked(collection, (await live.status(collection)).live.generation)).map((p) => p.streamId));
     let compared = 0;
     for await (const [fromEvents, stored] of mergedById(scratch, live, collection)) {
-      if (options.signal.aborted) throw new RebuildInterruptedError('Verify interrupted: nothing was changed');
+      if (options.signal.aborted) throw interrupted();
       const same = fromEvents && stored && canonical(fromEvents) === canonical(stored) && !parked.has(projection.sourceOf(stored).streamId);
       if (same) tally.agreed(projection, fromEvents);
       else tally.checked(projection, await checker.check(fromEvents, stored));
