@@ -4,6 +4,7 @@ import 'reflect-metadata';
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { eventsTail, feedTail } from './cli/events';
+import { IMPORT_HELP, importCommand } from './cli/import';
 import { failureLine, MissingStoreError } from './cli/output';
 import { operator, projectionsParked, requestOnParked } from './cli/parked';
 import { projectionsRebuild, projectionsStatus } from './cli/projections';
@@ -36,6 +37,9 @@ Commands:
                                     Drop a parked stream's first parked event for good, fold the rest
   events tail [--stream <id>]       Print events as they are appended, one JSON line each
   events tail --url <address>       Follow the change feed of a running service, one entry a line
+  import <profiles|customers> <file> --account <id> [--dry-run]
+                                    Move records in from an NDJSON or CSV export, keeping their ids
+                                    and creation times
 
 Run a command with --help for its options. Configuration comes from the environment, as for the
 service (DATA_DIR, ...).
@@ -121,6 +125,7 @@ Options:
   --after <cursor>   Resume after this cursor: an entry's id, or the one the last run gave
   --help             This help
 `,
+  import: IMPORT_HELP,
 };
 
 class UsageError extends Error {}
@@ -343,6 +348,7 @@ async function run(
 }
 
 async function main(argv: string[]): Promise<number> {
+  if (argv[0] === 'import') return importCommand(argv.slice(1), openConfiguredStores);
   const invocation = invocationOf(argv);
   if ('help' in invocation) {
     process.stdout.write(invocation.help);

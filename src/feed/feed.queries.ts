@@ -27,7 +27,7 @@ export interface FeedEntry {
   subject: string;
   time: string;
   datacontenttype: 'application/json';
-  data: { revision: number; changes: HistoryEntry['changes'] };
+  data: { revision: number; changes: HistoryEntry['changes']; imported?: HistoryEntry['imported'] };
 }
 
 export interface FeedPage {
@@ -119,7 +119,7 @@ export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
           subject: recordIdOf(kind, ref.streamId),
           time: entry.occurred,
           datacontenttype: 'application/json',
-          data: { revision: entry.revision, changes: entry.changes },
+          data: { revision: entry.revision, changes: entry.changes, ...(entry.imported ? { imported: entry.imported } : {}) },
         });
       }
     });
