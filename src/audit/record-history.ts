@@ -39,7 +39,13 @@ export function recordHistory(kind: RecordKind, events: StoredEvent[], before: R
       state = evolveRecord(kind, state, event);
       changes = fieldChanges(fields, state.fields);
     }
-    const entry: HistoryEntry = { event: event.type, revision: event.revision, occurred: occurredAt(event).toISOString(), actor: event.metadata.accountId, changes };
+    const entry: HistoryEntry = {
+      event: event.type,
+      revision: event.revision,
+      occurred: occurredAt(event).toISOString(),
+      actor: event.metadata.accountId,
+      changes,
+    };
     const { imported } = event.metadata;
     if (imported) entry.imported = { by: imported.by, at: imported.at, file: imported.file };
     return entry;

@@ -20,7 +20,14 @@ export async function formatOf(path: string): Promise<FileFormat> {
   const file = await open(path, 'r');
   try {
     const { buffer, bytesRead } = await file.read(Buffer.alloc(256), 0, 256, 0);
-    return buffer.subarray(0, bytesRead).toString('utf8').replace(/^\uFEFF/, '').trimStart().startsWith('{') ? 'ndjson' : 'csv';
+    return buffer
+      .subarray(0, bytesRead)
+      .toString('utf8')
+      .replace(/^\uFEFF/, '')
+      .trimStart()
+      .startsWith('{')
+      ? 'ndjson'
+      : 'csv';
   } finally {
     await file.close();
   }

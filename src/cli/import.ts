@@ -68,10 +68,16 @@ export interface ImportInvocation {
 export function importInvocation(argv: string[]): ImportInvocation | { help: string } {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { account: { type: 'string' }, 'dry-run': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { account: { type: 'string' }, 'dry-run': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    });
   } catch (error) {
     const option = /'(-[^' ]+)/.exec((error as Error).message)?.[1] ?? 'an option';
-    throw new ImportUsageError((error as { code?: string }).code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? `${option} needs a value.` : `import has no option ${option}.`);
+    throw new ImportUsageError(
+      (error as { code?: string }).code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? `${option} needs a value.` : `import has no option ${option}.`,
+    );
   }
   const { values, positionals } = parsed;
   if (values.help) return { help: IMPORT_HELP };
@@ -120,7 +126,11 @@ export async function runImport(
     throw new ConfigError(`No access token names the account "${accountId}" (the accounts are: ${[...accounts].join(', ')}); its records could not be read.`);
   }
   // The projectors' log lines go to stderr: stdout is the refused rows and the report.
-  Logger.overrideLogger({ log: () => undefined, warn: (m: unknown) => void process.stderr.write(`${String(m)}\n`), error: (m: unknown) => void process.stderr.write(`${String(m)}\n`) });
+  Logger.overrideLogger({
+    log: () => undefined,
+    warn: (m: unknown) => void process.stderr.write(`${String(m)}\n`),
+    error: (m: unknown) => void process.stderr.write(`${String(m)}\n`),
+  });
   const importer = new Importer(kind, eventStore, accountId, basename(file), dryRun);
   const progress = new ImportProgress(statSync(file).size);
   const counts: ImportCounts = { read: 0, created: 0, skipped: 0, refused: 0 };
@@ -132,7 +142,9 @@ export async function runImport(
       for (const fault of outcome) process.stdout.write(`line ${line}: ${fault.field}: ${fault.message}\n`);
     }
   };
-  process.stderr.write(`${dryRun ? 'Checking' : 'Importing'} ${kind.name} from ${file} into account ${accountId}${dryRun ? ' (dry run: nothing is written)' : ''}\n`);
+  process.stderr.write(
+    `${dryRun ? 'Checking' : 'Importing'} ${kind.name} from ${file} into account ${accountId}${dryRun ? ' (dry run: nothing is written)' : ''}\n`,
+  );
   const inFlight: Promise<{ rows: CheckedRow[]; outcomes: Outcome[] }>[] = [];
   const settle = async () => {
     const { rows, outcomes } = await inFlight.shift()!;
@@ -292,7 +304,8 @@ async function foldImported(eventStore: EventStore, readStore: ReadStore, config
     if (failed) throw failed.failure ?? new Error(`The read model ${failed.projection.name} stopped`);
     const reached = Promise.all(service.projectors.map((p) => p.waitFor(head, 24 * 3600_000)));
     await Promise.race([reached, new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))]);
-    if (!signal.aborted) process.stderr.write(`${tty ? '\r\x1b[K' : ''}Read models and the change feed have every row (${duration((Date.now() - started) / 1000)})\n`);
+    if (!signal.aborted)
+      process.stderr.write(`${tty ? '\r\x1b[K' : ''}Read models and the change feed have every row (${duration((Date.now() - started) / 1000)})\n`);
   } finally {
     clearInterval(timer);
     await service.onModuleDestroy();

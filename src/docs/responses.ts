@@ -29,7 +29,7 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
   Imported: {
     type: 'object',
     description:
-      'only on the create of a record moved in by the operators\' import (`npm run cli -- import`): who ran it, when, from which file. The create keeps the record\'s own creation time (`occurred`, `time`); this is when it was imported',
+      "only on the create of a record moved in by the operators' import (`npm run cli -- import`): who ran it, when, from which file. The create keeps the record's own creation time (`occurred`, `time`); this is when it was imported",
     additionalProperties: false,
     required: ['by', 'at', 'file'],
     properties: {

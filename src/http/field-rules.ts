@@ -121,7 +121,11 @@ export interface FieldCheck {
 }
 
 /** By body class, then field: its rules' checks, in the order class-validator reports them, and whether its digits are made ASCII first. */
-const CHECKS = new Map<BodyClass, Map<string, { checks: FieldCheck[]; asciiDigits: boolean }>>();
+interface FieldChecks {
+  checks: FieldCheck[];
+  asciiDigits: boolean;
+}
+const CHECKS = new Map<BodyClass, Map<string, FieldChecks>>();
 
 function checksOf(target: object, property: string | symbol) {
   const cls = target.constructor as BodyClass;
@@ -136,10 +140,10 @@ function checksOf(target: object, property: string | symbol) {
  * registered them with class-validator: the same tests and messages, run without class-transformer
  * and class-validator's per-object work (a bulk import checks a million rows).
  */
-export function fieldChecks(cls: BodyClass): Map<string, { checks: FieldCheck[]; asciiDigits: boolean }> {
+export function fieldChecks(cls: BodyClass): Map<string, FieldChecks> {
   const parent = Object.getPrototypeOf(cls) as BodyClass;
-  const inherited = parent === Function.prototype ? new Map() : fieldChecks(parent);
-  return new Map([...inherited, ...(CHECKS.get(cls) ?? new Map())]);
+  const inherited = parent === Function.prototype ? [] : [...fieldChecks(parent)];
+  return new Map([...inherited, ...(CHECKS.get(cls) ?? [])]);
 }
 
 function rule(
