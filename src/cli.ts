@@ -3,6 +3,7 @@ import { tracing } from './tracing/register';
 import 'reflect-metadata';
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { BACKUP_HELP, backupCommand, RESTORE_HELP } from './cli/backup';
 import { eventsTail, feedTail } from './cli/events';
 import { IMPORT_HELP, importCommand } from './cli/import';
 import { failureLine, MissingStoreError } from './cli/output';
@@ -37,6 +38,8 @@ Commands:
                                     Drop a parked stream's first parked event for good, fold the rest
   events tail [--stream <id>]       Print events as they are appended, one JSON line each
   events tail --url <address>       Follow the change feed of a running service, one entry a line
+  backup <dir>                      Copy the events, read models and keys, consistent, beside the running service
+  restore <dir>                     Restore a backup into an empty DATA_DIR, erasing again what was erased since
   import <profiles|customers> <file> --account <id> [--dry-run]
                                     Move records in from an NDJSON or CSV export, keeping their ids
                                     and creation times
@@ -125,6 +128,8 @@ Options:
   --after <cursor>   Resume after this cursor: an entry's id, or the one the last run gave
   --help             This help
 `,
+  backup: BACKUP_HELP,
+  restore: RESTORE_HELP,
   import: IMPORT_HELP,
 };
 
@@ -155,7 +160,7 @@ const OPTIONS = {
 /** The command named by the first words, when there is one: its usage goes with a usage error. */
 function commandOf(positionals: string[]): string | undefined {
   const [group, action] = positionals;
-  const command = group && action ? `${group} ${action}` : group;
+  const command = group && action && !isCommand(group) ? `${group} ${action}` : group;
   return command && isCommand(command) ? command : undefined;
 }
 
@@ -186,6 +191,8 @@ const COMMAND_OPTIONS = {
   'projections retry': ['timeout-seconds'],
   'projections skip': ['reason', 'timeout-seconds'],
   'events tail': ['stream', 'url', 'token', 'after'],
+  backup: [] as string[],
+  restore: [] as string[],
 };
 
 type Command = keyof typeof COMMAND_OPTIONS;
@@ -202,6 +209,8 @@ interface Invocation {
   graceMs: number;
   /** retry and skip: the stream (or all), and how long to wait for the service. */
   stream?: string;
+  /** backup and restore: the backup's directory. */
+  directory?: string;
   waitMs: number;
   /** events tail --url: the service whose change feed is followed, instead of the stores. */
   feed?: { url: string; token: string; after?: string };
@@ -210,7 +219,11 @@ interface Invocation {
 /** What the command line asks for: a command to run, or a help to print. */
 function invocationOf(argv: string[]): Invocation | { help: string } {
   const { values, positionals } = parse(argv);
-  const [group, action, ...rest] = positionals;
+  const [group] = positionals;
+  // A command of one word (backup <dir>) takes the next word as its argument.
+  const single = isCommand(group ?? '');
+  const action = single ? undefined : positionals[1];
+  const rest = positionals.slice(single ? 1 : 2);
   const command = group && action ? `${group} ${action}` : group;
   if (!command && values.help) return { help: HELP.main };
   if (!command) throw new UsageError('No command given.');
@@ -225,10 +238,16 @@ function invocationOf(argv: string[]): Invocation | { help: string } {
 function checked(command: Command, values: Invocation['values'], args: string[]): Invocation {
   const misplaced = Object.keys(values).find((o) => !COMMAND_OPTIONS[command].includes(o));
   if (misplaced) throw new UsageError(`${command} has no option --${misplaced}.`, { cause: command });
-  const wanted = ['projections rebuild', 'projections retry', 'projections skip'].includes(command) ? 1 : 0;
+  const wanted = ['projections rebuild', 'projections retry', 'projections skip', 'backup', 'restore'].includes(command) ? 1 : 0;
   if (args.length !== wanted) {
     const what =
-      command === 'projections rebuild' ? `one read model name (${NAMES}) or all` : command === 'projections retry' ? 'one stream id or all' : 'one stream id';
+      command === 'projections rebuild'
+        ? `one read model name (${NAMES}) or all`
+        : command === 'projections retry'
+          ? 'one stream id or all'
+          : command === 'backup' || command === 'restore'
+            ? 'one directory'
+            : 'one stream id';
     throw new UsageError(wanted ? `${command} needs ${what}.` : `${command} takes no arguments.`, { cause: command });
   }
   if (command === 'projections skip' && args[0] === 'all') throw new UsageError('projections skip takes one stream id at a time, not all.', { cause: command });
@@ -253,6 +272,7 @@ function checked(command: Command, values: Invocation['values'], args: string[])
     readModels,
     graceMs: Number(grace) * 1000,
     ...(parkedCommand ? { stream: args[0] } : {}),
+    ...(command === 'backup' || command === 'restore' ? { directory: args[0] } : {}),
     waitMs: Number(wait) * 1000,
     feed: feedOf(command, values),
   };
@@ -344,6 +364,9 @@ async function run(
     case 'events tail':
       await eventsTail(eventStore, { stream: values.stream, signal: interrupt, write: (line) => process.stdout.write(line) });
       return 0; // Ctrl-C is how a tail ends
+    case 'backup':
+    case 'restore':
+      throw new Error(`${command} opens the stores itself`); // main runs it before opening them
   }
 }
 
@@ -355,6 +378,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (invocation.feed) return followFeed(invocation.feed);
+  if (invocation.command === 'backup' || invocation.command === 'restore') return backupCommand(invocation.command, invocation.directory!);
   const stores = await openConfiguredStores();
   const interrupt = new AbortController();
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupt.abort());

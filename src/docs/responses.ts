@@ -131,8 +131,9 @@ export const ERRORS: Record<number, { codes: ErrorCode[]; description: string; r
   },
 };
 
-export function errorResponse(status: number, example: unknown = EXAMPLE.ERRORS[status]) {
-  const { codes, description, retry } = ERRORS[status];
+/** An error answer in the document; `description` replaces the status's usual one where an operation refuses for reasons of its own. */
+export function errorResponse(status: number, example: unknown = EXAMPLE.ERRORS[status], description = ERRORS[status].description) {
+  const { codes, retry } = ERRORS[status];
   return ApiResponse({
     status,
     description,

@@ -91,7 +91,21 @@ export interface StoredEvent<E extends DomainEvent = DomainEvent> {
   data: E['data'];
   metadata: EventMetadata;
   recordedAt: Date;
+  /**
+   * Set only on an event a subscription hands over though it cannot be read (asUnreadable): why. Its
+   * data is {}. A subscription goes on past it, so that the subscriber parks it (see
+   * projections/fold-batch.ts) or stops on it; a read of its stream throws UnreadableEventError.
+   */
+  unreadable?: string;
 }
+
+/** An event a subscription cannot read, as it hands it over: its place and type, no data, and its metadata when that could be read. */
+export const asUnreadable = (event: Omit<StoredEvent, 'data' | 'metadata'> & { metadata?: EventMetadata }, reason: string): StoredEvent => ({
+  ...event,
+  data: {},
+  metadata: event.metadata ?? { accountId: '', correlationId: '', causationId: '', schemaVersion: PLAINTEXT_SCHEMA_VERSION },
+  unreadable: reason,
+});
 
 /**
  * When a record event happened, as the record's history and times tell it: its business time.

@@ -4,6 +4,7 @@ import { SqliteDatabase, TEXT_KEY, WalSync } from '../storage/sqlite-database';
 import { sqliteFailure } from '../storage/store-unavailable.error';
 import {
   AppendResult,
+  asUnreadable,
   EventBatch,
   EventMetadata,
   EventStore,
@@ -15,6 +16,7 @@ import {
   storedMetadata,
   StoredEvent,
   SubscribeOptions,
+  UnreadableEventError,
   WrongExpectedRevisionError,
 } from './event-store.port';
 
@@ -253,7 +255,7 @@ export class SqliteEventStore implements EventStore {
       // is under way) are handed on once a sync here has made them durable.
       await this.durableUpTo(after);
       const prefixes = options.streamPrefixes ?? [];
-      const events = (prefixes.length === 0 ? rows : rows.filter((r) => prefixes.some((p) => r[2].startsWith(p)))).map(toStoredEvent);
+      const events = (prefixes.length === 0 ? rows : rows.filter((r) => prefixes.some((p) => r[2].startsWith(p)))).map(toSubscribedEvent);
       yield { events, position: toPosition(after) };
     }
   }
@@ -334,15 +336,25 @@ function toPosition(globalPosition: number): Position {
   return { commit: p, prepare: p };
 }
 
+/** A row as an event; one whose JSON does not parse (changed by hand) is unreadable (UnreadableEventError). */
 function toStoredEvent([globalPosition, id, streamId, revision, type, data, metadata, recordedAt]: EventTuple): StoredEvent {
-  return {
-    id,
-    streamId,
-    revision,
-    position: toPosition(globalPosition),
-    type,
-    data: JSON.parse(data) as StoredEvent['data'],
-    metadata: JSON.parse(metadata) as EventMetadata,
-    recordedAt: new Date(recordedAt),
-  };
+  const place = { id, streamId, revision, position: toPosition(globalPosition), type, recordedAt: new Date(recordedAt) };
+  try {
+    return { ...place, data: JSON.parse(data) as StoredEvent['data'], metadata: JSON.parse(metadata) as EventMetadata };
+  } catch (error) {
+    throw new UnreadableEventError(streamId, revision, `its JSON does not parse (${(error as Error).message})`);
+  }
+}
+
+/** As toStoredEvent, but one it cannot read comes as such (asUnreadable), for the subscriber to park. */
+function toSubscribedEvent(row: EventTuple): StoredEvent {
+  try {
+    return toStoredEvent(row);
+  } catch (error) {
+    const [globalPosition, id, streamId, revision, type, , , recordedAt] = row;
+    return asUnreadable(
+      { id, streamId, revision, position: toPosition(globalPosition), type, recordedAt: new Date(recordedAt) },
+      (error as UnreadableEventError).reason,
+    );
+  }
 }

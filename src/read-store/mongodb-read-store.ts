@@ -125,6 +125,7 @@ export class MongoDbReadStore implements ReadStore {
       // and building one at start would index every document for nothing, past the store's timeout
       // on a large model.
       await this.collection(schema.name, live).createIndexes(indexesFor(built.schema, built));
+      await this.parkedStreams.ensureIndexes();
     });
   }
 
@@ -237,8 +238,8 @@ export class MongoDbReadStore implements ReadStore {
     return this.guard(() => this.parkedStreams.requests(collection, generation));
   }
 
-  skipped(collection: string, generation: number): Promise<SkippedEvent[]> {
-    return this.guard(() => this.parkedStreams.skipped(collection, generation));
+  skipped(collection: string): Promise<(SkippedEvent & { generation: number })[]> {
+    return this.guard(() => this.parkedStreams.skipped(collection));
   }
 
   async fingerprint(collection: string, generation: number): Promise<string | null> {

@@ -273,8 +273,8 @@ export class SqliteReadStore implements ReadStore {
     return this.parkedStreams.requests(collection, generation);
   }
 
-  async skipped(collection: string, generation: number): Promise<SkippedEvent[]> {
-    return this.parkedStreams.skipped(collection, generation);
+  async skipped(collection: string): Promise<(SkippedEvent & { generation: number })[]> {
+    return this.parkedStreams.skipped(collection);
   }
 
   async status(collection: string): Promise<CollectionStatus> {

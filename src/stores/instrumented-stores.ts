@@ -156,8 +156,8 @@ export class InstrumentedReadStore implements ReadStore {
     return this.metrics.time(this.metrics.readStoreDuration, 'parkedRequests', () => this.store.parkedRequests(collection, generation));
   }
 
-  skipped(collection: string, generation: number): Promise<SkippedEvent[]> {
-    return this.metrics.time(this.metrics.readStoreDuration, 'skipped', () => this.store.skipped(collection, generation));
+  skipped(collection: string): Promise<(SkippedEvent & { generation: number })[]> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'skipped', () => this.store.skipped(collection));
   }
 
   status(collection: string): Promise<CollectionStatus> {
@@ -226,6 +226,7 @@ export function watchingWrites(store: KeyStore, writes: WriteFailures): KeyStore
       ),
     pendingErasures: (prefix) => store.pendingErasures(prefix),
     finishErasure: (keyId) => writes.watch('key store', () => store.finishErasure(keyId)),
+    reopenErasure: (keyId, erasedBy) => writes.watch('key store', () => store.reopenErasure(keyId, erasedBy)),
     close: () => store.close(),
   };
 }

@@ -67,6 +67,8 @@ function spawnService(dataDir: string, env: NodeJS.ProcessEnv) {
       PATH: process.env.PATH,
       NO_COLOR: '1',
       DATA_DIR: dataDir,
+      // In the temp directory, which the test removes (by default it is beside DATA_DIR).
+      ERASURE_LOG: join(dataDir, 'erasures.ndjson'),
       PORT: '0',
       HOST: '127.0.0.1',
       ACCESS_TOKENS: [...ACCOUNTS].map(([t, a]) => `${t}:${a}`).join(','),
