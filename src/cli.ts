@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { BACKUP_HELP, backupCommand, RESTORE_HELP } from './cli/backup';
 import { eventsTail, feedTail } from './cli/events';
+import { IMPORT_HELP, importCommand } from './cli/import';
 import { failureLine, MissingStoreError } from './cli/output';
 import { operator, projectionsParked, requestOnParked } from './cli/parked';
 import { projectionsRebuild, projectionsStatus } from './cli/projections';
@@ -41,6 +42,9 @@ Commands:
   backup <dir>                      Copy the events, read models and keys, consistent, beside the running service
   restore <dir>                     Restore a backup into an empty DATA_DIR, erasing again what was erased since
   verify [--json]                   Fold the events again and compare every read model with them
+  import <profiles|customers> <file> --account <id> [--dry-run]
+                                    Move records in from an NDJSON or CSV export, keeping their ids
+                                    and creation times
 
 Run a command with --help for its options. Configuration comes from the environment, as for the
 service (DATA_DIR, ...).
@@ -129,6 +133,7 @@ Options:
 `,
   backup: BACKUP_HELP,
   restore: RESTORE_HELP,
+  import: IMPORT_HELP,
 };
 
 class UsageError extends Error {}
@@ -375,6 +380,7 @@ async function run(
 }
 
 async function main(argv: string[]): Promise<number> {
+  if (argv[0] === 'import') return importCommand(argv.slice(1), openConfiguredStores);
   const invocation = invocationOf(argv);
   if ('help' in invocation) {
     process.stdout.write(invocation.help);

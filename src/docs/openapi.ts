@@ -341,6 +341,7 @@ function feedEntrySchema(specs: ApiRecordSpec[]): SchemaObject {
             description:
               'the fields the change set, each {from, to}, as in the record\'s history: a create lists every field it set (from ""), an update the fields it changed, a delete or an erasure none ({}). Once the record is erased, each field maps to null',
           },
+          imported: ref('Imported'),
         },
       },
     },

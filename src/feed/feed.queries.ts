@@ -30,7 +30,7 @@ export interface FeedEntry {
   datacontenttype: 'application/json';
   /** The shape of `data` and its version (feedDataSchemaOf). */
   dataschema: string;
-  data: { revision: number; changes: HistoryEntry['changes'] };
+  data: { revision: number; changes: HistoryEntry['changes']; imported?: HistoryEntry['imported'] };
 }
 
 export interface FeedPage {
@@ -123,7 +123,7 @@ export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
           time: entry.occurred,
           datacontenttype: 'application/json',
           dataschema: feedDataSchemaOf(kind.streamPrefix),
-          data: { revision: entry.revision, changes: entry.changes },
+          data: { revision: entry.revision, changes: entry.changes, ...(entry.imported ? { imported: entry.imported } : {}) },
         });
       }
     });
