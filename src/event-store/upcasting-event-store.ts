@@ -164,7 +164,10 @@ export class UpcastingEventStore implements EventStore {
    * rather than parking it (its entry is read, upcast, when a page serves it).
    */
   async *subscribeToAll(from: Position, options: SubscribeOptions): AsyncIterable<EventBatch> {
-    if (options.values === false) return yield* this.inner.subscribeToAll(from, options);
+    if (options.values === false) {
+      yield* this.inner.subscribeToAll(from, options);
+      return;
+    }
     for await (const batch of this.inner.subscribeToAll(from, options)) {
       const events = this.upcastAll(batch.events, (event) => this.registryOf(event.streamId), true);
       yield events === batch.events ? batch : { events, position: batch.position };
