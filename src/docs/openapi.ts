@@ -5,7 +5,7 @@ import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiParam, ApiQuery, Ap
 import type { ReferenceObject, SchemaObject } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import type { MatchKind } from '../read-store/read-store.port';
-import { ETAG, NEXT_CURSOR, RESPONSE_SCHEMAS, TOTAL_CAPPED, TOTAL_COUNT, errorResponse, ref, successResponse, wrapper } from './responses';
+import { ERROR_SCHEMAS, ETAG, NEXT_CURSOR, RESPONSE_SCHEMAS, TOTAL_CAPPED, TOTAL_COUNT, errorResponse, ref, successResponse, wrapper } from './responses';
 import { DIGIT_FIELDS } from '../http/field-rules';
 import { FEED_LIMIT, FEED_MAX_WAIT_SECONDS, MAX_LIST_OFFSET } from '../http/list-query';
 import { sendJson } from '../http/json-response';
@@ -456,6 +456,7 @@ export function setUpDocs(app: NestExpressApplication, specs: ApiRecordSpec[]): 
     ...schemas,
     ...Object.fromEntries(answers.map((answer) => [answer.name, recordSchema(answer)])),
     ...RESPONSE_SCHEMAS,
+    ...ERROR_SCHEMAS,
     FeedEntry: feedEntrySchema(specs),
   };
   SwaggerModule.setup('docs', app, document, { raw: false });

@@ -97,7 +97,7 @@ export const ERRORS: Record<number, { codes: ErrorCode[]; description: string; r
 function errorSchema(status: number, codes: ErrorCode[]): SchemaObject {
   return {
     type: 'object',
-    description: 'The error envelope of every 4xx and 5xx answer.',
+    description: `The error envelope of a ${status} answer.`,
     additionalProperties: false,
     required: ['success', 'status', 'error'],
     properties: {
@@ -127,13 +127,18 @@ function errorSchema(status: number, codes: ErrorCode[]): SchemaObject {
   };
 }
 
+/** The error answers' schemas, one a status (`Error404`), shared by the operations that give it; setUpDocs adds them. */
+export const ERROR_SCHEMAS: Record<string, SchemaObject> = Object.fromEntries(
+  Object.entries(ERRORS).map(([status, { codes }]) => [`Error${status}`, errorSchema(Number(status), codes)]),
+);
+
 export function errorResponse(status: number, example: unknown = EXAMPLE.ERRORS[status]) {
-  const { codes, description, retry } = ERRORS[status];
+  const { description, retry } = ERRORS[status];
   return ApiResponse({
     status,
     description,
     headers: { ...REQUEST_ID, ...(retry ? RETRY_AFTER : {}) },
-    content: { 'application/json; charset=UTF-8': { schema: errorSchema(status, codes), example } },
+    content: { 'application/json; charset=UTF-8': { schema: ref(`Error${status}`), example } },
   });
 }
 
