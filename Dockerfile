@@ -15,13 +15,14 @@ RUN npm run build
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     PORT=3000 \
-    DATA_DIR=/app/data
+    DATA_DIR=/app/data \
+    ERASURE_LOG=/app/erasures/erasures.ndjson
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
 RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/dist ./dist
 # The data directory keeps the generated access token (and the SQLite file when a store is embedded).
-RUN mkdir -p /app/data && chown node:node /app/data
+RUN mkdir -p /app/data /app/erasures && chown node:node /app/data /app/erasures
 USER node
 EXPOSE 3000
 # The flags of `npm run start:prod` (package.json): a larger young generation, see docs/operators.md.

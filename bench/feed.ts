@@ -122,14 +122,18 @@ export async function main(args: string[]): Promise<void> {
     // Sealed as a first start after the upgrade to encryption does, and folded, before the service starts: it measures a service at rest.
     await (await openEventStore({ sqliteFile: join(dataDir, 'service.sqlite') }, RECORD_KINDS)).close();
     await rebuildAll(join(dataDir, 'service.sqlite'));
-    // Room for the streams, the writer, the long-polls and the stalled consumer: MAX_CONNECTIONS is 1000 unless set.
+    // Room for the streams, the writer, the long-polls and the stalled consumer: MAX_CONNECTIONS is 2000 unless set.
+    // Each account's token holds a share of the streams: its caps (FEED_STREAMS_PER_*) as high as the connections.
     const maxConnections = String(2 * options.consumers + 100);
-    const service = await startService(dataDir, { workers: 1, accessTokens: tokens, env: { MAX_CONNECTIONS: maxConnections } });
+    const env = { MAX_CONNECTIONS: maxConnections, FEED_STREAMS_PER_TOKEN: maxConnections, FEED_STREAMS_PER_ACCOUNT: maxConnections };
+    const service = await startService(dataDir, { workers: 1, accessTokens: tokens, env });
     services.push(service);
     const pid = service.child.pid!;
     while ((await call(service.url, '', 'GET', '/health/ready')).status !== 200) await sleep(200);
     const heads = await Promise.all(Array.from({ length: options.accounts }, (_, i) => headCursor(service.url, tokenOf(i))));
-    console.log(`\nService: WORKERS=1, MAX_CONNECTIONS=${maxConnections}, FEED_HEARTBEAT_MS at its default (${HEARTBEAT_MS} ms).`);
+    console.log(
+      `\nService: WORKERS=1, MAX_CONNECTIONS=${maxConnections} (and FEED_STREAMS_PER_TOKEN, FEED_STREAMS_PER_ACCOUNT), FEED_HEARTBEAT_MS at its default (${HEARTBEAT_MS} ms).`,
+    );
     console.log('\n| Measure | Figure | Notes | load (1 min) |\n|---|---:|---|---:|');
 
     // Commit to delivery with one stream and one long-poll (account 0), before the others connect.

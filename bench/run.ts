@@ -14,6 +14,8 @@ const BENCHES: Record<string, () => Promise<{ main(args: string[]): Promise<void
   tracing: () => import('./tracing'),
   memory: () => import('./memory'),
   latency: () => import('./latency'),
+  upcasting: () => import('./upcasting'),
+  import: () => import('./import'),
 };
 
 async function run(): Promise<void> {

@@ -18,9 +18,11 @@ const UPDATES = 3;
  * the embedded event store at `sqliteFile`, through the adapter's own append (same checks, same
  * rows as the service writes) but many appends per transaction, so a million take seconds.
  * Benchmarks and tests use it to give projectors real work; the service need not run. With
- * `erasedOneIn` N, one record in N that is not deleted ends with an erasure.
+ * `erasedOneIn` N, one record in N that is not deleted ends with an erasure. `version` 1 (the default)
+ * writes record events as they were stored before events carried a version and a business time
+ * (read through the first upcaster); 2, as the service writes them now.
  */
-export async function seedEvents(sqliteFile: string, count: number, { erasedOneIn = 0, chunk = 20_000 } = {}): Promise<SeededRecords> {
+export async function seedEvents(sqliteFile: string, count: number, { erasedOneIn = 0, chunk = 20_000, version = 1 } = {}): Promise<SeededRecords> {
   const db = openSqliteDatabase(sqliteFile, { durable: false });
   const store = new SqliteEventStore(db);
   const seeded: SeededRecords = { events: 0, profileIds: [], customerIds: [] };
@@ -32,6 +34,7 @@ export async function seedEvents(sqliteFile: string, count: number, { erasedOneI
       data,
       metadata: { accountId, correlationId: 'seed', causationId: 'seed', schemaVersion: 1 },
     };
+    if (version === 2 && !streamId.startsWith('profile_slug-')) Object.assign(event.metadata, { occurredAt: new Date().toISOString(), eventVersion: 2 });
     appends.push(store.appendToStream(streamId, [event], expected));
     seeded.events += 1;
   };

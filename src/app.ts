@@ -3,7 +3,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Response } from 'express';
 import { AppModule } from './app.module';
 import { setUpDocs } from './docs/openapi';
-import type { AppConfig } from './config/config';
+import { type AppConfig, workerShare } from './config/config';
 import { AccessTokens, accessTokenMiddleware, RateLimits } from './http/access-token.middleware';
 import { ApiExceptionFilter } from './http/api-exception.filter';
 import { BodyValidationPipe } from './http/body-validation.pipe';
@@ -72,16 +72,6 @@ export async function createApp(
   );
   await app.init();
   return app;
-}
-
-/**
- * A limit kept in this process (connections, rate limits): with WORKERS=N each worker allows its
- * share, 1/N of the configured figure (rounded up). The primary deals connections to the workers in
- * turn, so the machine allows about that figure. Separate instances each count their own
- * (docs/operators.md).
- */
-function workerShare(limit: number, config: AppConfig): number {
-  return Math.ceil(limit / config.workers);
 }
 
 function rateLimits(config: AppConfig): RateLimits | undefined {

@@ -3,10 +3,13 @@ import { tracing } from './tracing/register';
 import 'reflect-metadata';
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { BACKUP_HELP, backupCommand, RESTORE_HELP } from './cli/backup';
 import { eventsTail, feedTail } from './cli/events';
+import { IMPORT_HELP, importCommand } from './cli/import';
 import { failureLine, MissingStoreError } from './cli/output';
 import { operator, projectionsParked, requestOnParked } from './cli/parked';
 import { projectionsRebuild, projectionsStatus } from './cli/projections';
+import { verify, VERIFY_HELP } from './cli/verify';
 import { AppConfig, loadConfig } from './config/config';
 import { REBUILD_GRACE_MS, RebuildInterruptedError } from './projections/rebuild';
 import { READ_MODELS, RECORD_KINDS } from './read-models';
@@ -36,6 +39,12 @@ Commands:
                                     Drop a parked stream's first parked event for good, fold the rest
   events tail [--stream <id>]       Print events as they are appended, one JSON line each
   events tail --url <address>       Follow the change feed of a running service, one entry a line
+  backup <dir>                      Copy the events, read models and keys, consistent, beside the running service
+  restore <dir>                     Restore a backup into an empty DATA_DIR, erasing again what was erased since
+  verify [--json]                   Fold the events again and compare every read model with them
+  import <profiles|customers> <file> --account <id> [--dry-run]
+                                    Move records in from an NDJSON or CSV export, keeping their ids
+                                    and creation times
 
 Run a command with --help for its options. Configuration comes from the environment, as for the
 service (DATA_DIR, ...).
@@ -101,6 +110,7 @@ Options:
                         go on; without it, such an event stops the rebuild, the live model unchanged
   --help                This help
 `,
+  verify: VERIFY_HELP,
   'events tail': `Usage: npm run cli -- events tail [--stream <id>]
        npm run cli -- events tail --url <address> [--token <token>] [--after <cursor>]
 
@@ -121,6 +131,9 @@ Options:
   --after <cursor>   Resume after this cursor: an entry's id, or the one the last run gave
   --help             This help
 `,
+  backup: BACKUP_HELP,
+  restore: RESTORE_HELP,
+  import: IMPORT_HELP,
 };
 
 class UsageError extends Error {}
@@ -150,7 +163,7 @@ const OPTIONS = {
 /** The command named by the first words, when there is one: its usage goes with a usage error. */
 function commandOf(positionals: string[]): string | undefined {
   const [group, action] = positionals;
-  const command = group && action ? `${group} ${action}` : group;
+  const command = group && action && !isCommand(group) ? `${group} ${action}` : group;
   return command && isCommand(command) ? command : undefined;
 }
 
@@ -181,6 +194,9 @@ const COMMAND_OPTIONS = {
   'projections retry': ['timeout-seconds'],
   'projections skip': ['reason', 'timeout-seconds'],
   'events tail': ['stream', 'url', 'token', 'after'],
+  backup: [] as string[],
+  restore: [] as string[],
+  verify: ['json'],
 };
 
 type Command = keyof typeof COMMAND_OPTIONS;
@@ -197,6 +213,8 @@ interface Invocation {
   graceMs: number;
   /** retry and skip: the stream (or all), and how long to wait for the service. */
   stream?: string;
+  /** backup and restore: the backup's directory. */
+  directory?: string;
   waitMs: number;
   /** events tail --url: the service whose change feed is followed, instead of the stores. */
   feed?: { url: string; token: string; after?: string };
@@ -205,7 +223,11 @@ interface Invocation {
 /** What the command line asks for: a command to run, or a help to print. */
 function invocationOf(argv: string[]): Invocation | { help: string } {
   const { values, positionals } = parse(argv);
-  const [group, action, ...rest] = positionals;
+  const [group] = positionals;
+  // A command of one word (backup <dir>) takes the next word as its argument.
+  const single = isCommand(group ?? '');
+  const action = single ? undefined : positionals[1];
+  const rest = positionals.slice(single ? 1 : 2);
   const command = group && action ? `${group} ${action}` : group;
   if (!command && values.help) return { help: HELP.main };
   if (!command) throw new UsageError('No command given.');
@@ -220,10 +242,16 @@ function invocationOf(argv: string[]): Invocation | { help: string } {
 function checked(command: Command, values: Invocation['values'], args: string[]): Invocation {
   const misplaced = Object.keys(values).find((o) => !COMMAND_OPTIONS[command].includes(o));
   if (misplaced) throw new UsageError(`${command} has no option --${misplaced}.`, { cause: command });
-  const wanted = ['projections rebuild', 'projections retry', 'projections skip'].includes(command) ? 1 : 0;
+  const wanted = ['projections rebuild', 'projections retry', 'projections skip', 'backup', 'restore'].includes(command) ? 1 : 0;
   if (args.length !== wanted) {
     const what =
-      command === 'projections rebuild' ? `one read model name (${NAMES}) or all` : command === 'projections retry' ? 'one stream id or all' : 'one stream id';
+      command === 'projections rebuild'
+        ? `one read model name (${NAMES}) or all`
+        : command === 'projections retry'
+          ? 'one stream id or all'
+          : command === 'backup' || command === 'restore'
+            ? 'one directory'
+            : 'one stream id';
     throw new UsageError(wanted ? `${command} needs ${what}.` : `${command} takes no arguments.`, { cause: command });
   }
   if (command === 'projections skip' && args[0] === 'all') throw new UsageError('projections skip takes one stream id at a time, not all.', { cause: command });
@@ -248,6 +276,7 @@ function checked(command: Command, values: Invocation['values'], args: string[])
     readModels,
     graceMs: Number(grace) * 1000,
     ...(parkedCommand ? { stream: args[0] } : {}),
+    ...(command === 'backup' || command === 'restore' ? { directory: args[0] } : {}),
     waitMs: Number(wait) * 1000,
     feed: feedOf(command, values),
   };
@@ -336,19 +365,29 @@ async function run(
         await projectionsRebuild(readModels, eventStore, readStore, { json: values.json === true, graceMs, signal: interrupt, park: values.park === true }),
       );
       return interrupt.aborted ? 130 : 0;
+    case 'verify': {
+      const { text, code } = await verify(READ_MODELS, eventStore, readStore, { json: values.json === true, signal: interrupt });
+      process.stdout.write(text);
+      return code;
+    }
     case 'events tail':
       await eventsTail(eventStore, { stream: values.stream, signal: interrupt, write: (line) => process.stdout.write(line) });
       return 0; // Ctrl-C is how a tail ends
+    case 'backup':
+    case 'restore':
+      throw new Error(`${command} opens the stores itself`); // main runs it before opening them
   }
 }
 
 async function main(argv: string[]): Promise<number> {
+  if (argv[0] === 'import') return importCommand(argv.slice(1), openConfiguredStores);
   const invocation = invocationOf(argv);
   if ('help' in invocation) {
     process.stdout.write(invocation.help);
     return 0;
   }
   if (invocation.feed) return followFeed(invocation.feed);
+  if (invocation.command === 'backup' || invocation.command === 'restore') return backupCommand(invocation.command, invocation.directory!);
   const stores = await openConfiguredStores();
   const interrupt = new AbortController();
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupt.abort());

@@ -8,6 +8,7 @@ import { createServer } from 'node:net';
 import { createApp } from './app';
 import { AppConfig, ConfigError, loadConfig, resolveAccessTokens } from './config/config';
 import { draining } from './http/draining';
+import { NewerEventsError } from './event-store/written-versions';
 import { tracing } from './tracing/register';
 import { relaySiblingNews } from './instance';
 import { createLogger, NestPinoLogger } from './logging/logging';
@@ -201,7 +202,7 @@ main().catch((error) => {
   const message =
     error instanceof ConfigError
       ? `Configuration error: ${error.message}`
-      : error instanceof StartError || error instanceof StoreUnavailableError
+      : error instanceof StartError || error instanceof StoreUnavailableError || error instanceof NewerEventsError
         ? `Cannot start: ${error.message}`
         : ((error as Error | undefined)?.stack ?? String(error));
   process.stderr.write(`${message}\n`);

@@ -22,6 +22,8 @@ const toJson = (event: StoredEvent) => ({
   recordedAt: event.recordedAt.toISOString(),
   data: event.data,
   metadata: event.metadata,
+  // An event it cannot read (see StoredEvent.unreadable): why, rather than data that looks empty.
+  ...(event.unreadable !== undefined ? { unreadable: event.unreadable } : {}),
 });
 
 /** The service refused the feed's request (a token or a cursor it does not take): retrying would not mend it. */

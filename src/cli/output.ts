@@ -1,3 +1,4 @@
+import { NewerEventsError } from '../event-store/written-versions';
 import { ConfigError } from '../config/config';
 import { PoisonEventError } from '../projections/fold-batch';
 import { GenerationReplacedError } from '../read-store/read-store.port';
@@ -40,7 +41,8 @@ function cannotOpen(error: unknown): error is Error {
 /** The one line a failure the operator can act on is told in, or undefined for a bug (its stack is printed). */
 export function failureLine(error: unknown): string | undefined {
   if (error instanceof ConfigError) return `Configuration error: ${error.message}`;
-  if (error instanceof MissingStoreError || error instanceof StoreUnavailableError || error instanceof FeedRefusedError) return error.message;
+  if (error instanceof MissingStoreError || error instanceof StoreUnavailableError || error instanceof FeedRefusedError || error instanceof NewerEventsError)
+    return error.message;
   if (error instanceof PoisonEventError) return `Rebuild stopped, the live read model is unchanged: ${error.message}`;
   // Two rebuilds of one read model: the later one drops the generation the earlier one fills.
   if (error instanceof GenerationReplacedError) return `Stopped: another rebuild started after this one took its place (${error.message}); that one goes on.`;

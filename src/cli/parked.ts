@@ -26,9 +26,9 @@ const shownEvent = (s: ParkedStream) => ({
   error: s.first.error,
 });
 
-/** `projections parked`: each read model's parked streams (live generation) and the events skipped from it. */
+/** `projections parked`: each read model's parked streams (live generation) and the events skipped from it (in any generation). */
 export async function projectionsParked(readModels: Projection[], readStore: ReadGenerations, json: boolean): Promise<string> {
-  const models: { name: string; generation: number; parked: ParkedStream[]; skipped: SkippedEvent[] }[] = [];
+  const models: { name: string; generation: number; parked: ParkedStream[]; skipped: (SkippedEvent & { generation: number })[] }[] = [];
   for (const projection of readModels) {
     await readStore.ensureCollection(projection.schema);
     const name = projection.schema.name;
@@ -37,7 +37,7 @@ export async function projectionsParked(readModels: Projection[], readStore: Rea
       name: projection.name,
       generation: live.generation,
       parked: await readStore.parked(name, live.generation),
-      skipped: await readStore.skipped(name, live.generation),
+      skipped: await readStore.skipped(name),
     });
   }
   if (json) {
@@ -52,6 +52,7 @@ export async function projectionsParked(readModels: Projection[], readStore: Rea
         request: s.request && { ...s.request, at: new Date(s.request.at).toISOString() },
       })),
       skipped: m.skipped.map((k) => ({
+        generation: k.generation,
         streamId: k.streamId,
         revision: k.revision,
         position: formatPosition(k.position),
@@ -74,9 +75,12 @@ export async function projectionsParked(readModels: Projection[], readStore: Rea
       s.first.error,
     ]),
   );
-  const skipped = models.flatMap((m) => m.skipped.map((k) => [m.name, k.streamId, String(k.revision), k.type, k.by, new Date(k.at).toISOString(), k.reason]));
+  const skipped = models.flatMap((m) =>
+    m.skipped.map((k) => [m.name, String(k.generation), k.streamId, String(k.revision), k.type, k.by, new Date(k.at).toISOString(), k.reason]),
+  );
   let text = parked.length === 0 ? 'No parked stream.\n' : formatTable(['READ MODEL', 'STREAM', 'FIRST PARKED', 'TYPE', 'WAITING', 'ERROR'], parked);
-  if (skipped.length > 0) text += `\nSkipped for good:\n${formatTable(['READ MODEL', 'STREAM', 'REVISION', 'TYPE', 'BY', 'AT', 'REASON'], skipped)}`;
+  if (skipped.length > 0)
+    text += `\nSkipped for good:\n${formatTable(['READ MODEL', 'GENERATION', 'STREAM', 'REVISION', 'TYPE', 'BY', 'AT', 'REASON'], skipped)}`;
   return text;
 }
 
@@ -129,7 +133,7 @@ export async function requestOnParked(
       options.progress(`${projection.name}: no instance of the service folds it: carrying out the ${request.action} here`);
       try {
         const { live: now } = await readStore.status(name);
-        await settleParked(projection, eventStore, readStore, now.generation, now.position ?? START);
+        await settleParked(projection, eventStore, readStore, now.generation, now.position ?? START, { holder, ttlMs: options.leaseMs });
       } finally {
         await readStore.releaseLease(name, holder).catch(() => undefined);
       }

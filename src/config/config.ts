@@ -13,6 +13,11 @@ export interface AppConfig {
   dataDir: string;
   /** The embedded default's single file: events and read models. */
   sqliteFile: string;
+  /**
+   * The erasure log (ERASURE_LOG): every erasure asked, kept outside DATA_DIR and its backups, so
+   * that a restore applies again the erasures made after its backup was taken (key-store/erasure-log.ts).
+   */
+  erasureLog: string;
   logLevel: LogLevel;
   /** token -> account id */
   accessTokens: Map<string, string>;
@@ -48,6 +53,9 @@ export interface AppConfig {
   instanceId: string;
   /** How often an idle event stream of the change feed sends a comment. */
   feedHeartbeatMs: number;
+  /** The change feed's event streams and long-polls each access token, and each account, may hold open at once. */
+  feedStreamsPerToken: number;
+  feedStreamsPerAccount: number;
   /** Folded records the writer keeps per record kind (RecordWriter): a write to one of them reads only the events after it. */
   recordCacheSize: number;
   /** Records' data keys kept (DataKeys): a read or write of one goes to no key store. */
@@ -74,7 +82,7 @@ export class ConfigError extends Error {
 }
 
 const LOG_LEVELS: LogLevel[] = ['error', 'warn', 'info', 'debug'];
-const TOKEN_FILE = 'access-token';
+export const TOKEN_FILE = 'access-token';
 
 /** Reads and checks the environment. Access tokens are not resolved here: see resolveAccessTokens. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig, 'accessTokens'> {
@@ -87,11 +95,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
   if (!POISON_EVENTS.includes(poisonEvents)) {
     throw new ConfigError(`POISON_EVENTS must be park or stop; got "${env.POISON_EVENTS}"`);
   }
+  const maxConnections = integer(env, 'MAX_CONNECTIONS', 2000, 1, 1_000_000);
+  // Far below the connections: a token, or an account, holding its most leaves the rest to the others.
+  const feedStreamsPerAccount = integer(env, 'FEED_STREAMS_PER_ACCOUNT', Math.min(64, Math.max(1, Math.floor(maxConnections / 8))), 1, 1_000_000);
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: env.HOST || undefined,
     dataDir,
     sqliteFile: join(dataDir, 'service.sqlite'),
+    // Beside DATA_DIR, not in it: it must outlive the directory a restore replaces.
+    erasureLog: resolve(env.ERASURE_LOG || `${dataDir}-erasures.ndjson`),
     logLevel,
     readYourWritesTimeoutMs: integer(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5000, 1, 600_000),
     eventStoreConnectionString: connectionString(env, 'EVENTSTORE_CONNECTION_STRING', ['esdb:', 'esdb+discover:']),
@@ -104,13 +117,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     headersTimeoutMs: integer(env, 'HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
     requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
     keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
-    maxConnections: integer(env, 'MAX_CONNECTIONS', 2000, 1, 1_000_000),
+    maxConnections,
     readyMaxLagEvents: integer(env, 'READY_MAX_LAG_EVENTS', 1000, 0, 1_000_000_000),
     corsOrigins: corsOrigins(env),
     workers: workers(env),
     projectionLeaseMs: integer(env, 'PROJECTION_LEASE_MS', 5000, 1000, 600_000),
     instanceId: newInstanceId(),
     feedHeartbeatMs: integer(env, 'FEED_HEARTBEAT_MS', 10_000, 100, 15_000),
+    feedStreamsPerToken: integer(env, 'FEED_STREAMS_PER_TOKEN', Math.min(16, feedStreamsPerAccount), 1, 1_000_000),
+    feedStreamsPerAccount,
     // An LRU cache takes the room for all its entries when it is made (about 30 bytes each): bounded
     // so that a setting cannot take the heap before the first request.
     recordCacheSize: integer(env, 'RECORD_CACHE_SIZE', 10_000, 1, 1_000_000),
@@ -212,6 +227,16 @@ export function resolveAccessTokens(env: NodeJS.ProcessEnv, dataDir: string): { 
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   writeFileSync(file, `${token}:default\n`, { mode: 0o600, flag: 'wx' });
   return { tokens: new Map([[token, 'default']]), created: token };
+}
+
+/**
+ * A limit kept in each process (connections, rate limits, the feed's open requests): with WORKERS=N
+ * each worker allows its share, 1/N of the configured figure (rounded up). The primary deals
+ * connections to the workers in turn, so the machine allows about that figure. Separate instances
+ * each count their own (docs/operators.md).
+ */
+export function workerShare(limit: number, config: Pick<AppConfig, 'workers'>): number {
+  return Math.ceil(limit / config.workers);
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

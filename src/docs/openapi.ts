@@ -5,7 +5,19 @@ import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiParam, ApiQuery, Ap
 import type { ReferenceObject, SchemaObject } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import type { MatchKind } from '../read-store/read-store.port';
-import { ERROR_SCHEMAS, ETAG, NEXT_CURSOR, RESPONSE_SCHEMAS, TOTAL_CAPPED, TOTAL_COUNT, errorResponse, ref, successResponse, wrapper } from './responses';
+import {
+  ERROR_SCHEMAS,
+  ERRORS,
+  ETAG,
+  NEXT_CURSOR,
+  RESPONSE_SCHEMAS,
+  TOTAL_CAPPED,
+  TOTAL_COUNT,
+  errorResponse,
+  ref,
+  successResponse,
+  wrapper,
+} from './responses';
 import { DIGIT_FIELDS } from '../http/field-rules';
 import { FEED_LIMIT, FEED_MAX_WAIT_SECONDS, MAX_LIST_OFFSET } from '../http/list-query';
 import { sendJson } from '../http/json-response';
@@ -286,10 +298,21 @@ export interface ApiFeedSpec {
     cursor: string;
     /** The 400 of a cursor not made for this account. */
     badCursor: object;
+    /** The 429 of a token holding the most streams and long-polls open. */
+    streamsCapped: object;
   };
 }
 
 const FEED_CURSOR: SchemaObject = { type: 'string', pattern: '^[A-Za-z0-9_-]{32}$', description: 'an opaque cursor of this account' };
+
+/**
+ * The version of the feed's `data` shape ({revision, changes} with a kind's fields). It moves on only
+ * with a breaking change (docs/api.md "Compatibility"), and with it every entry's `dataschema`.
+ */
+export const FEED_DATA_VERSION = 1;
+
+/** The `dataschema` of a feed entry about a record of kind `noun` (customer, profile): a URI that names its shape and version. */
+export const feedDataSchemaOf = (noun: string) => `urn:profiles-customers-service:feed-data:${noun}:v${FEED_DATA_VERSION}`;
 
 /**
  * One change feed entry, a CloudEvents 1.0 event in JSON, for the resources of `specs`: the feed
@@ -302,7 +325,7 @@ function feedEntrySchema(specs: ApiRecordSpec[]): SchemaObject {
     description:
       'One change to a record of the account, as a CloudEvents 1.0 event in JSON (structured mode). Entries come oldest first, in the order the changes were stored; each appears once in an uninterrupted read. A `*.erased` entry means: delete every copy you keep of that record, values read earlier included; once a record is erased, its earlier entries keep their type, id, subject, time and revision, and every value in `changes` is null.',
     additionalProperties: false,
-    required: ['specversion', 'id', 'source', 'type', 'subject', 'time', 'datacontenttype', 'data'],
+    required: ['specversion', 'id', 'source', 'type', 'subject', 'time', 'datacontenttype', 'dataschema', 'data'],
     properties: {
       specversion: { type: 'string', enum: ['1.0'] },
       id: {
@@ -319,6 +342,12 @@ function feedEntrySchema(specs: ApiRecordSpec[]): SchemaObject {
       subject: { type: 'string', format: 'uuid', description: "the record's id" },
       time: { type: 'string', format: 'date-time', description: 'when the change was stored (UTC, milliseconds), as in its history' },
       datacontenttype: { type: 'string', enum: ['application/json'] },
+      dataschema: {
+        type: 'string',
+        format: 'uri',
+        enum: nouns.map(feedDataSchemaOf),
+        description: `the shape of \`data\`: its kind of record and the version of that shape (now ${FEED_DATA_VERSION}). It changes only with a breaking change, announced ahead (see "Compatibility" in the API guide): check it, and stop rather than misread an entry whose shape you do not know`,
+      },
       data: {
         type: 'object',
         additionalProperties: false,
@@ -330,6 +359,7 @@ function feedEntrySchema(specs: ApiRecordSpec[]): SchemaObject {
             description:
               'the fields the change set, each {from, to}, as in the record\'s history: a create lists every field it set (from ""), an update the fields it changed, a delete or an erasure none ({}). Once the record is erased, each field maps to null',
           },
+          imported: ref('Imported'),
         },
       },
     },
@@ -413,7 +443,12 @@ export function ApiFeedOperation({ examples }: ApiFeedSpec) {
         },
       },
     ),
-    ...[400, 401, 413, 417, 429, 500, 503].map((status) => errorResponse(status, status === 400 ? examples.badCursor : undefined)),
+    ...[400, 401, 413, 417, 500, 503].map((status) => errorResponse(status, status === 400 ? examples.badCursor : undefined)),
+    errorResponse(
+      429,
+      examples.streamsCapped,
+      `${ERRORS[429].description}; or, for a stream or a long-poll (\`wait\`), this access token or its account holds the most of them open at once (FEED_STREAMS_PER_TOKEN, FEED_STREAMS_PER_ACCOUNT): close one first`,
+    ),
   );
 }
 

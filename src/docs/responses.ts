@@ -23,6 +23,19 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       occurred: { type: 'string', format: 'date-time', description: 'when the event was stored (UTC, milliseconds)' },
       actor: { type: 'string', description: 'the account whose token made the change' },
       changes: ref('Changes'),
+      imported: ref('Imported'),
+    },
+  },
+  Imported: {
+    type: 'object',
+    description:
+      "only on the create of a record moved in by the operators' import (`npm run cli -- import`): who ran it, when, from which file. The create keeps the record's own creation time (`occurred`, `time`); this is when it was imported",
+    additionalProperties: false,
+    required: ['by', 'at', 'file'],
+    properties: {
+      by: { type: 'string', description: 'the operating-system user who ran the import' },
+      at: { type: 'string', format: 'date-time', description: 'when the import stored it (UTC, milliseconds)' },
+      file: { type: 'string', description: 'the name of the file it came from' },
     },
   },
   Changes: {
@@ -132,8 +145,9 @@ export const ERROR_SCHEMAS: Record<string, SchemaObject> = Object.fromEntries(
   Object.entries(ERRORS).map(([status, { codes }]) => [`Error${status}`, errorSchema(Number(status), codes)]),
 );
 
-export function errorResponse(status: number, example: unknown = EXAMPLE.ERRORS[status]) {
-  const { description, retry } = ERRORS[status];
+/** An error answer in the document; `description` replaces the status's usual one where an operation refuses for reasons of its own. */
+export function errorResponse(status: number, example: unknown = EXAMPLE.ERRORS[status], description = ERRORS[status].description) {
+  const { retry } = ERRORS[status];
   return ApiResponse({
     status,
     description,

@@ -36,6 +36,18 @@ export interface EventMetadata {
   occurredAt?: string;
   /** The version of its type's shape it was written in (upcasting-event-store.ts); none is version 1. */
   eventVersion?: number;
+  /** On the Created event of a record moved in by the CLI's import: who ran it, when, from which file (history and the feed show it). */
+  imported?: ImportedBy;
+}
+
+/** A record's import, as its Created event carries it. Its business time (occurredAt) is the record's own creation time. */
+export interface ImportedBy {
+  /** The operating-system user who ran the import. */
+  by: string;
+  /** When the import stored it (real time), ISO-8601 UTC with milliseconds. */
+  at: string;
+  /** The name of the file it came from. */
+  file: string;
 }
 
 /** An event's data as written before encryption: its field values in plaintext. */
@@ -79,7 +91,21 @@ export interface StoredEvent<E extends DomainEvent = DomainEvent> {
   data: E['data'];
   metadata: EventMetadata;
   recordedAt: Date;
+  /**
+   * Set only on an event a subscription hands over though it cannot be read (asUnreadable): why. Its
+   * data is {}. A subscription goes on past it, so that the subscriber parks it (see
+   * projections/fold-batch.ts) or stops on it; a read of its stream throws UnreadableEventError.
+   */
+  unreadable?: string;
 }
+
+/** An event a subscription cannot read, as it hands it over: its place and type, no data, and its metadata when that could be read. */
+export const asUnreadable = (event: Omit<StoredEvent, 'data' | 'metadata'> & { metadata?: EventMetadata }, reason: string): StoredEvent => ({
+  ...event,
+  data: {},
+  metadata: event.metadata ?? { accountId: '', correlationId: '', causationId: '', schemaVersion: PLAINTEXT_SCHEMA_VERSION },
+  unreadable: reason,
+});
 
 /**
  * When a record event happened, as the record's history and times tell it: its business time.

@@ -45,6 +45,7 @@ import {
   subscriptionFilter,
   toEsdbExpectedRevision,
   toStoredEvent,
+  toSubscribedEvent,
   translateEsdbError,
 } from './eventstoredb-mapping';
 
@@ -295,7 +296,7 @@ export class EventStoreDbEventStore implements EventStore {
             // Not an event of this service: it only moves the position on.
             batchPosition = logPosition(message.event);
           } else if (message.event) {
-            const event = toStoredEvent(message.event);
+            const event = toSubscribedEvent(message.event);
             events.push(event);
             batchPosition = event.position;
           }

@@ -22,6 +22,7 @@ import {
   StoredEvent,
   StreamTombstonedError,
   UnreadableEventError,
+  asUnreadable,
   WrongExpectedRevisionError,
 } from './event-store.port';
 
@@ -138,6 +139,17 @@ export function toStoredEvent(recorded: RecordedEvent): StoredEvent {
     metadata: metadata as unknown as EventMetadata,
     recordedAt: recorded.created,
   };
+}
+
+/** As toStoredEvent, but one it cannot read comes as such (asUnreadable): a subscription goes on past it, for its subscriber to park. */
+export function toSubscribedEvent(recorded: RecordedEvent): StoredEvent {
+  try {
+    return toStoredEvent(recorded);
+  } catch (error) {
+    if (!(error instanceof UnreadableEventError)) throw error;
+    const { id, streamId, type, created: recordedAt } = recorded;
+    return asUnreadable({ id, streamId, revision: error.revision, position: logPosition(recorded), type, recordedAt }, error.reason);
+  }
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> =>

@@ -1,4 +1,5 @@
 import {
+  asUnreadable,
   type AppendResult,
   type EventBatch,
   type EventStore,
@@ -9,14 +10,15 @@ import {
   type SubscribeOptions,
   UnreadableEventError,
 } from './event-store.port';
+import { NewerEventsError, WrittenVersions } from './written-versions';
 
 /**
  * One step of an event type's history: an event stored at version n, as version n + 1 has it. It
  * may become several events, or none (never for what may be a stream's last event: a write appends
  * at the revision of the last event it reads). An event of another type it returns says that type's
  * version in its metadata (`eventVersion`; none: that type's current one). Pure: it runs on every
- * read of the event, never on the store. Subscriptions that read no values (the feed's index) hand
- * it the event's data sealed: a step that reshapes data leaves data it cannot read as it is.
+ * read of the event, never on the store; not on a subscription that reads no values (the feed's
+ * index), which keeps only an event's place.
  */
 export type Upcaster = (event: StoredEvent) => StoredEvent[];
 
@@ -27,6 +29,8 @@ export type UpcasterChains = Record<string, Record<number, Upcaster>>;
 export interface UpcastKind {
   label: string;
   streamPrefix: string;
+  /** Its event types: those with no chain are at version 1. */
+  events: Record<string, string>;
   upcasters: UpcasterChains;
 }
 
@@ -59,9 +63,10 @@ export function checkChains(kinds: UpcastKind[]): void {
 }
 
 interface Registry {
+  label: string;
   prefix: string;
   chains: UpcasterChains;
-  /** By type: the current version. */
+  /** By type: the current version, for every type the kind knows. */
   current: Map<string, number>;
 }
 
@@ -71,25 +76,57 @@ interface Registry {
  * metadata; none is version 1); on every read (a stream, its last event, a subscription) it goes
  * through its kind's chain of upcasters up to the current version, so no fold, projection, history,
  * feed or CLI reads an older shape. An event of a version newer than the code knows (a rollback after an upgrade) is unreadable: it is
- * never misread. Other streams (slugs, idempotency, snapshots) pass as they are.
+ * never misread; and a store that holds one is refused at start (open). Other streams (slugs,
+ * idempotency, snapshots) pass as they are.
  */
 export class UpcastingEventStore implements EventStore {
   private readonly registries: Registry[];
+  private readonly written: WrittenVersions;
 
   constructor(
     private readonly inner: EventStore,
     kinds: UpcastKind[],
   ) {
     checkChains(kinds);
-    this.registries = kinds.map(({ streamPrefix, upcasters }) => ({
+    this.registries = kinds.map(({ label, streamPrefix, events, upcasters }) => ({
+      label,
       prefix: `${streamPrefix}-`,
       chains: upcasters,
-      current: new Map(Object.keys(upcasters).map((type) => [type, currentVersion(upcasters, type)])),
+      current: new Map([...Object.values(events), ...Object.keys(upcasters)].map((type) => [type, currentVersion(upcasters, type)])),
     }));
+    this.written = new WrittenVersions(inner);
   }
 
-  /** As they are: the code that writes an event's shape stamps its version (records/handle-command.ts). */
-  appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+  /**
+   * The store as `kinds` read it. Refuses (NewerEventsError, naming each type and its versions) a
+   * store that holds an event type, or a version of one, this build does not know: a rollback after
+   * an upgrade that wrote them, which would otherwise misread them or stop on them.
+   */
+  static async open(inner: EventStore, kinds: UpcastKind[]): Promise<UpcastingEventStore> {
+    const store = new UpcastingEventStore(inner, kinds);
+    const stored = await store.written.read();
+    const newer: NewerEventsError['newer'] = [];
+    for (const [prefix, types] of Object.entries(stored)) {
+      const registry = store.registries.find((r) => r.prefix === `${prefix}-`);
+      for (const [type, version] of Object.entries(types)) {
+        const known = registry?.current.get(type) ?? null;
+        if (known === null || version > known) newer.push({ label: registry?.label ?? prefix, type, stored: version, known });
+      }
+    }
+    if (newer.length > 0) throw new NewerEventsError(newer);
+    return store;
+  }
+
+  /**
+   * As they are (the code that writes an event's shape stamps its version: records/handle-command.ts),
+   * once the store's record of the versions written holds theirs (WrittenVersions).
+   */
+  async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    const registry = this.registryOf(streamId);
+    if (registry) {
+      const prefix = registry.prefix.slice(0, -1);
+      await this.written.note(events.map((e) => ({ prefix, type: e.type, version: e.metadata.eventVersion ?? 1 })));
+    }
     return this.inner.appendToStream(streamId, events, expected);
   }
 
@@ -119,9 +156,20 @@ export class UpcastingEventStore implements EventStore {
     return this.inner.eventsBetween(from, to);
   }
 
+  /**
+   * Upcast as it goes; an event that cannot be (a newer version, a step that throws) comes as
+   * unreadable (asUnreadable), for its subscriber to park. A subscriber that reads no values (the
+   * feed's index: place, stream and account) gets the events as stored: what it keeps of one does
+   * not depend on its shape, so an instance of an older build indexes an event of a newer version
+   * rather than parking it (its entry is read, upcast, when a page serves it).
+   */
   async *subscribeToAll(from: Position, options: SubscribeOptions): AsyncIterable<EventBatch> {
+    if (options.values === false) {
+      yield* this.inner.subscribeToAll(from, options);
+      return;
+    }
     for await (const batch of this.inner.subscribeToAll(from, options)) {
-      const events = this.upcastAll(batch.events, (event) => this.registryOf(event.streamId));
+      const events = this.upcastAll(batch.events, (event) => this.registryOf(event.streamId), true);
       yield events === batch.events ? batch : { events, position: batch.position };
     }
   }
@@ -136,17 +184,24 @@ export class UpcastingEventStore implements EventStore {
   }
 
   /** The events upcast; the same array when every one is current already (the usual case: nothing copied). */
-  private upcastAll(events: StoredEvent[], registryOf: (event: StoredEvent) => Registry | undefined): StoredEvent[] {
+  private upcastAll(events: StoredEvent[], registryOf: (event: StoredEvent) => Registry | undefined, subscribed = false): StoredEvent[] {
     let out: StoredEvent[] | undefined;
     for (let i = 0; i < events.length; i++) {
       const event = events[i];
       const registry = registryOf(event);
-      if (!registry || (event.metadata.eventVersion ?? 1) === (registry.current.get(event.type) ?? 1)) {
+      if (!registry || event.unreadable !== undefined || (event.metadata.eventVersion ?? 1) === (registry.current.get(event.type) ?? 1)) {
         out?.push(event);
         continue;
       }
       out ??= events.slice(0, i);
-      out.push(...upcast(registry, event));
+      try {
+        out.push(...upcast(registry, event));
+      } catch (error) {
+        const reason = error instanceof UnreadableEventError ? error.reason : `its upcaster failed: ${(error as Error).message}`;
+        if (!subscribed) throw new UnreadableEventError(event.streamId, event.revision, reason);
+        const { data: _, ...place } = event;
+        out.push(asUnreadable(place, reason));
+      }
     }
     return out ?? events;
   }

@@ -1,4 +1,4 @@
-import type { ApiFeedSpec } from '../docs/openapi';
+import { feedDataSchemaOf, type ApiFeedSpec } from '../docs/openapi';
 import type { FeedEntry } from './feed.queries';
 
 const ADA = '6f0c9a7e-5b1d-4e2f-8a3c-1d2e3f4a5b6c';
@@ -13,6 +13,7 @@ const entry = (id: string, type: string, subject: string, time: string, revision
   subject,
   time,
   datacontenttype: 'application/json',
+  dataschema: feedDataSchemaOf(type.split('.')[0]),
   data: { revision, changes },
 });
 
@@ -47,6 +48,14 @@ export const FEED_API: ApiFeedSpec = {
         code: 'VALIDATION_FAILED',
         message: 'The request has invalid fields.',
         details: [{ field: 'after', message: 'after must be a cursor the feed gave this account (X-Next-Cursor, or an entry id)' }],
+      },
+    },
+    streamsCapped: {
+      success: false,
+      status: 429,
+      error: {
+        code: 'RATE_LIMITED',
+        message: 'This access token has 16 change-feed event streams or long-polls open, the most allowed at once: close one before opening another.',
       },
     },
   },

@@ -1,6 +1,6 @@
 import { Controller, Get, Inject, Logger, Query, Req, Res } from '@nestjs/common';
 import { QueryBus } from '@nestjs/cqrs';
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { ApiFeed, ApiFeedOperation } from '../docs/openapi';
 import { validationFailed } from '../errors';
@@ -9,8 +9,9 @@ import { inAccountTurn } from '../http/account-turns';
 import { whileOpen } from '../http/draining';
 import { envelope } from '../http/envelope';
 import { parseFeedQuery } from '../http/list-query';
-import { Ctx } from '../http/request-context';
+import { Ctx, type ServiceRequest } from '../http/request-context';
 import type { CommandContext } from '../records/command-context';
+import { FeedCaps } from './feed-caps';
 import { FeedCursorSecret } from './feed-cursor-secret';
 import { streamFeed, STREAM_PAGE } from './feed-stream';
 import { FeedTail } from './feed-tail';
@@ -27,18 +28,21 @@ export class FeedController {
     private readonly queries: QueryBus,
     private readonly tail: FeedTail,
     private readonly secret: FeedCursorSecret,
+    private readonly caps: FeedCaps,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   @Get()
   @ApiFeedOperation(FEED_API)
-  async read(@Ctx() ctx: CommandContext, @Query() query: Record<string, unknown>, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
+  async read(@Ctx() ctx: CommandContext, @Query() query: Record<string, unknown>, @Req() req: ServiceRequest, @Res({ passthrough: true }) res: Response) {
     const { after, limit, wait } = parseFeedQuery(query);
     const streaming = /\btext\/event-stream\b/i.test(req.headers.accept ?? '');
     const lastEventId = streaming ? req.headers['last-event-id'] : undefined;
     // An EventSource that reconnects sends the URL it began with, and the last entry it had as Last-Event-ID.
     const [name, cursor] = typeof lastEventId === 'string' && lastEventId !== '' ? ['Last-Event-ID', lastEventId] : ['after', after];
     const from = await this.open(ctx.accountId, name, cursor);
+    // A request that may stay open holds one of the token's slots and its account's while it does.
+    if (streaming || wait > 0) this.caps.hold(req.tokenKey!, ctx.accountId, res);
     const closed = whileOpen(res, this.tail.closed);
     const read = (accountId: string, position: Position, count: number) =>
       inAccountTurn(accountId, () => this.queries.execute(new FeedPageQuery(accountId, position, count)));

@@ -1,7 +1,10 @@
 import { DynamicModule, Inject, Module, OnModuleDestroy } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig, workerShare } from '../config/config';
+import { Metrics } from '../metrics/metrics';
 import { ProjectionsService } from '../projections/projections.service';
 import { READ_STORE, ReadGenerations } from '../read-store/read-store.port';
 import type { RecordKind } from '../records/record';
+import { FeedCaps } from './feed-caps';
 import { FeedCursorSecret } from './feed-cursor-secret';
 import { FeedTail } from './feed-tail';
 import { FeedController } from './feed.controller';
@@ -27,6 +30,14 @@ export class FeedModule implements OnModuleDestroy {
             return new FeedTail(projector, readStore);
           },
           inject: [ProjectionsService, READ_STORE],
+        },
+        {
+          provide: FeedCaps,
+          useFactory: (config: AppConfig, metrics: Metrics) =>
+            new FeedCaps(workerShare(config.feedStreamsPerToken, config), workerShare(config.feedStreamsPerAccount, config), (change) =>
+              metrics.feedOpen.inc(change),
+            ),
+          inject: [APP_CONFIG, Metrics],
         },
         FeedCursorSecret,
         FeedPageHandler,

@@ -1,7 +1,8 @@
 import { Inject } from '@nestjs/common';
 import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
 import { recordHistory, type HistoryEntry } from '../audit/record-history';
-import { comparePositions, EVENT_STORE, EventStore, Position } from '../event-store/event-store.port';
+import { feedDataSchemaOf } from '../docs/openapi';
+import { comparePositions, EVENT_STORE, EventStore, Position, UnreadableEventError } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
 import { DATA_KEYS, type DataKeys } from '../sealing/data-keys';
 import { READ_STORE, ReadDocuments } from '../read-store/read-store.port';
@@ -27,7 +28,9 @@ export interface FeedEntry {
   subject: string;
   time: string;
   datacontenttype: 'application/json';
-  data: { revision: number; changes: HistoryEntry['changes'] };
+  /** The shape of `data` and its version (feedDataSchemaOf). */
+  dataschema: string;
+  data: { revision: number; changes: HistoryEntry['changes']; imported?: HistoryEntry['imported'] };
 }
 
 export interface FeedPage {
@@ -115,11 +118,12 @@ export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
           specversion: '1.0',
           id: cursors.seal(accountId, ref.position),
           source: `/v1/${kind.streamPrefix}s`,
-          type: `${kind.streamPrefix}.${verbOf(kind, entry.event)}`,
+          type: `${kind.streamPrefix}.${verbOf(kind, entry.event, ref)}`,
           subject: recordIdOf(kind, ref.streamId),
           time: entry.occurred,
           datacontenttype: 'application/json',
-          data: { revision: entry.revision, changes: entry.changes },
+          dataschema: feedDataSchemaOf(kind.streamPrefix),
+          data: { revision: entry.revision, changes: entry.changes, ...(entry.imported ? { imported: entry.imported } : {}) },
         });
       }
     });
@@ -152,10 +156,14 @@ export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
   }
 }
 
-/** `created`, `updated`, `deleted` or `erased`: the entry's type after the kind. */
-function verbOf(kind: RecordKind, eventType: string): string {
+/**
+ * `created`, `updated`, `deleted` or `erased`: the entry's type after the kind. An event of a type
+ * this version does not know (a newer one's, or written by hand) is unreadable to it: the page
+ * answers 503 rather than leave the entry out for good.
+ */
+function verbOf(kind: RecordKind, eventType: string, ref: FeedEntryRef): string {
   const verb = (Object.keys(kind.events) as (keyof RecordKind['events'])[]).find((k) => kind.events[k] === eventType);
-  if (!verb) throw new Error(`Unknown event type ${eventType} of ${kind.label}`);
+  if (!verb) throw new UnreadableEventError(ref.streamId, ref.revision, `its type ${eventType} is not one of ${kind.label}'s`);
   return verb;
 }
 

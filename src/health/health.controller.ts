@@ -88,13 +88,14 @@ export class HealthController {
    * Ready to serve: both stores answer, and every projection is running, has reached the head the
    * app found at start and, where the event store can count events (SQLite), is at most
    * READY_MAX_LAG_EVENTS behind its head, and no write to a store has failed for want of it (down,
-   * or its disk full) in the last WRITE_FAILURE_REMEMBERED_MS with none succeeding since. 503
-   * otherwise, naming each problem.
+   * or its disk full) in the last WRITE_FAILURE_REMEMBERED_MS with none succeeding since (nor, for
+   * a full disk under the SQLite files, a probe of it: see WriteFailures). 503 otherwise, naming
+   * each problem.
    */
   @Get('ready')
   @ApiOperation({
     summary: 'Readiness: both stores answer and the read models are caught up',
-    description: `No token. 503 while a store is unreachable, its writes fail (down or out of disk space; until a write succeeds, for at most ${WRITE_FAILURE_REMEMBERED_MS / 1000} s after the last failure), a read model has stopped, has not yet reached the events stored before the start, or is more than READY_MAX_LAG_EVENTS behind; problems names each.`,
+    description: `No token. 503 while a store is unreachable, its writes fail (down or out of disk space; until a write succeeds, or for want of space on the embedded stores' disk until a probe of it does, for at most ${WRITE_FAILURE_REMEMBERED_MS / 1000} s after the last failure), a read model has stopped, has not yet reached the events stored before the start, or is more than READY_MAX_LAG_EVENTS behind; problems names each.`,
   })
   @ApiResponse({ status: 200, description: 'ready to serve', content: { 'application/json; charset=UTF-8': { schema: READINESS, example: READY } } })
   @ApiResponse({
@@ -145,7 +146,7 @@ export class HealthController {
       };
     });
     // A store that answers reads may still refuse writes (its disk full): the writes say so.
-    for (const { store, full, secondsAgo } of this.writes.current()) {
+    for (const { store, full, secondsAgo } of await this.writes.current()) {
       problems.push(`writes to the ${store} are failing${full ? ' for want of disk space' : ''} (the last ${secondsAgo} s ago)`);
     }
     const ready = problems.length === 0;

@@ -7,7 +7,7 @@ import type { ServiceRequest } from './request-context';
 /** A token's SHA-256: what is compared, and what the rate limiter keys on, never the token itself. */
 export const digest = (token: string) => createHash('sha256').update(token, 'utf8').digest();
 
-/** A configured token: its digest, that digest as the rate limiter's key, and its account. */
+/** A configured token: its digest, that digest as the limits' key, and its account. */
 interface TokenEntry {
   digest: Buffer;
   key: string;
@@ -101,6 +101,7 @@ export function accessTokenMiddleware(tokens: AccessTokens, limits?: RateLimits)
       }
     }
     req.accountId = entry.accountId;
+    req.tokenKey = entry.key;
     next();
   };
 }

@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, NotFoundException } from '@nestjs/common';
 import type { Response } from 'express';
 import { FieldFault, Refusal, RefusalReason } from '../errors';
-import { StreamTombstonedError } from '../event-store/event-store.port';
+import { StreamTombstonedError, UnreadableEventError } from '../event-store/event-store.port';
 import type { LoggedError } from '../logging/logging';
 import { ReadModelsBehindError } from '../projections/read-models-behind.error';
 import { FilterNotBuiltError } from '../read-store/read-store.port';
@@ -50,7 +50,7 @@ export class ApiExceptionFilter implements ExceptionFilter {
     const req = http.getRequest<ServiceRequest>();
     const res = http.getResponse<Response>();
     const error = toApiError(exception, req);
-    if (exception instanceof StoreUnavailableError) {
+    if (exception instanceof StoreUnavailableError || exception instanceof UnreadableEventError) {
       this.logger.warn(`${req.method} ${req.path} answered 503: ${exception.message}`);
     } else if (error.code === 'INTERNAL') {
       // req.path leaves the query string, and so the access token, out of the log.
@@ -114,6 +114,11 @@ function toApiError(exception: unknown, req: ServiceRequest): ApiError {
   }
   // A store's failure the writer cannot settle: the record was removed from the store by hand.
   if (exception instanceof StreamTombstonedError) return new ApiError('CONFLICT', exception.message);
+  // An event of the record this version cannot read or fold (written by a newer one during an
+  // upgrade, or by hand): the log names it; the record answers once a version that reads it serves.
+  if (exception instanceof UnreadableEventError) {
+    return new ApiError('UNAVAILABLE', 'A change to this record cannot be read by this version of the service; try again later.', undefined, 5);
+  }
   if (exception instanceof WriteOutcomeUnknownError) {
     // A create is safe to retry under its Idempotency-Key; an update, a delete or an erasure as it is.
     const retry = req.method === 'POST' && !req.path.endsWith('/erase') ? 'retry with the same Idempotency-Key' : 'retry it as it is';

@@ -2,7 +2,11 @@ import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import type { Request } from 'express';
 import type { CommandContext } from '../records/command-context';
 
-export type ServiceRequest = Request & Partial<CommandContext>;
+export type ServiceRequest = Request &
+  Partial<CommandContext> & {
+    /** The access token's digest (never the token): what limits per token key on. */
+    tokenKey?: string;
+  };
 
 /** The authenticated caller's context; only on routes behind the access-token middleware. */
 export const Ctx = createParamDecorator((_: unknown, ctx: ExecutionContext): CommandContext => {

@@ -41,6 +41,11 @@ export interface KeyStore {
   /** Erasures destroyed but not finished: a restart finishes them. Those of ids starting with `prefix`. */
   pendingErasures(prefix: string): Promise<PendingErasure[]>;
   finishErasure(keyId: string): Promise<void>;
+  /**
+   * Makes a destroyed key's erasure pending again, for the next start to finish: a restore whose
+   * events were copied before the erasure's event was appended. Nothing for a key not destroyed.
+   */
+  reopenErasure(keyId: string, erasedBy: string): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -95,6 +95,10 @@ export class MongoDbKeyStore implements KeyStore {
     await this.guard(() => this.keys.updateOne({ _id: keyId }, { $unset: { pending: '' } }));
   }
 
+  async reopenErasure(keyId: string, erasedBy: string): Promise<void> {
+    await this.guard(() => this.keys.updateOne({ _id: keyId, key: null }, [{ $set: { pending: true, erasedBy: { $ifNull: ['$erasedBy', erasedBy] } } }]));
+  }
+
   async close(): Promise<void> {
     await this.client.close();
   }

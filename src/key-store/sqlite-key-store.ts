@@ -31,6 +31,7 @@ export class SqliteKeyStore implements KeyStore {
   private readonly markDestroyed: Statement;
   private readonly selectPending: Statement<[{ prefix: string }], { key_id: string; erased_by: string }>;
   private readonly markFinished: Statement;
+  private readonly markReopened: Statement;
   private readonly obtainGroup: (group: PendingObtain[]) => (Buffer | null)[];
   /** Write transactions committed so far, and the sync that makes them durable (none on a connection that is not durable). */
   private commits = 0;
@@ -60,6 +61,7 @@ export class SqliteKeyStore implements KeyStore {
     );
     this.selectPending = db.prepare('SELECT key_id, erased_by FROM data_keys WHERE pending = 1 AND substr(key_id, 1, length(@prefix)) = @prefix');
     this.markFinished = db.prepare('UPDATE data_keys SET pending = 0 WHERE key_id = ?');
+    this.markReopened = db.prepare('UPDATE data_keys SET pending = 1, erased_by = coalesce(erased_by, @erasedBy) WHERE key_id = @keyId AND key IS NULL');
     const group = db.transaction((obtains: PendingObtain[]) =>
       // The key made, or (nothing returned: the id had one) the key it had, or null if destroyed.
       obtains.map(({ keyId }) => (this.insert.get(keyId, randomBytesPooled(KEY_BYTES)) ?? this.selectOne.get(keyId)!).key),
@@ -107,6 +109,15 @@ export class SqliteKeyStore implements KeyStore {
   async finishErasure(keyId: string): Promise<void> {
     try {
       this.markFinished.run(keyId);
+    } catch (error) {
+      throw sqliteFailure(error);
+    }
+  }
+
+  async reopenErasure(keyId: string, erasedBy: string): Promise<void> {
+    try {
+      this.markReopened.run({ keyId, erasedBy });
+      await this.synced();
     } catch (error) {
       throw sqliteFailure(error);
     }

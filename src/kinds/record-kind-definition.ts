@@ -10,6 +10,9 @@ import type { RecordKind } from '../records/record';
  * imports, the read models and their rebuilds, the sealed streams, the change feed, the OpenAPI
  * document. Adding a kind is its folder and a line in that list (docs/architecture.md).
  */
+/** Prefixes of the service's own streams (the note of event versions written, slug claims, snapshots, idempotency keys). */
+const RESERVED_PREFIXES = ['service', 'profile_slug', 'snapshot', 'idempotency'];
+
 export interface RecordKindDefinition {
   /** Its streams and event types: what sealing, the feed, history and erasure go by. */
   kind: RecordKind;
@@ -56,6 +59,10 @@ export function checkedKinds(definitions: readonly RecordKindDefinition[]): Reco
   for (const { kind, readModel } of definitions) {
     if (readModel.streamPrefixes.join() !== `${kind.streamPrefix}-`) throw new Error(`Record kind ${kind.label}: its read model follows other streams`);
     once('stream prefix', kind.streamPrefix, kind.label);
+    // The service's own streams: a kind's prefix must not take them for its records'.
+    if (RESERVED_PREFIXES.some((prefix) => `${prefix}-`.startsWith(`${kind.streamPrefix}-`))) {
+      throw new Error(`Record kind ${kind.label}: the stream prefix "${kind.streamPrefix}" is the service's own`);
+    }
     once('label', kind.label.toLowerCase(), kind.label);
     once('read model', readModel.name, kind.label);
   }

@@ -76,6 +76,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly feedOpen = new Gauge({
+    name: 'feed_open_requests',
+    help: "The change feed's event streams and long-polls open now, each holding a connection",
+    registers: [this.registry],
+  });
+
   /**
    * The resident size split by what holds it, read on each scrape (see memorySplit): `resident` is
    * `anonymous` plus `file`; `anonymous` is `js_heap` plus `native`. Linux only: absent elsewhere.

@@ -75,7 +75,8 @@ export async function foldBatch(
   for (const event of relevant) {
     // Waits behind its stream's first parked event (the store counts it).
     if (parking?.streams.has(event.streamId)) {
-      parked.push(parkedEventOf(event, ''));
+      // Its error is told only if its stream's row is gone meanwhile (settled by a holder whose lease lapsed): the row made again says why.
+      parked.push(parkedEventOf(event, 'it waits behind an earlier event of its stream, parked'));
       continue;
     }
     const id = idOf(event);
@@ -83,6 +84,7 @@ export async function foldBatch(
     if (current && event.revision <= current.revision) continue; // already applied
     let next: ReadDocument;
     try {
+      if (event.unreadable !== undefined) throw new Error(`it cannot be read: ${event.unreadable}`);
       next = projection.evolve(current, event);
     } catch (error) {
       if (!parking) throw new PoisonEventError(event.streamId, event.revision, error);

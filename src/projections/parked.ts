@@ -1,7 +1,17 @@
 import type { Logger } from '@nestjs/common';
-import { comparePositions, type EventStore, type Position, type StoredEvent } from '../event-store/event-store.port';
+import { comparePositions, type EventStore, type Position, type StoredEvent, UnreadableEventError } from '../event-store/event-store.port';
+import { MissingKeysError } from '../sealing/sealed-event-store';
 import { boundedError } from '../read-store/generation-rules';
-import type { ParkedChanges, ParkedEvent, ParkedStream, ReadDocument, ReadDocuments, ReadGenerations, SkippedEvent } from '../read-store/read-store.port';
+import type {
+  ParkedChanges,
+  ParkedEvent,
+  ParkedStream,
+  ReadDocument,
+  ReadDocuments,
+  ReadGenerations,
+  ReadLeases,
+  SkippedEvent,
+} from '../read-store/read-store.port';
 import type { Projection } from './projection';
 
 /**
@@ -41,14 +51,17 @@ export interface Settled {
  * folded: the stream is unparked. One that still fails: the stream stays parked, at it. Each stream's
  * documents and new state go in one commit, with the checkpoint as it is. The caller makes sure
  * nothing else writes the generation meanwhile (the projector runs this between its batches, under
- * the lease; the CLI only when it holds the lease itself).
+ * the lease; the CLI only when it holds the lease itself): the lease, renewed before each stream's
+ * commit, stops the settlement once another holder has it, and the commit is refused if the stream
+ * was parked further since it was read (see ParkedChanges.settled).
  */
 export async function settleParked(
   projection: Projection,
   eventStore: EventStore,
-  readStore: ReadDocuments & ReadGenerations,
+  readStore: ReadDocuments & ReadGenerations & ReadLeases,
   generation: number,
   position: Position,
+  lease: { holder: string; ttlMs: number },
   /** Told of each stream as its commit is done: a later one failing leaves the earlier ones settled. */
   onSettled?: (settled: Settled) => void,
   now = Date.now(),
@@ -56,12 +69,30 @@ export async function settleParked(
   const collection = projection.schema.name;
   const asked = (await readStore.parked(collection, generation)).filter((s) => s.request);
   const settled: Settled[] = [];
+  const holdLease = async () => {
+    const holder = await readStore.acquireLease(collection, lease.holder, lease.ttlMs);
+    if (holder !== lease.holder)
+      throw new Error(`the lease of ${projection.name} went to ${holder} while its parked streams were settled: that instance settles them now`);
+  };
   for (const stream of asked) {
     const request = stream.request!;
     const skipped: SkippedEvent | null =
       request.action === 'skip' ? { ...stream.first, streamId: stream.streamId, by: request.by, at: now, reason: request.reason ?? '' } : null;
     const from = stream.first.revision + (skipped ? 1 : 0);
-    const events = (await eventStore.readStream(stream.streamId, from)).filter((e) => comparePositions(e.position, position) <= 0);
+    let events: StoredEvent[];
+    try {
+      events = (await eventStore.readStream(stream.streamId, from)).filter((e) => comparePositions(e.position, position) <= 0);
+    } catch (error) {
+      // Its events cannot be read still (an event of a newer version, a key lost): it stays parked where it is, saying why.
+      if (!(error instanceof UnreadableEventError || error instanceof MissingKeysError)) throw error;
+      const now: ParkedStream = { ...stream, first: { ...stream.first, error: boundedError(error.message) }, request: null };
+      await holdLease();
+      await readStore.commit(collection, [], { generation, position }, { settled: [{ streamId: stream.streamId, now, seen: stream }] });
+      const done: Settled = { streamId: stream.streamId, action: request.action, outcome: 'parked', now, skipped: null };
+      settled.push(done);
+      onSettled?.(done);
+      continue;
+    }
     const ids = [...new Set(events.map((e) => projection.documentIdOf(e)))];
     const documents = projection.documents === 'event' ? new Map<string, ReadDocument>() : await readStore.getMany(collection, ids, generation);
     const changed = new Map<string, ReadDocument>();
@@ -88,7 +119,8 @@ export async function settleParked(
       }
     }
     // Nothing folded past a stream that is still parked: what it folded before the failing event stands, as a batch's would.
-    const changes: ParkedChanges = { settled: [{ streamId: stream.streamId, now: still }], ...(skipped ? { skipped: [skipped] } : {}) };
+    const changes: ParkedChanges = { settled: [{ streamId: stream.streamId, now: still, seen: stream }], ...(skipped ? { skipped: [skipped] } : {}) };
+    await holdLease();
     await readStore.commit(collection, [...changed.values()], { generation, position }, changes);
     const done: Settled = { streamId: stream.streamId, action: request.action, outcome: still ? 'parked' : 'unparked', now: still, skipped };
     settled.push(done);
@@ -113,9 +145,11 @@ export class ParkedStreams {
   constructor(
     private readonly projection: Projection,
     private readonly eventStore: EventStore,
-    private readonly readStore: ReadDocuments & ReadGenerations,
+    private readonly readStore: ReadDocuments & ReadGenerations & ReadLeases,
     private readonly logger: Logger,
     private readonly mode: 'park' | 'stop',
+    /** The lease the projector folds under: settlements hold it too. */
+    private readonly lease: { holder: string; ttlMs: number },
   ) {}
 
   /**
@@ -182,7 +216,7 @@ export class ParkedStreams {
       // Taken as seen only once settled: a store that failed it leaves the requests for the next poll.
       let settledAny = false;
       try {
-        await settleParked(this.projection, this.eventStore, this.readStore, generation, position(), (s) => {
+        await settleParked(this.projection, this.eventStore, this.readStore, generation, position(), this.lease, (s) => {
           settledAny = true;
           if (s.outcome === 'unparked') this.parking!.streams.delete(s.streamId);
           if (s.skipped) this.logger.warn(`Skipped ${s.streamId}@${s.skipped.revision} (${s.skipped.type}) for good, by ${s.skipped.by}: ${s.skipped.reason}`);

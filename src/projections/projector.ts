@@ -119,7 +119,7 @@ export class Projector {
     private readonly poisonEvents: PoisonEventsMode = 'park',
   ) {
     this.logger = new Logger(`Projector:${projection.name}`);
-    this.parked = new ParkedStreams(projection, eventStore, readStore, this.logger, poisonEvents);
+    this.parked = new ParkedStreams(projection, eventStore, readStore, this.logger, poisonEvents, lease);
   }
 
   get checkpoint(): Position {
@@ -277,8 +277,8 @@ export class Projector {
         } catch (error) {
           // A commit that failed may have been kept in part, or one acknowledged lost: read them again.
           this.written.clear();
-          // Unreadable events (EventStoreDB: not JSON, no metadata) stop it still: the subscription cannot read past them.
           if (error instanceof PoisonEventError) return await this.stopOnPoison(error);
+          // Subscriptions hand unreadable events over (StoredEvent.unreadable): a store that throws one anyway cannot be read past.
           if (error instanceof UnreadableEventError) return await this.stopOnPoison(new PoisonEventError(error.streamId, error.revision, error.reason));
           if (error instanceof GenerationReplacedError) {
             const replaced = this.generation;

@@ -1,6 +1,15 @@
 import { createHash } from 'node:crypto';
 import { comparePositions, Position, START } from '../event-store/event-store.port';
-import { CollectionSchema, GenerationReplacedError, MatchKind, ParkedEvent, ParkedStream, RebuildBehindError, SkippedEvent } from './read-store.port';
+import {
+  CollectionSchema,
+  GenerationReplacedError,
+  MatchKind,
+  ParkedEvent,
+  ParkedStream,
+  ParkRequest,
+  RebuildBehindError,
+  SkippedEvent,
+} from './read-store.port';
 
 /**
  * The rules of a collection's generations (see the port), written once for every adapter: each
@@ -88,6 +97,12 @@ export function parkInto(stream: ParkedStream | null, streamId: string, event: P
   if (event.revision <= stream.lastRevision) return null;
   return { ...stream, waiting: stream.waiting + 1, lastRevision: event.revision };
 }
+
+/** The request on a stream made after a settlement read it (`seen`), which that settlement leaves for the next one; else null. */
+export const laterRequest = (stored: ParkedStream, seen: ParkedStream): ParkRequest | null =>
+  stored.request && !sameRequest(stored.request, seen.request) ? stored.request : null;
+
+const sameRequest = (a: ParkRequest, b: ParkRequest | null) => b !== null && a.at === b.at && a.action === b.action && a.by === b.by;
 
 /** A parked stream or skipped event as the stores keep it in JSON: positions as strings. */
 export function parkedToJson(stream: ParkedStream | SkippedEvent): string {

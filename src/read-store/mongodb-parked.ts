@@ -2,7 +2,7 @@ import type { Collection, Db } from 'mongodb';
 import { parkedFromJson, parkedToJson, parkInto } from './generation-rules';
 import { generationId } from './mongodb-mapping';
 import { ignoreDuplicate } from './mongodb-writes';
-import type { ParkedChanges, ParkedStream, ParkRequest, SkippedEvent } from './read-store.port';
+import { type ParkedChanges, type ParkedStream, ParkedStreamMovedError, type ParkRequest, type SkippedEvent } from './read-store.port';
 
 export const PARKED_COLLECTION = 'read_model_parked';
 export const SKIPPED_COLLECTION = 'read_model_skipped';
@@ -61,6 +61,12 @@ export class MongoDbParked {
     this.stamps = db.collection<MongoParkedRequests>(PARKED_REQUESTS_COLLECTION);
   }
 
+  /** The indexes the lists, counts and drops of a generation's parked streams and skips go by (no-ops once made). */
+  async ensureIndexes(): Promise<void> {
+    await this.parked.createIndex({ collection: 1, generation: 1, parkedAt: 1, _id: 1 }, { name: 'by_generation' });
+    await this.skips.createIndex({ collection: 1, at: 1, _id: 1 }, { name: 'by_collection' });
+  }
+
   async apply(collection: string, generation: number, changes: ParkedChanges, now = Date.now()): Promise<void> {
     const parked = changes.parked ?? [];
     if (parked.length > 0) {
@@ -79,8 +85,9 @@ export class MongoDbParked {
         const { request: _, ...doc } = this.toDoc(collection, generation, stream);
         if (!was) await ignoreDuplicate(() => this.parked.insertOne({ ...doc, request: null }));
         else {
+          // Made again if it is gone since it was read (settled by a holder whose lease lapsed): no event is left neither folded nor parked.
           const { _id, ...fields } = doc;
-          await this.parked.updateOne({ _id, lastRevision: { $lt: stream.lastRevision } }, { $set: fields });
+          await ignoreDuplicate(() => this.parked.updateOne({ _id, lastRevision: { $lt: stream.lastRevision } }, { $set: fields }, { upsert: true }));
         }
       }
     }
@@ -89,11 +96,21 @@ export class MongoDbParked {
       const _id = `${parkedId(collection, generation, skip.streamId)}@${skip.revision}`;
       await ignoreDuplicate(() => this.skips.insertOne({ _id, collection, generation, at: skip.at, record: parkedToJson(skip) }));
     }
-    for (const { streamId, now: stream } of changes.settled ?? []) {
-      const id = parkedId(collection, generation, streamId);
-      if (stream) await this.parked.replaceOne({ _id: id }, this.toDoc(collection, generation, { ...stream, request: null }), { upsert: true });
-      // A request made after the settlement began is lost with it: the CLI that made it says so, and it can be asked again.
-      else await this.parked.deleteOne({ _id: id });
+    // Each conditional on the stream's last parked revision as the settlement read it: another folder
+    // that parked more of it since (this one's lease lost) refuses the settlement.
+    for (const { streamId, now: stream, seen } of changes.settled ?? []) {
+      const _id = parkedId(collection, generation, streamId);
+      if (stream) {
+        const { request: _, _id: __, ...fields } = this.toDoc(collection, generation, stream);
+        const { matchedCount } = await this.parked.updateOne({ _id, lastRevision: seen.lastRevision }, { $set: fields });
+        if (matchedCount === 0) throw new ParkedStreamMovedError(streamId);
+        // The request it settled is done; one made since stays, for the next settlement.
+        const { at, action, by } = seen.request ?? {};
+        await this.parked.updateOne({ _id, 'request.at': at, 'request.action': action, 'request.by': by }, { $set: { request: null } });
+      } else {
+        const { deletedCount } = await this.parked.deleteOne({ _id, lastRevision: seen.lastRevision });
+        if (deletedCount === 0) throw new ParkedStreamMovedError(streamId);
+      }
     }
   }
 
@@ -125,15 +142,14 @@ export class MongoDbParked {
     return (await this.stamps.findOne({ _id: generationId(collection, generation) }))?.stamp ?? 0;
   }
 
-  async skipped(collection: string, generation: number): Promise<SkippedEvent[]> {
-    const docs = await this.skips.find({ collection, generation }).sort({ at: 1, _id: 1 }).toArray();
-    return docs.map((d) => parkedFromJson<SkippedEvent>(d.record));
+  async skipped(collection: string): Promise<(SkippedEvent & { generation: number })[]> {
+    const docs = await this.skips.find({ collection }).sort({ at: 1, _id: 1 }).toArray();
+    return docs.map((d) => ({ ...parkedFromJson<SkippedEvent>(d.record), generation: d.generation }));
   }
 
-  /** What a dropped generation had parked goes with it. */
+  /** What a dropped generation had parked goes with it; its skips stay, the record of who skipped what. */
   async drop(collection: string, generation: number): Promise<void> {
     await this.parked.deleteMany({ collection, generation });
-    await this.skips.deleteMany({ collection, generation });
     await this.stamps.deleteOne({ _id: generationId(collection, generation) });
   }
 

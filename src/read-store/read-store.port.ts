@@ -144,8 +144,13 @@ export interface SkippedEvent extends ParkedEvent {
 export interface ParkedChanges {
   /** Events it could not fold, in order: each parks its stream, or waits behind the stream's first. */
   parked?: (ParkedEvent & { streamId: string })[];
-  /** Streams a retry or skip settled: what they are now (null: unparked, every event folded), their request done. */
-  settled?: { streamId: string; now: ParkedStream | null }[];
+  /**
+   * Streams a retry or skip settled: what they are now (null: unparked, every event folded), their
+   * request done. `seen` is the stream as the settlement read it: if another folder has parked more
+   * of it since (a lease lost meanwhile), the commit is refused (ParkedStreamMovedError); a request
+   * made since is kept, for the next settlement.
+   */
+  settled?: { streamId: string; now: ParkedStream | null; seen: ParkedStream }[];
   /** Events skipped for good by this commit. */
   skipped?: SkippedEvent[];
 }
@@ -158,6 +163,14 @@ export class GenerationReplacedError extends Error {
   ) {
     super(`Generation ${generation} of ${collection} is no longer live or building`);
     this.name = 'GenerationReplacedError';
+  }
+}
+
+/** A settlement's commit refused: the stream was parked further since the settlement read it (see ParkedChanges.settled). */
+export class ParkedStreamMovedError extends Error {
+  constructor(readonly streamId: string) {
+    super(`${streamId} was parked further while it was settled (another instance folds the read model now)`);
+    this.name = 'ParkedStreamMovedError';
   }
 }
 
@@ -197,6 +210,12 @@ export interface ReadDocuments {
    * the store's files (SQLite: secure deletion, then a checkpoint that truncates the log).
    */
   erase(collection: string, ids: string[]): Promise<void>;
+  /**
+   * The live generation's documents in id order (ids compared byte by byte), tombstones included,
+   * whatever their account: those past `after` ('' for the first page), at most `limit` of them.
+   * The CLI's verify reads a whole read model so, a page at a time.
+   */
+  pageById(collection: string, after: string, limit: number): Promise<ReadDocument[]>;
 }
 
 /**
@@ -236,8 +255,11 @@ export interface ReadGenerations {
   requestParked(collection: string, generation: number, streamIds: string[] | 'all', request: ParkRequest): Promise<string[]>;
   /** A number that moves on with every requestParked: a projector reads it on its poll, and the requests only when it moved. */
   parkedRequests(collection: string, generation: number): Promise<number>;
-  /** The events skipped for good from the generation, oldest first. */
-  skipped(collection: string, generation: number): Promise<SkippedEvent[]>;
+  /**
+   * The events skipped for good from the read model, oldest first, each with the generation it was
+   * skipped from: the record of who skipped what stays when a rebuild replaces that generation.
+   */
+  skipped(collection: string): Promise<(SkippedEvent & { generation: number })[]>;
   /** Keeps the failure with the generation's checkpoint, for status and readiness in any process. */
   recordFailure(collection: string, generation: number, failure: ProjectionFailure): Promise<void>;
   status(collection: string): Promise<CollectionStatus>;

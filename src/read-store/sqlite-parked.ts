@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import { SqliteDatabase } from '../storage/sqlite-database';
-import { parkedFromJson, parkedToJson, parkInto } from './generation-rules';
-import type { ParkedChanges, ParkedStream, ParkRequest, SkippedEvent } from './read-store.port';
+import { laterRequest, parkedFromJson, parkedToJson, parkInto } from './generation-rules';
+import { type ParkedChanges, type ParkedStream, ParkedStreamMovedError, type ParkRequest, type SkippedEvent } from './read-store.port';
 
 /**
  * The SQLite read store's parked streams, per collection generation: one row per parked stream (its
@@ -14,7 +14,7 @@ export class SqliteParked {
   private readonly upsert: Statement;
   private readonly remove: Statement;
   private readonly insertSkip: Statement;
-  private readonly selectSkips: Statement<[string, number], string>;
+  private readonly selectSkips: Statement<[string], { generation: number; record: string }>;
   private readonly countAll: Statement<[string, number], { streams: number; waiting: number | null }>;
   private readonly bump: Statement;
   private readonly dropAll: Statement[];
@@ -63,17 +63,16 @@ export class SqliteParked {
     this.insertSkip = db.prepare(
       'INSERT OR IGNORE INTO read_model_skipped (collection, generation, stream_id, revision, at, record) VALUES (?, ?, ?, ?, ?, ?)',
     );
-    this.selectSkips = db
-      .prepare<[string, number], string>('SELECT record FROM read_model_skipped WHERE collection = ? AND generation = ? ORDER BY at, stream_id')
-      .pluck();
+    this.selectSkips = db.prepare<[string], { generation: number; record: string }>(
+      'SELECT generation, record FROM read_model_skipped WHERE collection = ? ORDER BY at, stream_id',
+    );
     this.countAll = db.prepare('SELECT count(*) AS streams, sum(waiting) AS waiting FROM read_model_parked WHERE collection = ? AND generation = ?');
     this.bump = db.prepare(
       `INSERT INTO read_model_parked_requests (collection, generation, stamp) VALUES (?, ?, 1)
        ON CONFLICT (collection, generation) DO UPDATE SET stamp = stamp + 1`,
     );
-    this.dropAll = ['read_model_parked', 'read_model_skipped', 'read_model_parked_requests'].map((t) =>
-      db.prepare(`DELETE FROM ${t} WHERE collection = ? AND generation = ?`),
-    );
+    // Skips are kept: the record of who skipped what outlives the generation.
+    this.dropAll = ['read_model_parked', 'read_model_parked_requests'].map((t) => db.prepare(`DELETE FROM ${t} WHERE collection = ? AND generation = ?`));
     this.stamp = db.prepare<[string, number], number>('SELECT stamp FROM read_model_parked_requests WHERE collection = ? AND generation = ?').pluck();
   }
 
@@ -83,14 +82,16 @@ export class SqliteParked {
       const next = parkInto(this.get(collection, generation, streamId), streamId, event, now);
       if (next) this.put(collection, generation, next);
     }
-    for (const { streamId, now: stream } of changes.settled ?? []) {
-      if (stream) this.put(collection, generation, { ...stream, request: null });
+    for (const { streamId, now: stream, seen } of changes.settled ?? []) {
+      const stored = this.get(collection, generation, streamId);
+      if (stored?.lastRevision !== seen.lastRevision) throw new ParkedStreamMovedError(streamId);
+      if (stream) this.put(collection, generation, { ...stream, request: laterRequest(stored, seen) });
       else this.remove.run(collection, generation, streamId);
     }
     for (const skip of changes.skipped ?? []) this.insertSkip.run(collection, generation, skip.streamId, skip.revision, skip.at, parkedToJson(skip));
   }
 
-  /** What a dropped generation had parked goes with it; to be called inside its transaction. */
+  /** What a dropped generation had parked goes with it (its skips stay); to be called inside its transaction. */
   drop(collection: string, generation: number): void {
     for (const statement of this.dropAll) statement.run(collection, generation);
   }
@@ -115,8 +116,8 @@ export class SqliteParked {
     return this.stamp.get(collection, generation) ?? 0;
   }
 
-  skipped(collection: string, generation: number): SkippedEvent[] {
-    return this.selectSkips.all(collection, generation).map((json) => parkedFromJson<SkippedEvent>(json));
+  skipped(collection: string): (SkippedEvent & { generation: number })[] {
+    return this.selectSkips.all(collection).map(({ generation, record }) => ({ ...parkedFromJson<SkippedEvent>(record), generation }));
   }
 
   private get(collection: string, generation: number, streamId: string): ParkedStream | null {

@@ -61,7 +61,7 @@ export class RecordEraser {
     // Erased already: its key again only where the key store has one (restored from an older backup).
     if (!state.erased || (await this.keys.current(streamId)) !== null) {
       try {
-        await this.keys.destroy(streamId, context.accountId);
+        await this.keys.erase(streamId, context.accountId);
       } catch (error) {
         // Destroyed, and then its sync or the log's truncation failed: the rest is finished in the
         // background, as a retry would. Not destroyed: nothing was done, and a retry does it all.

@@ -1,4 +1,4 @@
-import { DomainEvent, NewEventMetadata, occurredAt, StoredEvent } from '../event-store/event-store.port';
+import { DomainEvent, NewEventMetadata, occurredAt, StoredEvent, UnreadableEventError } from '../event-store/event-store.port';
 import type { Upcaster, UpcasterChains } from '../event-store/upcasting-event-store';
 import { notFound } from '../errors';
 import type { ReadDocument } from '../read-store/read-store.port';
@@ -38,6 +38,15 @@ export const recordUpcasters = (events: RecordKind['events']): UpcasterChains =>
  * event cannot bring them back; erased ones keep no field value (`erased` is the write side's).
  */
 export type RecordState = ReadDocument & { erased?: boolean };
+
+/** An event a record's fold cannot apply (a type it does not know, a change before the create): its stream reads as unreadable. */
+export class UnfoldableEventError extends UnreadableEventError {
+  constructor(event: { streamId: string; revision: number }, reason: string) {
+    super(event.streamId, event.revision, reason);
+    this.message = reason;
+    this.name = 'UnfoldableEventError';
+  }
+}
 
 /** A record's response view with the stream revision it shows, the ETag's value. */
 export interface Versioned<View> {
@@ -85,16 +94,16 @@ export function evolveRecord(kind: RecordKind, state: RecordState | null, event:
         fields: { ...(event.data as Fields) },
       };
     case kind.events.updated:
-      if (!state) throw new Error(`${event.type} before ${kind.events.created} in ${event.streamId}`);
+      if (!state) throw new UnfoldableEventError(event, `${event.type} before ${kind.events.created} in ${event.streamId}`);
       return { ...state, revision: event.revision, fields: { ...state.fields, ...(event.data as Fields) } };
     case kind.events.deleted:
-      if (!state) throw new Error(`${event.type} before ${kind.events.created} in ${event.streamId}`);
+      if (!state) throw new UnfoldableEventError(event, `${event.type} before ${kind.events.created} in ${event.streamId}`);
       return { ...state, revision: event.revision, deleted: true };
     case kind.events.erased:
-      if (!state) throw new Error(`${event.type} before ${kind.events.created} in ${event.streamId}`);
+      if (!state) throw new UnfoldableEventError(event, `${event.type} before ${kind.events.created} in ${event.streamId}`);
       return { ...state, revision: event.revision, deleted: true, erased: true, fields: {} };
     default:
-      throw new Error(`Unknown event type ${event.type} in ${event.streamId}`);
+      throw new UnfoldableEventError(event, `Unknown event type ${event.type} in ${event.streamId}`);
   }
 }
 

@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { createCipheriv, createDecipheriv, createHmac, createSecretKey, KeyObject, randomUUID } from 'node:crypto';
 import { RecordErasedError } from '../event-store/event-store.port';
+import type { ErasureLog } from '../key-store/erasure-log';
 import type { KeyStore } from '../key-store/key-store.port';
 import { randomBytesPooled } from '../key-store/random-bytes';
 import { outsideTraces } from '../tracing/tracing';
@@ -108,6 +109,8 @@ export class DataKeys {
   constructor(
     readonly store: KeyStore,
     keepAtMost = KEYS_KEPT,
+    /** Where the erasures asked are kept, apart from the stores (none: the CLI's, which erases nothing). */
+    private readonly erasureLog?: ErasureLog,
   ) {
     this.cache = new LRUCache({ max: keepAtMost });
   }
@@ -236,6 +239,12 @@ export class DataKeys {
     this.closed = true;
     for (const retry of this.retries) clearTimeout(retry);
     await this.store.close();
+  }
+
+  /** An erasure asked: kept in the erasure log first (on disk), so that a restore from before it erases again, then destroy. */
+  async erase(keyId: string, erasedBy: string): Promise<void> {
+    await this.erasureLog?.append({ key: keyId, account: erasedBy, at: new Date().toISOString() });
+    await this.destroy(keyId, erasedBy);
   }
 
   async destroy(keyId: string, erasedBy: string): Promise<void> {

@@ -1,4 +1,5 @@
 import {
+  asUnreadable,
   type AppendResult,
   type EventBatch,
   type EventStore,
@@ -12,6 +13,23 @@ import {
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import { DataKeys, keyObject, keyObjectsOnce, openOrNull, seal } from './data-keys';
 import { OpeningThread } from './opening-thread';
+
+/** Sealed events whose records' keys the key store does not have: not there yet, or lost. */
+export class MissingKeysError extends StoreUnavailableError {
+  constructor(
+    store: StoreUnavailableError['store'],
+    readonly keyIds: string[],
+  ) {
+    super(store, `no data key for ${keyIds.join(', ')}, whose events are sealed: not there yet`);
+    this.name = 'MissingKeysError';
+  }
+}
+
+/**
+ * How long a subscription waits for a missing key (a key made on another instance may show late
+ * where this read goes) before it hands over the events that need it as unreadable, to be parked.
+ */
+export const MISSING_KEY_GRACE_MS = 60_000;
 
 /** What sealing needs of a kind of record (records/record.ts's RecordKind is one). */
 export interface SealedKind {
@@ -66,9 +84,10 @@ const isSealed = (event: StoredEvent) =>
  * Once a record's key is destroyed its events open with every value '' (field names kept): folds,
  * rebuilds and history go on, with nothing left to show. Reading a record's erasure event makes
  * this process forget the key it may have cached. A sealed event whose key the key store does not
- * have is unavailable (StoreUnavailableError: the read, or the projector's subscription, is tried
+ * have is unavailable (MissingKeysError: the read, or the projector's subscription, is tried
  * again), never read as erased: a key made on another instance may not show yet where this read
- * goes.
+ * goes. A subscription hands such events over as unreadable once the key has stayed missing for
+ * MISSING_KEY_GRACE_MS (see openSubscribed).
  */
 export class SealedEventStore implements EventStore {
   private readonly prefixes: string[];
@@ -83,11 +102,14 @@ export class SealedEventStore implements EventStore {
    */
   private readonly appendedHere = new Map<string, string>();
   private subscriptions = 0;
+  /** By key id: since when a subscription has found it missing (see MISSING_KEY_GRACE_MS). */
+  private readonly missingSince = new Map<string, number>();
 
   constructor(
     private readonly inner: EventStore,
     readonly keys: DataKeys,
     kinds: SealedKind[],
+    private readonly missingKeyGraceMs = MISSING_KEY_GRACE_MS,
   ) {
     this.prefixes = kinds.map((k) => `${k.streamPrefix}-`);
     this.erasureTypes = new Set(kinds.map((k) => k.events.erased));
@@ -198,7 +220,42 @@ export class SealedEventStore implements EventStore {
 
   private async nextOpened(batches: AsyncIterator<EventBatch>): Promise<EventBatch | undefined> {
     const next = await batches.next();
-    return next.done ? undefined : { events: await this.openAll(next.value.events, false, this.appendedHere), position: next.value.position };
+    return next.done ? undefined : { events: await this.openSubscribed(next.value.events), position: next.value.position };
+  }
+
+  /**
+   * A subscription's batch, opened. A key still missing MISSING_KEY_GRACE_MS after a subscription
+   * first found it so is lost, not late: the events that need it come as unreadable (asUnreadable),
+   * for the subscriber to park, and the rest of the batch is opened. Sooner, the batch fails as
+   * unavailable and the subscriber tries again.
+   */
+  private async openSubscribed(events: StoredEvent[]): Promise<StoredEvent[]> {
+    // Keys found lost in this batch stay marked so (the next batch with their events hands them over at once).
+    const lost = new Set<string>();
+    for (;;) {
+      try {
+        const opened = await this.openAll(events, false, this.appendedHere);
+        if (this.missingSince.size > 0) {
+          for (const event of events) if (!lost.has(keyStreamOf(event.streamId))) this.missingSince.delete(keyStreamOf(event.streamId));
+        }
+        return opened;
+      } catch (error) {
+        if (!(error instanceof MissingKeysError)) throw error;
+        const now = Date.now();
+        for (const keyId of error.keyIds) if (!this.missingSince.has(keyId)) this.missingSince.set(keyId, now);
+        for (const keyId of error.keyIds) if (now - this.missingSince.get(keyId)! >= this.missingKeyGraceMs) lost.add(keyId);
+        if (error.keyIds.some((keyId) => !lost.has(keyId))) throw error;
+        events = events.map((event) => {
+          const keyId = keyStreamOf(event.streamId);
+          if (!lost.has(keyId) || !isSealed(event)) return event;
+          const { data: _, ...place } = event;
+          return asUnreadable(
+            place,
+            `its record's data key ${keyId} is missing from the key store (for ${Math.round((now - this.missingSince.get(keyId)!) / 1000)} s)`,
+          );
+        });
+      }
+    }
   }
 
   /** A record's stream or its snapshot stream: values sealed with the record's key. */
@@ -290,12 +347,12 @@ export class SealedEventStore implements EventStore {
    * erasure), and its events open blank.
    */
   private async checkErased(keyIds: string[]): Promise<void> {
+    const missing: string[] = [];
     for (const keyId of keyIds) {
       const last = await this.inner.readLastEvent(keyId);
-      if (!last || !this.erasureTypes.has(last.type)) {
-        throw new StoreUnavailableError(this.keys.store.name, `no data key for ${keyId}, whose events are sealed: not there yet`);
-      }
+      if (!last || !this.erasureTypes.has(last.type)) missing.push(keyId);
     }
+    if (missing.length > 0) throw new MissingKeysError(this.keys.store.name, missing);
   }
 
   /**

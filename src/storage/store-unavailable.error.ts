@@ -5,7 +5,7 @@
  */
 export class StoreUnavailableError extends Error {
   constructor(
-    readonly store: 'EventStoreDB' | 'MongoDB' | 'SQLite',
+    readonly store: 'EventStoreDB' | 'MongoDB' | 'SQLite' | 'the erasure log',
     reason: string,
   ) {
     super(`${store} is unreachable: ${reason}`);

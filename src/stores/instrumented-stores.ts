@@ -113,6 +113,10 @@ export class InstrumentedReadStore implements ReadStore {
     return this.metrics.time(this.metrics.readStoreDuration, 'oldest', () => this.store.oldest(collection, accountId));
   }
 
+  pageById(collection: string, after: string, limit: number): Promise<ReadDocument[]> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'pageById', () => this.store.pageById(collection, after, limit));
+  }
+
   find(collection: string, query: FindQuery): Promise<FindResult> {
     // The filters' names only: their values are personal data.
     const attributes = () => ({
@@ -156,8 +160,8 @@ export class InstrumentedReadStore implements ReadStore {
     return this.metrics.time(this.metrics.readStoreDuration, 'parkedRequests', () => this.store.parkedRequests(collection, generation));
   }
 
-  skipped(collection: string, generation: number): Promise<SkippedEvent[]> {
-    return this.metrics.time(this.metrics.readStoreDuration, 'skipped', () => this.store.skipped(collection, generation));
+  skipped(collection: string): Promise<(SkippedEvent & { generation: number })[]> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'skipped', () => this.store.skipped(collection));
   }
 
   status(collection: string): Promise<CollectionStatus> {
@@ -226,6 +230,7 @@ export function watchingWrites(store: KeyStore, writes: WriteFailures): KeyStore
       ),
     pendingErasures: (prefix) => store.pendingErasures(prefix),
     finishErasure: (keyId) => writes.watch('key store', () => store.finishErasure(keyId)),
+    reopenErasure: (keyId, erasedBy) => writes.watch('key store', () => store.reopenErasure(keyId, erasedBy)),
     close: () => store.close(),
   };
 }

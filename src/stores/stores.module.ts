@@ -9,7 +9,7 @@ import { SqliteReadStore } from '../read-store/sqlite-read-store';
 import { InstrumentedEventStore, InstrumentedReadStore, watchingWrites } from './instrumented-stores';
 import { Metrics } from '../metrics/metrics';
 import { openSqliteDatabase, SqliteDatabase } from '../storage/sqlite-database';
-import { WriteFailures } from '../storage/write-failures';
+import { diskProbe, WriteFailures, type WrittenStore } from '../storage/write-failures';
 import { DATA_KEYS, DataKeys } from '../sealing/data-keys';
 import type { KeyStore } from '../key-store/key-store.port';
 import { MongoDbKeyStore } from '../key-store/mongodb-key-store';
@@ -17,6 +17,7 @@ import { SealedEventStore, type SealedKind } from '../sealing/sealed-event-store
 import { UpcastingEventStore, type UpcastKind } from '../event-store/upcasting-event-store';
 import { sealPlaintextEvents } from '../sealing/seal-plaintext-events';
 import { SqliteKeyStore } from '../key-store/sqlite-key-store';
+import { eraseAgain, ErasureLog } from '../key-store/erasure-log';
 import { dirname, join } from 'node:path';
 
 /** Closes the stores after everything that uses them has stopped (projectors stop on module destroy). */
@@ -61,7 +62,7 @@ export async function openEventStore(
   keys ??= new DataKeys(await openKeyStore(config));
   if (config.eventStoreConnectionString) {
     const store = await EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs ?? 5000, config.eventStoreSilenceMs);
-    return new UpcastingEventStore(new SealedEventStore(store, keys, kinds), kinds);
+    return UpcastingEventStore.open(new SealedEventStore(store, keys, kinds), kinds);
   }
   const store = new SqliteEventStore(sqlite ?? openSqliteDatabase(config.sqliteFile, { durable: true }));
   const sealed = await sealPlaintextEvents(store, keys, kinds, () =>
@@ -70,7 +71,7 @@ export async function openEventStore(
     ),
   );
   if (sealed > 0) log(`Sealed ${sealed} events written before encryption with their records' keys`);
-  return new UpcastingEventStore(new SealedEventStore(store, keys, kinds), kinds);
+  return UpcastingEventStore.open(new SealedEventStore(store, keys, kinds), kinds);
 }
 
 /**
@@ -82,7 +83,27 @@ export async function openKeyStore(config: StoreSettings): Promise<KeyStore> {
   return new SqliteKeyStore(openSqliteDatabase(keysFile(config), { durable: true }));
 }
 
-const keysFile = (config: StoreSettings) => join(dirname(config.sqliteFile), 'keys.sqlite');
+export const keysFile = (config: StoreSettings) => join(dirname(config.sqliteFile), 'keys.sqlite');
+
+/**
+ * The erasure log, checked writable, and its erasures whose keys the key store still has destroyed
+ * again (a restore from before them, by the restore command or by hand): they are then pending, and
+ * finished (their events appended, their read models scrubbed) before the service answers.
+ */
+async function erasureLogChecked(config: Pick<AppConfig, 'erasureLog'>, store: KeyStore): Promise<ErasureLog> {
+  const log = new ErasureLog(config.erasureLog);
+  log.checkWritable();
+  const again = await eraseAgain(log, store);
+  if (again.length > 0) {
+    new Logger('Erasures').warn(
+      `Erased again ${again.length} records of the erasure log ${log.file} whose keys the key store still had (restored from before their erasure): ${again
+        .slice(0, 5)
+        .map((e) => e.key)
+        .join(', ')}${again.length > 5 ? ', …' : ''}`,
+    );
+  }
+  return log;
+}
 
 /**
  * Makes the SQLite files the configuration uses and switches them to WAL, then closes them: the
@@ -114,6 +135,15 @@ export function sharedSqliteConnection(config: StoreSettings): SqliteDatabase | 
   return openSqliteDatabase(config.sqliteFile, { durable: true });
 }
 
+/** A probe of the disk under the SQLite files, for the stores kept there; none when every store has a server. */
+function embeddedDiskProbe(config: StoreSettings) {
+  const stores: WrittenStore[] = [
+    ...(config.eventStoreConnectionString ? [] : ['event store' as const]),
+    ...(config.mongodb ? [] : ['read store' as const, 'key store' as const]),
+  ];
+  return stores.length > 0 ? diskProbe(dirname(config.sqliteFile), stores) : undefined;
+}
+
 /** Both stores, as the CLI and the benches open them (the service through StoresModule's providers). */
 export async function openStores(
   config: StoreSettings,
@@ -140,11 +170,14 @@ export class StoresModule {
         { provide: APP_CONFIG, useValue: config },
         {
           provide: DATA_KEYS,
-          useFactory: async (writes: WriteFailures) => new DataKeys(watchingWrites(await openKeyStore(config), writes), config.keyCacheSize),
+          useFactory: async (writes: WriteFailures) => {
+            const store = await openKeyStore(config);
+            return new DataKeys(watchingWrites(store, writes), config.keyCacheSize, await erasureLogChecked(config, store));
+          },
           inject: [WriteFailures],
         },
         { provide: SHARED_SQLITE, useFactory: () => sharedSqliteConnection(config) },
-        { provide: WriteFailures, useFactory: () => new WriteFailures() },
+        { provide: WriteFailures, useFactory: () => new WriteFailures(embeddedDiskProbe(config)) },
         {
           provide: EVENT_STORE,
           useFactory: async (metrics: Metrics, keys: DataKeys, sqlite: SqliteDatabase | null, writes: WriteFailures) =>

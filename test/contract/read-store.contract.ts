@@ -4,6 +4,7 @@ import {
   CollectionSchema,
   FilterNotBuiltError,
   GenerationReplacedError,
+  ParkedStreamMovedError,
   ReadDocument,
   ReadStore,
   RebuildBehindError,
@@ -238,6 +239,20 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
       expect((await store.getMany(schema.name, [randomUUID()])).size).toBe(0);
     });
 
+    it('pages through every document in id order, tombstones and every account included', async () => {
+      const paged: CollectionSchema = { name: `paged_${run}`, filters: {} };
+      await store.ensureCollection(paged);
+      await expect(store.pageById(paged.name, '', 10)).resolves.toEqual([]);
+      // Ids that sort differently as numbers and as text, as the change feed's do.
+      const docs = ['9', '10', 'b', 'a', '100'].map((id, i) => doc({ id, deleted: i === 1, accountId: `acc-${i % 2}` }));
+      await store.commit(paged.name, docs, checkpoint(BigInt(seq)));
+      const byId = [...docs].sort((x, y) => (x.id < y.id ? -1 : 1));
+      await expect(store.pageById(paged.name, '', 2)).resolves.toEqual(byId.slice(0, 2));
+      await expect(store.pageById(paged.name, byId[1].id, 2)).resolves.toEqual(byId.slice(2, 4));
+      await expect(store.pageById(paged.name, byId[3].id, 2)).resolves.toEqual(byId.slice(4));
+      await expect(store.pageById(paged.name, byId[4].id, 2)).resolves.toEqual([]);
+    });
+
     it('never moves a checkpoint backwards', async () => {
       const cas: CollectionSchema = { name: `cas_${run}`, filters: {} };
       await store.ensureCollection(cas);
@@ -325,13 +340,13 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
         const later = { ...b, first: { ...b.first, revision: 1, error: 'still broken' }, waiting: 0, lastRevision: 1 };
         await store.commit(parking.name, [], at(30n), {
           settled: [
-            { streamId: 'customer-a', now: null },
-            { streamId: 'customer-b', now: later },
+            { streamId: 'customer-a', now: null, seen: a },
+            { streamId: 'customer-b', now: later, seen: b },
           ],
           skipped: [skip],
         });
         expect(await store.parked(parking.name, 1)).toEqual([{ ...later, request: null }]);
-        await expect(store.skipped(parking.name, 1)).resolves.toEqual([skip]);
+        await expect(store.skipped(parking.name)).resolves.toEqual([{ ...skip, generation: 1 }]);
         await expect(store.parkedCount(parking.name, 1)).resolves.toEqual({ streams: 1, events: 1 });
       });
 
@@ -342,7 +357,16 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
         await store.commit(parking.name, [], at(40n, building), { parked: [event('customer-c', 0, 40n)] });
         expect((await store.parked(parking.name, building)).map((s) => s.streamId)).toEqual(['customer-c']);
         expect((await store.parked(parking.name, 1)).map((s) => s.streamId)).toEqual(['customer-b']);
+        const [c] = await store.parked(parking.name, building);
+        const skip = { ...c.first, streamId: 'customer-c', by: 'ops', at: 1_700_000_000_002, reason: 'in the rebuild' };
+        await store.commit(parking.name, [], at(41n, building), { settled: [{ streamId: 'customer-c', now: null, seen: c }], skipped: [skip] });
         await store.abandonRebuild(parking.name, building);
+        // What the generation parked goes with it; the record of who skipped what stays.
+        await expect(store.parked(parking.name, building)).resolves.toEqual([]);
+        expect((await store.skipped(parking.name)).map((k) => [k.streamId, k.generation])).toEqual([
+          ['customer-a', 1],
+          ['customer-c', building],
+        ]);
       });
 
       it('refuses a commit into a replaced generation, parking nothing', async () => {
@@ -352,6 +376,27 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
           GenerationReplacedError,
         );
         await expect(store.parked(parking.name, building)).resolves.toEqual([]);
+      });
+
+      it('refuses a settlement of a stream parked further since it was read, and keeps a request made while one is settled', async () => {
+        const one = async (streamId: string) => (await store.parked(parking.name, 1)).find((s) => s.streamId === streamId)!;
+        await store.commit(parking.name, [], at(60n), { parked: [event('customer-e', 0, 60n)] });
+        await store.requestParked(parking.name, 1, ['customer-e'], { action: 'retry', reason: null, ...operator });
+        const seen = await one('customer-e');
+        // Another folder (this one's lease lost) parks a later event of the stream meanwhile.
+        await store.commit(parking.name, [], at(61n), { parked: [event('customer-e', 1, 61n)] });
+        await expect(store.commit(parking.name, [], at(61n), { settled: [{ streamId: 'customer-e', now: null, seen }] })).rejects.toBeInstanceOf(
+          ParkedStreamMovedError,
+        );
+        expect(await one('customer-e')).toMatchObject({ lastRevision: 1, waiting: 1, request: { action: 'retry' } });
+
+        const read = await one('customer-e');
+        const asked = { action: 'skip' as const, reason: 'asked meanwhile', by: 'ops', at: read.request!.at + 1 };
+        await store.requestParked(parking.name, 1, ['customer-e'], asked);
+        await store.commit(parking.name, [], at(61n), { settled: [{ streamId: 'customer-e', now: { ...read, request: null }, seen: read }] });
+        expect((await one('customer-e')).request).toEqual(asked);
+        await store.commit(parking.name, [], at(61n), { settled: [{ streamId: 'customer-e', now: null, seen: await one('customer-e') }] });
+        expect(await store.parked(parking.name, 1)).toEqual([expect.objectContaining({ streamId: 'customer-b' })]);
       });
     });
 

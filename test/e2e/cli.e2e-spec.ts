@@ -355,7 +355,8 @@ describeOnSqlite('a poison event', () => {
     }
     const { stdout } = await runCli(['projections', 'status'], dir);
     // The rebuild that stopped on it dropped what it had built: no rebuild is left under way.
-    expect(stdout).toContain(`customers   1           0           1    -        -       ${streamId}@0: ${failure.error}`);
+    // The head holds the event and the note of the versions written before it (written-versions.ts).
+    expect(stdout).toContain(`customers   1           0           2    -        -       ${streamId}@0: ${failure.error}`);
     expect((await statusJson(dir)).projections[1].failure).toEqual(failure);
   });
 });
@@ -365,9 +366,10 @@ describeOnSqlite('events tail', () => {
     const dir = dataDir();
     const events = await openEventStore({ sqliteFile: sqliteFile(dir) }, RECORD_KINDS);
     try {
+      // Each type's first append is preceded by a note of its version (written-versions.ts): positions 1, 2.
       await events.appendToStream('customer-before', [event('CustomerCreated', { name: 'Before' })], 'no_stream');
       const tail = spawnCli(['events', 'tail', '--stream', 'customer-followed'], dir);
-      await tail.waitForStderr(/Waiting for events after position 1 \(Ctrl-C to stop\)\n/);
+      await tail.waitForStderr(/Waiting for events after position 2 \(Ctrl-C to stop\)\n/);
       await events.appendToStream('customer-followed', [event('CustomerCreated', { name: 'Ada' })], 'no_stream');
       await events.appendToStream('customer-other', [event('CustomerCreated', { name: 'Other' })], 'no_stream');
       await events.appendToStream('customer-followed', [event('CustomerDeleted')], 0);
@@ -380,8 +382,8 @@ describeOnSqlite('events tail', () => {
         .split('\n')
         .map((l) => JSON.parse(l));
       expect(lines).toEqual([
-        expect.objectContaining({ position: '2', streamId: 'customer-followed', revision: 0, type: 'CustomerCreated', data: { name: 'Ada' } }),
-        expect.objectContaining({ position: '4', streamId: 'customer-followed', revision: 1, type: 'CustomerDeleted', data: {} }),
+        expect.objectContaining({ position: '3', streamId: 'customer-followed', revision: 0, type: 'CustomerCreated', data: { name: 'Ada' } }),
+        expect.objectContaining({ position: '6', streamId: 'customer-followed', revision: 1, type: 'CustomerDeleted', data: {} }),
       ]);
       // Read as every path reads it: in its type's current shape (stored without a version, it is
       // version 1, whose time is the one the store recorded).

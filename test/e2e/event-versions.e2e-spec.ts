@@ -1,8 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import type { NewEvent } from '../../src/event-store/event-store.port';
+import { CUSTOMER } from '../../src/customers/customer.decider';
+import type { NewEvent, StoredEvent } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
+import { UpcastingEventStore } from '../../src/event-store/upcasting-event-store';
+import { timeFromRecorded } from '../../src/records/record';
 import { openSqliteDatabase } from '../../src/storage/sqlite-database';
+import { runFailingStart } from '../support/child-service';
 import { describeOnSqlite } from '../support/stores';
 import { ACCOUNT_IDS, makeDataDir, startTestApp, TestApp, withToken } from '../support/test-app';
 
@@ -69,4 +73,38 @@ describeOnSqlite('a version 1 event and its version 2 form', () => {
     expect(first.feed.map((e: { time: string }) => e.time)).toEqual([new Date(T).toISOString(), new Date(T + 5_000).toISOString()]);
     expect(await answers(v2)).toEqual(first);
   });
+});
+
+/**
+ * A rollback after an upgrade: the store holds an event in a version this build does not read. The
+ * service refuses to start, naming the type and versions, rather than misread or stop on it later.
+ */
+describeOnSqlite('a store written by a newer build', () => {
+  it('refuses to start, naming the type and both versions', async () => {
+    const dataDir = makeDataDir();
+    const db = openSqliteDatabase(join(dataDir, 'service.sqlite'), { durable: true });
+    // The newer build's store: CustomerUpdated has a version 3, and its first one is written.
+    const newer = { ...CUSTOMER, upcasters: { ...CUSTOMER.upcasters, CustomerUpdated: { 1: timeFromRecorded, 2: (e: StoredEvent) => [e] } } };
+    const store = await UpcastingEventStore.open(new SqliteEventStore(db), [newer]);
+    const id = randomUUID();
+    const metadata = { accountId: ACCOUNT_IDS.a, correlationId: 'seed', causationId: 'seed', occurredAt: new Date().toISOString() };
+    await store.appendToStream(
+      `customer-${id}`,
+      [{ id: randomUUID(), type: 'CustomerCreated', data: { name: 'Ada' }, metadata: { ...metadata, eventVersion: 2 } }],
+      'no_stream',
+    );
+    await store.appendToStream(
+      `customer-${id}`,
+      [{ id: randomUUID(), type: 'CustomerUpdated', data: { name: 'Ada L' }, metadata: { ...metadata, eventVersion: 3 } }],
+      0,
+    );
+    await store.close();
+
+    const { code, output } = await runFailingStart(dataDir, { WORKERS: '1' });
+    expect(code).toBe(1);
+    expect(output).toMatch(
+      /^Cannot start: The event store holds CustomerUpdated version 3, where this build reads up to version 2: a newer build of the service wrote them\. Run that build or a newer one/m,
+    );
+    expect(output).not.toMatch(/Listening on/);
+  }, 60_000);
 });

@@ -51,8 +51,10 @@ describe('the change feed', () => {
       subject: id,
       time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       datacontenttype: 'application/json',
+      dataschema: 'urn:profiles-customers-service:feed-data:customer:v1',
       data: { revision: 0, changes: { name: { from: '', to: 'Ada' }, email: { from: '', to: 'ada@feed.io' } } },
     });
+    expect(entries.find((e) => e.type === 'profile.created')?.dataschema).toBe('urn:profiles-customers-service:feed-data:profile:v1');
     const told = entries.filter((e) => e.subject === id);
     expect(told.map((e) => ({ revision: e.data.revision, changes: e.data.changes, occurred: e.time }))).toEqual(
       (await history('customers', id)).map((h) => ({ revision: h.revision, changes: h.changes, occurred: h.occurred })),

@@ -1,7 +1,7 @@
 /**
  * A full disk, over HTTP: writes answer 503 with Retry-After (never 500), readiness says writes
  * fail, an erased record is gone from reads and lists even while its read model cannot be
- * scrubbed, and the service recovers by itself once space returns.
+ * scrubbed, and the service recovers by itself once space returns: readiness too, with no write.
  */
 import { execFileSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
@@ -11,6 +11,7 @@ import type { Response } from 'supertest';
 import type { InstrumentedReadStore } from '../../src/stores/instrumented-stores';
 import { READ_STORE, ReadStore } from '../../src/read-store/read-store.port';
 import { StoreFullError } from '../../src/storage/store-unavailable.error';
+import { WriteFailures } from '../../src/storage/write-failures';
 import { uniqueEmail } from '../support/http-assertions';
 import { describeOnSqlite, describeUnlessWorkers } from '../support/stores';
 import { ACCOUNT_IDS, startTestApp, TestApp, withQuery, withToken } from '../support/test-app';
@@ -116,6 +117,33 @@ describeOnSmallDisk('with the data directory on a disk that fills up', () => {
       expect(list.body.data).toHaveLength(1);
     }
   }, 120_000);
+
+  it('answers ready again once space returns, with no write to clear it', async () => {
+    // Keys are made ahead from the first create on, so later creates reach the event store on a full
+    // disk; an erasure empties the write-ahead log, so they find no room left in it to reuse.
+    const id = (await create(uniqueEmail()).expect(201)).body.data.Customer.id as string;
+    await t.http.post(withToken(`customers/${id}/erase`)).expect(200);
+    fillTheDisk();
+    // Creates until one fails at the event store's append (one may fail at its key first, or fit in the write-ahead log).
+    const eventStoreFull = /^writes to the event store are failing for want of disk space/;
+    let ready: Response | undefined;
+    for (let i = 0; i < 200; i++) {
+      await create(uniqueEmail());
+      ready = await t.http.get('/health/ready');
+      if (ready.body.problems.some((p: string) => eventStoreFull.test(p))) break;
+    }
+    expect(ready!.status).toBe(503);
+    expect(ready!.body.problems).toEqual(expect.arrayContaining([expect.stringMatching(eventStoreFull)]));
+    const { head } = ready!.body;
+
+    rmSync(filler);
+    // Only readiness is asked from here on, as an orchestrator that routes by it would: it probes the
+    // disk and finds room, well before it would forget the failure (30 s after it).
+    let after: Response | undefined;
+    await eventually(async () => (after = await t.http.get('/health/ready')).status === 200, 15_000);
+    expect(after!.body.problems).toEqual([]);
+    expect(after!.body.head).toBe(head); // nothing was appended meanwhile
+  }, 60_000);
 });
 
 describeUnlessWorkers('an erasure while the read model cannot be written', 'it makes the read store of the app in this process fail', () => {
@@ -131,14 +159,18 @@ describeUnlessWorkers('an erasure while the read model cannot be written', 'it m
 
   /**
    * The read store's writes fail as on a full disk (its reads go on), as the adapter says it:
-   * StoreFullError. In the adapter, under the app's own wrapper, which is what watches writes.
+   * StoreFullError. In the adapter, under the app's own wrapper, which is what watches writes. The
+   * probe readiness writes to the disk fails alike.
    */
   function readStoreDiskFull(): void {
     const adapter = (readStore as InstrumentedReadStore)['store'];
+    const probe = t.app.get(WriteFailures)['disk']!;
     const { commit, erase } = adapter;
+    const { write } = probe;
     const full = () => Promise.reject(new StoreFullError('SQLite', 'SQLITE_FULL'));
     Object.assign(adapter, { commit: full, erase: full });
-    restore = () => Object.assign(adapter, { commit, erase });
+    probe.write = () => Promise.reject(Object.assign(new Error('no space left on device'), { code: 'ENOSPC' }));
+    restore = () => (Object.assign(adapter, { commit, erase }), (probe.write = write));
   }
 
   it('is gone from reads and lists once its key is destroyed, though its document still holds the values', async () => {

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { NewEvent } from '../../src/event-store/event-store.port';
-import { Database } from '../../src/storage/sqlite-database';
+import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
+import { Database, openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { runCli } from '../support/cli';
 import { describeOnSqlite } from '../support/stores';
 import { ACCOUNT_IDS, JSON_CT, startTestApp, TestApp, withToken } from '../support/test-app';
@@ -54,14 +55,23 @@ describeOnSqlite('an event a read model cannot fold, parked', () => {
     )!;
   };
   const readiness = async () => service.http.get('/health/ready');
+  /** Appended by hand, to the store's file, as an operator's tool would: not through the service's own store. */
+  const byHand = async (streamId: string, events: NewEvent[], expected: number) => {
+    const store = new SqliteEventStore(openSqliteDatabase(join(service.dataDir, 'service.sqlite'), { durable: true }));
+    try {
+      await store.appendToStream(streamId, events, expected);
+    } finally {
+      await store.close();
+    }
+  };
 
   beforeAll(async () => {
     service = await startTestApp();
     poisoned = await create('Ada');
     healthy = await create('Bea');
     // Appended by hand: a type no code knows, then an event that could be folded, behind it.
-    await service.events.appendToStream(poisoned.stream, [event('CustomerRenamedByHand', { name: 'Ada Byron' })], 0);
-    await service.events.appendToStream(poisoned.stream, [event('CustomerUpdated', { company: 'Analytical Engines' })], 1);
+    await byHand(poisoned.stream, [event('CustomerRenamedByHand', { name: 'Ada Byron' })], 0);
+    await byHand(poisoned.stream, [event('CustomerUpdated', { company: 'Analytical Engines' })], 1);
   });
   afterAll(() => service?.close());
 
@@ -126,7 +136,7 @@ describeOnSqlite('an event a read model cannot fold, parked', () => {
       }),
     ]);
     // Later events of the stream fold as they come (appended by hand: the service's own writes fold the stream, which still holds a type no code knows).
-    await service.events.appendToStream(poisoned.stream, [event('CustomerUpdated', { tel: '021555' })], 2);
+    await byHand(poisoned.stream, [event('CustomerUpdated', { tel: '021555' })], 2);
     expect(
       await until(
         () => read(poisoned.id),
@@ -138,7 +148,7 @@ describeOnSqlite('an event a read model cannot fold, parked', () => {
 
   it('folds a parked event again on projections retry once it can be (the fix deployed), and unparks its stream', async () => {
     const { id: eventId } = event('x', {});
-    await service.events.appendToStream(healthy.stream, [{ ...event('CustomerTypoByHand', { company: 'Jacquard' }), id: eventId }], 1);
+    await byHand(healthy.stream, [{ ...event('CustomerTypoByHand', { company: 'Jacquard' }), id: eventId }], 1);
     await until(parkedJson, (m) => m.parked.length === 1);
     const stillBroken = await runCli(['projections', 'retry', 'all'], service.dataDir);
     expect(stillBroken.code).toBe(1);
@@ -154,5 +164,38 @@ describeOnSqlite('an event a read model cannot fold, parked', () => {
     expect(retry).toMatchObject({ code: 0, stdout: `customers: ${healthy.stream} unparked: its parked events are folded\n` });
     expect(await read(healthy.id)).toMatchObject({ company: 'Jacquard' });
     await expect(parkedJson()).resolves.toMatchObject({ parked: [] });
+  });
+
+  it('parks an event of a version newer than this build reads (a rollback), in each read model that meets it, and folds it on retry once it reads', async () => {
+    const newer = await create('Cleo');
+    const stamped = event('CustomerUpdated', { company: 'Tomorrow' });
+    await byHand(newer.stream, [{ ...stamped, metadata: { ...stamped.metadata, eventVersion: 3 } }], 0);
+    const error = `it cannot be read: it is CustomerUpdated version 3, newer than the 2 this version of the service reads`;
+    const customers = await until(parkedJson, (m) => m.parked.length === 1);
+    expect(customers.parked).toEqual([
+      expect.objectContaining({ streamId: newer.stream, first: expect.objectContaining({ revision: 1, type: 'CustomerUpdated', error }) }),
+    ]);
+    // Readiness stays up. The feed's index keeps only the event's place, and indexes it; a page that
+    // would show it answers 503 until a build that reads it serves (consumers resume from their cursor).
+    const ready = await readiness();
+    expect(ready.status).toBe(200);
+    expect(ready.body.projections.find((p: { name: string }) => p.name === 'feed').parked).toBeUndefined();
+    const page = await until(
+      () => service.http.get(withToken('events?limit=1000')),
+      (r) => r.status === 503,
+    );
+    expect(page.body.error.message).toBe('A change to this record cannot be read by this version of the service; try again later.');
+    expect(await read(newer.id)).toMatchObject({ name: 'Cleo', company: '' });
+
+    // The fix: the build that reads version 3, stood for here by the event rewritten in version 2.
+    const db = new Database(join(service.dataDir, 'service.sqlite'));
+    try {
+      db.prepare("UPDATE events SET metadata = json_set(metadata, '$.eventVersion', 2) WHERE event_id = ?").run(stamped.id);
+    } finally {
+      db.close();
+    }
+    const retry = await runCli(['projections', 'retry', 'all'], service.dataDir);
+    expect(retry).toMatchObject({ code: 0, stdout: `customers: ${newer.stream} unparked: its parked events are folded\n` });
+    expect(await read(newer.id)).toMatchObject({ company: 'Tomorrow' });
   });
 });

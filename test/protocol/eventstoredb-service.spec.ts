@@ -3,12 +3,14 @@ import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { WRITTEN_VERSIONS_STREAM } from '../../src/event-store/written-versions';
 import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { runCli } from '../support/cli';
 import {
   answerReadBackwards,
   AppendAnswer,
   appendNotHandled,
+  appendSuccess,
   caughtUpMessage,
   checkpointMessage,
   confirmationMessage,
@@ -114,10 +116,12 @@ describe('the service when EventStoreDB stops answering (scripted endpoint)', ()
   let silent = false;
   beforeAll(async () => {
     // Answers as startServer's endpoint does until `silent`, then accepts every call and never answers.
+    // The record of event versions written (src/event-store/written-versions.ts) is answered
+    // throughout, as if noted before the silence: the write under test is the record's own.
     server = await startScriptedEventStoreDb({
       read: (call) => {
-        if (silent) return;
         const read = describeRead(call);
+        if (silent && read.stream !== WRITTEN_VERSIONS_STREAM) return;
         if (read.stream !== undefined) {
           call.write(streamNotFoundMessage(read.stream));
           return call.end();
@@ -126,7 +130,9 @@ describe('the service when EventStoreDB stops answering (scripted endpoint)', ()
         call.write(confirmationMessage());
         call.write(caughtUpMessage());
       },
-      append: () => undefined,
+      append: (request, answer) => {
+        if (request.streamId === WRITTEN_VERSIONS_STREAM) answer(null, appendSuccess(0, 1234n));
+      },
     });
     t = await startTestApp({ env: { EVENTSTORE_CONNECTION_STRING: server.connectionString, STORE_TIMEOUT_MS: '1000' } });
     silent = true;

@@ -77,6 +77,8 @@ function spawnService(dataDir: string, env: NodeJS.ProcessEnv, command: Command 
       PATH: process.env.PATH,
       NO_COLOR: '1',
       DATA_DIR: dataDir,
+      // In the temp directory, which the test removes (by default it is beside DATA_DIR).
+      ERASURE_LOG: join(dataDir, 'erasures.ndjson'),
       PORT: '0',
       HOST: '127.0.0.1',
       ACCESS_TOKENS: [...ACCOUNTS].map(([t, a]) => `${t}:${a}`).join(','),

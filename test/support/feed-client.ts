@@ -18,6 +18,7 @@ export interface FeedEntry {
   subject: string;
   time: string;
   datacontenttype: string;
+  dataschema: string;
   data: { revision: number; changes: Record<string, { from: string; to: string } | null> };
 }
 
@@ -86,6 +87,7 @@ export function parseSse(text: string): { events: SseEvent[]; rest: string } {
 
 export interface FeedStream {
   status: number;
+  headers: IncomingMessage['headers'];
   /** The entries received so far, parsed, in order. */
   entries: FeedEntry[];
   /** Bytes received so far. */
@@ -152,6 +154,7 @@ export function openFeedStream(
       req.on('error', end);
       resolve({
         status: res.statusCode ?? 0,
+        headers: res.headers,
         entries,
         bytes: () => bytes,
         text: () => text,

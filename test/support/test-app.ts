@@ -69,7 +69,8 @@ export async function startTestApp(
   const accounts = options.accounts ?? ACCOUNTS;
   if (TEST_WORKERS && options.extraKinds) throw new Error('extraKinds needs the app in-process: use describeUnlessWorkers');
   if (TEST_WORKERS) return startWorkers(dataDir, accounts, options.env);
-  const env = { DATA_DIR: dataDir, LOG_LEVEL: 'error', ...liveStoreEnv(), ...options.env };
+  // The erasure log in the temp directory, which the test removes (by default it is beside DATA_DIR).
+  const env = { DATA_DIR: dataDir, ERASURE_LOG: join(dataDir, 'erasures.ndjson'), LOG_LEVEL: 'error', ...liveStoreEnv(), ...options.env };
   const config = { ...loadConfig(env), accessTokens: accounts };
   // Kept for the suite, not printed (a store closed on purpose, say, logs an error): a passing run
   // prints the runner's report alone.

@@ -3,7 +3,7 @@ import express from 'express';
 import request from 'supertest';
 import { ApiExceptionFilter } from '../../src/http/api-exception.filter';
 import { conflict, contended, notFound, Refusal, validationFailed } from '../../src/errors';
-import { StreamTombstonedError } from '../../src/event-store/event-store.port';
+import { StreamTombstonedError, UnreadableEventError } from '../../src/event-store/event-store.port';
 import { ReadModelsBehindError } from '../../src/projections/read-models-behind.error';
 import { StoreFullError, StoreUnavailableError, WriteOutcomeUnknownError } from '../../src/storage/store-unavailable.error';
 
@@ -70,6 +70,14 @@ describe('the domain’s refusals and the stores’ failures, as answered', () =
       'CONFLICT',
       'This record was deleted from the event store (stream customer-1) and cannot be written again.',
       undefined,
+    ],
+    [
+      'an event a newer version wrote',
+      new UnreadableEventError('customer-1', 3, 'it is CustomerUpdated version 3, newer than the 2 this version of the service reads'),
+      503,
+      'UNAVAILABLE',
+      'A change to this record cannot be read by this version of the service; try again later.',
+      '5',
     ],
     [
       'read models behind a write',

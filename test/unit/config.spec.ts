@@ -21,6 +21,14 @@ describe('configuration', () => {
     expect(loadConfig({ REBUILD_ROWIDS: '250000' }).rebuildRowids).toBe(250_000);
   });
 
+  it("caps the feed's open streams at 16 per token and 64 per account unless told, at most an eighth of MAX_CONNECTIONS", () => {
+    expect(loadConfig({})).toMatchObject({ maxConnections: 2000, feedStreamsPerToken: 16, feedStreamsPerAccount: 64 });
+    expect(loadConfig({ MAX_CONNECTIONS: '100' })).toMatchObject({ feedStreamsPerToken: 12, feedStreamsPerAccount: 12 });
+    expect(loadConfig({ MAX_CONNECTIONS: '4' })).toMatchObject({ feedStreamsPerToken: 1, feedStreamsPerAccount: 1 });
+    expect(loadConfig({ FEED_STREAMS_PER_TOKEN: '4', FEED_STREAMS_PER_ACCOUNT: '200' })).toMatchObject({ feedStreamsPerToken: 4, feedStreamsPerAccount: 200 });
+    expect(() => loadConfig({ FEED_STREAMS_PER_TOKEN: '0' })).toThrow(/FEED_STREAMS_PER_TOKEN must be an integer from 1 to 1000000; got "0"/);
+  });
+
   it('parks poison events unless told to stop on them', () => {
     expect(loadConfig({}).poisonEvents).toBe('park');
     expect(loadConfig({ POISON_EVENTS: 'stop' }).poisonEvents).toBe('stop');

@@ -23,6 +23,7 @@ import {
   subscriptionFilter,
   toEsdbExpectedRevision,
   toStoredEvent,
+  toSubscribedEvent,
   translateEsdbError,
 } from '../../src/event-store/eventstoredb-mapping';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
@@ -153,6 +154,11 @@ describe('EventStoreDB mapping', () => {
       expect(error).toMatchObject({ streamId: 'customer-1', revision: 4, reason });
     }
     expect(() => toStoredEvent(recorded({ position: undefined }))).toThrow(/without a position/);
+    // A subscription goes on past such an event: it hands it over as unreadable, for its subscriber to park.
+    for (const [event, reason] of unreadable) {
+      expect(toSubscribedEvent(event)).toMatchObject({ streamId: 'customer-1', revision: 4, type: event.type, data: {}, unreadable: reason });
+    }
+    expect(toSubscribedEvent(recorded())).toEqual(toStoredEvent(recorded()));
   });
 
   it("filters a subscription by stream prefixes, or else leaves out only the server's own streams", () => {

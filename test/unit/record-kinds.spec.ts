@@ -33,6 +33,11 @@ describe('record kinds', () => {
 
     const SUPPLIER_AS_CUSTOMERS = { ...SUPPLIERS, readModel: recordProjection(SUPPLIERS.kind, { name: 'customers', filters: {} }) };
     expect(() => checkedKinds([CUSTOMERS, SUPPLIER_AS_CUSTOMERS])).toThrow('Record kinds Customer and Supplier have the same read model "customers"');
+
+    // Nor one whose prefix is a stream of the service's own.
+    const SERVICE = { ...CUSTOMER, label: 'Service', streamPrefix: 'service' };
+    const services = { ...CUSTOMERS, kind: SERVICE, readModel: recordProjection(SERVICE, { name: 'services', filters: {} }) };
+    expect(() => checkedKinds([services])).toThrow('Record kind Service: the stream prefix "service" is the service\'s own');
   });
 
   it('refuses a definition whose parts name different kinds', async () => {

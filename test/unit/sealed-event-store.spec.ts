@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as dataKeys from '../../src/sealing/data-keys';
 import { DataKeys, open, seal } from '../../src/sealing/data-keys';
-import { SealedEventStore } from '../../src/sealing/sealed-event-store';
+import { MISSING_KEY_GRACE_MS, MissingKeysError, SealedEventStore } from '../../src/sealing/sealed-event-store';
 import { SqliteKeyStore } from '../../src/key-store/sqlite-key-store';
 import { NewEvent, START, StoredEvent, WrongExpectedRevisionError } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
@@ -114,6 +114,36 @@ describe('SealedEventStore', () => {
     // The projector's subscription fails as unavailable too, and is retried rather than folding blanks.
     await expect(first(elsewhere.subscribeToAll(START, { signal: AbortSignal.timeout(5000) }))).rejects.toThrow(StoreUnavailableError);
     expect((await elsewhere.readStream(stream))[0].data).toEqual({ name: 'Ada' });
+  });
+
+  it('hands a subscription the events whose key stays missing past the grace as unreadable, opening the rest of the batch', async () => {
+    const lost = `customer-${randomUUID()}`;
+    const kept = `customer-${randomUUID()}`;
+    await store.appendToStream(lost, [event('CustomerCreated', { name: 'Ada' })], 'no_stream');
+    await store.appendToStream(kept, [event('CustomerCreated', { name: 'Bea' })], 'no_stream');
+    // Its key lost, tombstone and all (a key store restored from a backup older than the events): nothing says it was erased.
+    keysDb.db.prepare('DELETE FROM data_keys WHERE key_id = ?').run(lost);
+    const patient = new SealedEventStore(inner, new DataKeys(keyStore), RECORD_KINDS);
+    await expect(first(patient.subscribeToAll(START, { signal: AbortSignal.timeout(5000) }))).rejects.toThrow(MissingKeysError);
+    const graceless = new SealedEventStore(inner, new DataKeys(keyStore), RECORD_KINDS, 0);
+    const [batch] = await first(graceless.subscribeToAll(START, { signal: AbortSignal.timeout(5000) }));
+    expect(batch.events.map((e) => [e.streamId, e.data, e.unreadable])).toEqual([
+      [lost, {}, expect.stringMatching(new RegExp(`^its record's data key ${lost} is missing from the key store`))],
+      [kept, { name: 'Bea' }, undefined],
+    ]);
+    // A read of the stream still says unavailable: only a subscription hands it over as unreadable.
+    await expect(graceless.readStream(lost)).rejects.toThrow(MissingKeysError);
+
+    // Past the grace, once found lost, the key stays lost for every later batch: none waits the grace again.
+    const later = jest.spyOn(Date, 'now').mockReturnValue(Date.now() + MISSING_KEY_GRACE_MS);
+    try {
+      for (let pass = 0; pass < 2; pass++) {
+        const [again] = await first(patient.subscribeToAll(START, { signal: AbortSignal.timeout(5000) }));
+        expect(again.events.map((e) => e.unreadable === undefined)).toEqual([false, true]);
+      }
+    } finally {
+      later.mockRestore();
+    }
   });
 
   it('opens blank an erased record whose key left no tombstone (a key store restored from before the erasure): its erasure event says so', async () => {

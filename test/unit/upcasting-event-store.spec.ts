@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { EventBatch, NewEvent } from '../../src/event-store/event-store.port';
+import type { EventBatch, NewEvent, StoredEvent } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { checkChains, currentVersion, UpcasterChains, UpcastingEventStore } from '../../src/event-store/upcasting-event-store';
 import { CUSTOMER } from '../../src/customers/customer.decider';
@@ -107,13 +107,89 @@ describe('events read in the shape their type has now (upcasting)', () => {
     });
   });
 
+  it('hands a subscription the events it cannot upcast as unreadable, and one that reads no values every event as stored', async () => {
+    const failing: UpcasterChains = {
+      ...CUSTOMER.upcasters,
+      CustomerUpdated: {
+        1: CUSTOMER.upcasters.CustomerUpdated[1],
+        2: () => {
+          throw new Error('no company');
+        },
+      },
+    };
+    const store = new UpcastingEventStore(inner, [{ ...CUSTOMER, upcasters: failing }]);
+    const id = randomUUID();
+    await inner.appendToStream(`customer-${id}`, [event('CustomerCreated', { name: 'Ada' }, { eventVersion: 4 })], 'no_stream');
+    await inner.appendToStream(`customer-${id}`, [event('CustomerUpdated', { name: 'Ada L' }, { eventVersion: 2 })], 0);
+    const subscribed = async (values: boolean) => {
+      const stop = new AbortController();
+      for await (const batch of store.subscribeToAll({ commit: -1n, prepare: -1n }, { signal: stop.signal, values })) {
+        if (batch.events.length >= 2) return batch.events;
+      }
+      return [];
+    };
+    expect((await subscribed(true)).map((e) => [e.revision, e.data, e.unreadable])).toEqual([
+      [0, {}, 'it is CustomerCreated version 4, newer than the 2 this version of the service reads'],
+      [1, {}, 'its upcaster failed: no company'],
+    ]);
+    // The feed's index keeps an event's place only: as stored, whatever its version.
+    expect((await subscribed(false)).map((e) => [e.revision, e.metadata.eventVersion, e.unreadable])).toEqual([
+      [0, 4, undefined],
+      [1, 2, undefined],
+    ]);
+    // A read of the stream names the event the step failed on.
+    await expect(store.readStream(`customer-${id}`, 1)).rejects.toMatchObject({
+      name: 'UnreadableEventError',
+      revision: 1,
+      reason: 'its upcaster failed: no company',
+    });
+  });
+
   it('knows each type’s current version from its chain, and refuses a chain with a gap, naming the type and versions', () => {
     expect(currentVersion(CUSTOMER.upcasters, 'CustomerCreated')).toBe(2);
     expect(currentVersion(CUSTOMER.upcasters, 'Unknown')).toBe(1);
     const gap: UpcasterChains = { CustomerCreated: { 1: (e) => [e], 3: (e) => [e] } };
-    expect(() => checkChains([{ label: 'Customer', streamPrefix: 'customer', upcasters: gap }])).toThrow(
+    expect(() => checkChains([{ ...CUSTOMER, upcasters: gap }])).toThrow(
       'Customer events CustomerCreated: no upcaster from version 2 to 3, though version 4 is current',
     );
-    expect(() => new UpcastingEventStore(inner, [{ label: 'Customer', streamPrefix: 'customer', upcasters: gap }])).toThrow(/no upcaster from version 2/);
+    expect(() => new UpcastingEventStore(inner, [{ ...CUSTOMER, upcasters: gap }])).toThrow(/no upcaster from version 2/);
+  });
+
+  it('refuses to open a store that holds a newer version of a type, or a type it does not know, naming them; after one note per new version', async () => {
+    // A newer build: CustomerUpdated at version 3, and a type of its own.
+    const newer = {
+      ...CUSTOMER,
+      events: { ...CUSTOMER.events, merged: 'CustomerMerged' },
+      upcasters: { ...CUSTOMER.upcasters, CustomerUpdated: { 1: (e: StoredEvent) => [e], 2: (e: StoredEvent) => [e] } },
+    };
+    const upgraded = await UpcastingEventStore.open(inner, [newer]);
+    const id = randomUUID();
+    const appends = jest.spyOn(inner, 'appendToStream');
+    await upgraded.appendToStream(`customer-${id}`, [event('CustomerCreated', { name: 'Ada' }, { eventVersion: 2 })], 'no_stream');
+    await upgraded.appendToStream(`customer-${id}`, [event('CustomerUpdated', { name: 'Ada L' }, { eventVersion: 3 })], 0);
+    await upgraded.appendToStream(`customer-${id}`, [event('CustomerUpdated', { name: 'Ada M' }, { eventVersion: 3 })], 1);
+    await upgraded.appendToStream(`customer-${id}`, [event('CustomerMerged', {}, { eventVersion: 1 })], 2);
+    // Three notes (each a version not noted before), then each event: nothing noted twice.
+    expect(appends.mock.calls.map(([streamId]) => streamId.split('-')[0])).toEqual([
+      'service',
+      'customer',
+      'service',
+      'customer',
+      'customer',
+      'service',
+      'customer',
+    ]);
+    appends.mockRestore();
+
+    // The build before, rolled back to: refused, naming each.
+    await expect(UpcastingEventStore.open(inner, [CUSTOMER])).rejects.toThrow(
+      "The event store holds CustomerUpdated version 3, where this build reads up to version 2; Customer events of type CustomerMerged (version 1), which this build does not know: a newer build of the service wrote them. Run that build or a newer one (a rollback past an event's new version cannot read it).",
+    );
+    // The newer build itself, or one newer still, opens it.
+    await expect(UpcastingEventStore.open(inner, [newer])).resolves.toBeInstanceOf(UpcastingEventStore);
+    // Another instance of the older build writing at its versions notes nothing lower.
+    const older = new UpcastingEventStore(inner, [CUSTOMER]);
+    await older.appendToStream(`customer-${randomUUID()}`, [event('CustomerCreated', { name: 'Bo' }, { eventVersion: 2 })], 'no_stream');
+    await expect(UpcastingEventStore.open(inner, [CUSTOMER])).rejects.toThrow(/CustomerUpdated version 3/);
   });
 });
