@@ -5,7 +5,19 @@ import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiParam, ApiQuery, Ap
 import type { ReferenceObject, SchemaObject } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import type { MatchKind } from '../read-store/read-store.port';
-import { ERRORS, ETAG, NEXT_CURSOR, RESPONSE_SCHEMAS, TOTAL_CAPPED, TOTAL_COUNT, errorResponse, ref, successResponse, wrapper } from './responses';
+import {
+  ERROR_SCHEMAS,
+  ERRORS,
+  ETAG,
+  NEXT_CURSOR,
+  RESPONSE_SCHEMAS,
+  TOTAL_CAPPED,
+  TOTAL_COUNT,
+  errorResponse,
+  ref,
+  successResponse,
+  wrapper,
+} from './responses';
 import { DIGIT_FIELDS } from '../http/field-rules';
 import { FEED_LIMIT, FEED_MAX_WAIT_SECONDS, MAX_LIST_OFFSET } from '../http/list-query';
 import { sendJson } from '../http/json-response';
@@ -70,8 +82,11 @@ function recordSchema({ description, fields, extra = {} }: ApiAnswer): SchemaObj
 /** Tags and the two ways of sending the token, for a /v1 controller. */
 export const ApiResource = (spec: ApiRecordSpec) => applyDecorators(ApiTags(collectionsOf([spec])[0]), ApiBearerAuth(), ApiSecurity('access_token'));
 
-/** The tag of what is outside /v1: health, metrics. */
-export const ApiOperations = () => ApiTags('operations');
+/**
+ * The tag of what is outside /v1 (health, metrics), which setUpDocs marks as taking no token, and the
+ * errors of the checks made before routing, which these routes answer too.
+ */
+export const ApiOperations = () => applyDecorators(ApiTags('operations'), errorResponse(413), errorResponse(417));
 
 /** `after`, and the offset's bound, of record lists (histories page by offset at any depth). */
 const CURSOR = [
@@ -221,7 +236,10 @@ const OPERATIONS: Record<Operation, (spec: ApiRecordSpec, parts: OperationParts)
     successResponse(200, `the ${name} as changed (body status 201)`, 201, wrapper(resource, short), { [resource]: example.updated }, { headers: ETAG }),
   ],
   delete: (_spec, { name, id, example, resource }) => [
-    ApiOperation({ summary: `Delete a ${name}` }),
+    ApiOperation({
+      summary: `Delete a ${name}`,
+      description: `The ${name} stops being: from then on reads, lists, updates and deletes answer 404. Its history stays and ends with ${resource}Deleted, and it can still be erased. Answers its id alone.`,
+    }),
     id,
     IF_MATCH,
     successResponse(
@@ -446,6 +464,8 @@ export function setUpDocs(app: NestExpressApplication, specs: ApiRecordSpec[]): 
       'Business profiles and customers for an invoicing platform. Every /v1 request carries an access token, as ?access_token=… or as Authorization: Bearer …; every answer is application/json; charset=UTF-8.',
     )
     .setVersion('1')
+    // Relative: the service at the address this document was fetched from, wherever it runs.
+    .addServer('/', 'this service')
     // The header first: Swagger UI's Authorize dialog offers them in this order, and a query token shows in the request URL on screen.
     // Tokens are opaque strings, not JWTs: no bearerFormat (Nest's default says JWT).
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: undefined, description: 'the access token as Authorization: Bearer <token>' })
@@ -456,6 +476,10 @@ export function setUpDocs(app: NestExpressApplication, specs: ApiRecordSpec[]): 
     .addTag('operations', 'Health and metrics, outside /v1 and without a token')
     .build();
   const document = SwaggerModule.createDocument(app, config);
+  // Health and metrics take no token: said as an empty requirement, not left to a default.
+  for (const operations of Object.values(document.paths))
+    for (const operation of Object.values(operations as Record<string, { tags?: string[]; security?: object[] }>))
+      if (operation.tags?.includes('operations')) operation.security = [];
   // The feed's decorator is the class's, made before the kinds are known: its operation names them here.
   const feed = document.paths['/v1/events']?.get;
   if (feed?.description) feed.description = feed.description.replace(feedSummary(['records']), feedSummary(collections));
@@ -467,6 +491,7 @@ export function setUpDocs(app: NestExpressApplication, specs: ApiRecordSpec[]): 
     ...schemas,
     ...Object.fromEntries(answers.map((answer) => [answer.name, recordSchema(answer)])),
     ...RESPONSE_SCHEMAS,
+    ...ERROR_SCHEMAS,
     FeedEntry: feedEntrySchema(specs),
   };
   SwaggerModule.setup('docs', app, document, { raw: false });
