@@ -124,6 +124,16 @@ export interface AppendResult {
   position: Position;
 }
 
+/** One stream's part of appendToStreams: what appendToStream takes. */
+export interface StreamAppend {
+  streamId: string;
+  events: NewEvent[];
+  expected: ExpectedRevision;
+}
+
+/** What became of one append of appendToStreams: its result, or what appendToStream would have thrown for it alone. */
+export type AppendOutcome = { result: AppendResult } | { error: unknown };
+
 export interface EventBatch {
   events: StoredEvent[];
   /** Where a subscriber has got to after this batch (its next checkpoint). */
@@ -190,6 +200,13 @@ export class UnreadableEventError extends Error {
 export interface EventStore {
   /** Appends atomically, or throws WrongExpectedRevisionError. Resolves once durable. */
   appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
+  /**
+   * Many appends at once (a bulk import's batch: many new streams), each atomic on its own stream
+   * and checked against its own expected revision, as appendToStream would: one refused leaves the
+   * others. Resolves once every one stored is durable, with each one's outcome in order. SQLite
+   * stores them in one transaction; a server store sends a bounded number at a time.
+   */
+  appendToStreams(appends: StreamAppend[]): Promise<AppendOutcome[]>;
   /**
    * A stream's events in revision order, from `fromRevision` (default 0) on, at most `maxCount` of
    * them (default all); [] when the stream does not exist or has no event that far. A read costs

@@ -19,6 +19,7 @@ import {
 import { ConfigError } from '../config/config';
 import { EsdbClients, reconnection } from './eventstoredb-clients';
 import { headOf, LogEntry, pastSubscription } from './eventstoredb-log-end';
+import { appendEach } from './append-each';
 import { StoreUnavailableError, WriteOutcomeUnknownError } from '../storage/store-unavailable.error';
 import {
   AppendResult,
@@ -64,9 +65,7 @@ const ON_LEADER = { requiresLeader: true } as const;
 const NOT_READY = /Server Is Not Ready$/;
 
 /** Put in the subscription's own output by its checkpointReached callback, so it stays in order with the events. */
-interface CheckpointMarker {
-  checkpoint: Position;
-}
+type CheckpointMarker = { checkpoint: Position };
 
 /**
  * Event store on EventStoreDB (client 6.x). Appends carry the port's event ids as EventStoreDB event
@@ -180,6 +179,9 @@ export class EventStoreDbEventStore implements EventStore {
       return { revision: fromEsdbRevision(result.nextExpectedRevision), position };
     }
   }
+
+  /** APPENDS_AT_ONCE appends under way at a time, each a call of its own. */
+  readonly appendToStreams: EventStore['appendToStreams'] = (appends) => appendEach(appends, (...append) => this.appendToStream(...append));
 
   async readStream(streamId: string, fromRevision = 0, maxCount?: number): Promise<StoredEvent[]> {
     return this.readEvents(streamId, { fromRevision: BigInt(fromRevision), ...(maxCount === undefined ? {} : { maxCount }) });

@@ -3,6 +3,7 @@ import { siblings } from '../instance';
 import { SqliteDatabase, TEXT_KEY, WalSync } from '../storage/sqlite-database';
 import { sqliteFailure } from '../storage/store-unavailable.error';
 import {
+  AppendOutcome,
   AppendResult,
   asUnreadable,
   EventBatch,
@@ -15,6 +16,7 @@ import {
   START,
   storedMetadata,
   StoredEvent,
+  StreamAppend,
   SubscribeOptions,
   UnreadableEventError,
   WrongExpectedRevisionError,
@@ -48,10 +50,7 @@ const EVENT_COLUMNS = 'global_position, event_id, stream_id, stream_revision, ty
 const DEFAULT_BATCH = 1000;
 const SEALED_SINCE = SEALED_SCHEMA_VERSION;
 
-interface PendingAppend {
-  streamId: string;
-  events: NewEvent[];
-  expected: ExpectedRevision;
+interface PendingAppend extends StreamAppend {
   resolve: (result: AppendResult) => void;
   reject: (error: unknown) => void;
 }
@@ -74,7 +73,7 @@ interface PendingAppend {
  */
 export class SqliteEventStore implements EventStore {
   private readonly wakeUps = new Set<() => void>();
-  private readonly appendGroup: (group: PendingAppend[]) => ({ result: AppendResult } | { error: unknown })[];
+  private readonly appendGroup: (group: StreamAppend[]) => AppendOutcome[];
   private pending: PendingAppend[] = [];
   private readonly selectStream: Statement<[string, number, number], EventTuple>;
   private readonly selectLast: Statement<[string], EventTuple>;
@@ -120,6 +119,11 @@ export class SqliteEventStore implements EventStore {
       `INSERT INTO events (event_id, stream_id, stream_revision, type, data, metadata, recorded_at)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
+    // A new stream's one event, inserted unless its id or its stream's first revision is taken.
+    const insertFirst = db.prepare(
+      `INSERT OR IGNORE INTO events (event_id, stream_id, stream_revision, type, data, metadata, recorded_at)
+       VALUES (?, ?, 0, ?, ?, ?, ?)`,
+    );
     // A range of revisions rather than a LIMIT (a stream's revisions have no gaps): STAT4 plans a
     // bound LIMIT again on every run, and a write's fold runs this one.
     this.selectStream = db
@@ -141,7 +145,14 @@ export class SqliteEventStore implements EventStore {
       `UPDATE events SET data = ?, metadata = ? WHERE global_position = ? AND json_extract(metadata, '$.schemaVersion') < ${SEALED_SINCE}`,
     );
 
-    const appendOne = (streamId: string, events: NewEvent[], expected: ExpectedRevision) => {
+    const appendOne = (streamId: string, events: NewEvent[], expected: ExpectedRevision): AppendResult => {
+      if (expected === 'no_stream' && events.length === 1) {
+        // A new record's create (a bulk import's every row) in one statement: the looks below only
+        // when it is refused (a retry of this very append, or a stream that exists).
+        const [event] = events;
+        const info = insertFirst.run(event.id, streamId, event.type, JSON.stringify(event.data), JSON.stringify(storedMetadata(event.metadata)), Date.now());
+        if (info.changes === 1) return { revision: 0, position: toPosition(Number(info.lastInsertRowid)) };
+      }
       // A retried append of events already stored (same ids) answers as the first one did.
       const earlier = selectById.get(events[0].id);
       if (earlier && earlier.stream_id === streamId) {
@@ -163,7 +174,7 @@ export class SqliteEventStore implements EventStore {
     };
     // Nested in the group's transaction, appendTx runs as a savepoint: a refused append leaves nothing.
     const appendTx = db.transaction(appendOne);
-    const groupTx = db.transaction((group: PendingAppend[]) =>
+    const groupTx = db.transaction((group: StreamAppend[]) =>
       group.map(({ streamId, events, expected }) => {
         try {
           // One event needs no savepoint (two statements run through exec, a third of a bulk
@@ -191,30 +202,47 @@ export class SqliteEventStore implements EventStore {
     });
   }
 
+  /** In one transaction, as a group of appendToStream's: no promise nor pending entry per append. */
+  async appendToStreams(appends: StreamAppend[]): Promise<AppendOutcome[]> {
+    if (appends.some((a) => a.events.length === 0)) throw new Error('appendToStreams needs at least one event in each append');
+    return this.commitGroup(appends);
+  }
+
   /** Commits every append asked for since the last group, then answers each once it is on disk. */
   private async commitPending(): Promise<void> {
     const group = this.pending;
     this.pending = [];
-    let outcomes: ReturnType<typeof this.appendGroup>;
-    try {
-      outcomes = this.appendGroup(group);
-      await this.durableUpTo(Math.max(0, ...outcomes.map((o) => ('result' in o ? Number(o.result.position.commit) : 0))));
-    } catch (error) {
-      // The transaction failed (busy, disk, closed): nothing of the group was stored. Or its sync
-      // failed: what was stored may not survive a crash, so no append of the group is confirmed.
-      for (const append of group) append.reject(sqliteFailure(error));
-      return;
-    }
+    const outcomes = await this.commitGroup(group);
     group.forEach((append, i) => {
       const outcome = outcomes[i];
       if ('result' in outcome) append.resolve(outcome.result);
-      else append.reject(sqliteFailure(outcome.error));
+      else append.reject(outcome.error);
     });
+  }
+
+  /**
+   * Commits a group of appends in one transaction, each in its own savepoint where it needs one;
+   * resolves once it is on disk. The transaction failed (busy, disk, closed): nothing of the group
+   * was stored. Or its sync failed: what was stored may not survive a crash, so no append of the
+   * group is confirmed. Either way every append's outcome is that failure.
+   */
+  private async commitGroup(group: StreamAppend[]): Promise<AppendOutcome[]> {
+    let outcomes: AppendOutcome[];
+    try {
+      outcomes = this.appendGroup(group);
+      let last = 0;
+      for (const o of outcomes) if ('result' in o) last = Math.max(last, Number(o.result.position.commit));
+      await this.durableUpTo(last);
+    } catch (error) {
+      const failure = sqliteFailure(error);
+      return group.map(() => ({ error: failure }));
+    }
     this.wakeSubscribers();
     siblings.tell(
       'appended',
       group.filter((_, i) => 'result' in outcomes[i]).map((append) => append.streamId),
     );
+    return outcomes.map((o) => ('error' in o ? { error: sqliteFailure(o.error) } : o));
   }
 
   /** Resolves once every event up to `position` is on disk (one sync of the file covers every process's commits). */

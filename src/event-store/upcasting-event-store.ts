@@ -1,5 +1,6 @@
 import {
   asUnreadable,
+  type AppendOutcome,
   type AppendResult,
   type EventBatch,
   type EventStore,
@@ -7,6 +8,7 @@ import {
   type NewEvent,
   type Position,
   type StoredEvent,
+  type StreamAppend,
   type SubscribeOptions,
   UnreadableEventError,
 } from './event-store.port';
@@ -122,12 +124,32 @@ export class UpcastingEventStore implements EventStore {
    * once the store's record of the versions written holds theirs (WrittenVersions).
    */
   async appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    const registry = this.registryOf(streamId);
-    if (registry) {
-      const prefix = registry.prefix.slice(0, -1);
-      await this.written.note(events.map((e) => ({ prefix, type: e.type, version: e.metadata.eventVersion ?? 1 })));
-    }
+    await this.note([{ streamId, events, expected }]);
     return this.inner.appendToStream(streamId, events, expected);
+  }
+
+  /** As appendToStream: every version the appends write noted first, in one note. */
+  async appendToStreams(appends: StreamAppend[]): Promise<AppendOutcome[]> {
+    await this.note(appends);
+    return this.inner.appendToStreams(appends);
+  }
+
+  /** The versions of the record events of these appends, noted (see WrittenVersions) before any is written. */
+  private note(appends: StreamAppend[]): Promise<void> {
+    const written: { prefix: string; type: string; version: number }[] = [];
+    const seen = new Set<string>();
+    for (const { streamId, events } of appends) {
+      const registry = this.registryOf(streamId);
+      if (!registry) continue;
+      for (const e of events) {
+        const version = e.metadata.eventVersion ?? 1;
+        const key = `${registry.prefix}${e.type}/${version}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        written.push({ prefix: registry.prefix.slice(0, -1), type: e.type, version });
+      }
+    }
+    return this.written.note(written);
   }
 
   async readStream(streamId: string, fromRevision?: number, maxCount?: number): Promise<StoredEvent[]> {

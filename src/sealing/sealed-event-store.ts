@@ -1,5 +1,6 @@
 import {
   asUnreadable,
+  type AppendOutcome,
   type AppendResult,
   type EventBatch,
   type EventStore,
@@ -8,6 +9,7 @@ import {
   type Position,
   SEALED_SCHEMA_VERSION,
   type StoredEvent,
+  type StreamAppend,
   type SubscribeOptions,
 } from '../event-store/event-store.port';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
@@ -129,6 +131,38 @@ export class SealedEventStore implements EventStore {
       for (const event of events) this.appendedHere.delete(event.id);
       throw error;
     }
+  }
+
+  /**
+   * As appendToStream, each append's values sealed with its own record's key: the keys fetched or
+   * made together (on SQLite, the new ones in one transaction), then every append sent at once. An
+   * append whose key cannot be had (erased: RecordErasedError) has that as its outcome; the others go on.
+   */
+  async appendToStreams(appends: StreamAppend[]): Promise<AppendOutcome[]> {
+    const outcomes: AppendOutcome[] = new Array(appends.length);
+    const sealed = await Promise.all(
+      appends.map(async ({ streamId, events, expected }, i): Promise<StreamAppend | undefined> => {
+        if (!this.isRecord(streamId) || events.every((e) => Object.keys(e.data).length === 0)) return { streamId, events: events.map(versioned), expected };
+        const keyId = keyStreamOf(streamId);
+        try {
+          const key = await this.keys.forWriting(keyId, { isNew: expected === 'no_stream' && keyId === streamId });
+          return { streamId, events: this.sealValues(keyId === streamId, events, key), expected };
+        } catch (error) {
+          outcomes[i] = { error };
+          return undefined;
+        }
+      }),
+    );
+    const sent = sealed.filter((append) => append !== undefined);
+    const results = sent.length > 0 ? await this.inner.appendToStreams(sent) : [];
+    let next = 0;
+    sealed.forEach((append, i) => {
+      if (!append) return;
+      const outcome = results[next++];
+      if ('error' in outcome) for (const event of append.events) this.appendedHere.delete(event.id);
+      outcomes[i] = outcome;
+    });
+    return outcomes;
   }
 
   /** The events with their values sealed, apart from the append's wait: its KeyObject is let go before the disk's sync. */

@@ -1,4 +1,5 @@
 import type {
+  AppendOutcome,
   AppendResult,
   EventBatch,
   EventStore,
@@ -6,6 +7,7 @@ import type {
   NewEvent,
   Position,
   StoredEvent,
+  StreamAppend,
   SubscribeOptions,
 } from '../event-store/event-store.port';
 import type {
@@ -49,6 +51,16 @@ export class InstrumentedEventStore implements EventStore {
     });
     for (const event of events) this.metrics.eventsAppended.inc({ type: event.type });
     return result;
+  }
+
+  async appendToStreams(appends: StreamAppend[]): Promise<AppendOutcome[]> {
+    const outcomes = await inSpan('event store append many', () => ({ 'event_store.streams': appends.length }), () =>
+      this.writes.watch('event store', () => this.metrics.time(this.metrics.eventStoreDuration, 'appendToStreams', () => this.store.appendToStreams(appends))),
+    );
+    appends.forEach(({ events }, i) => {
+      if ('result' in outcomes[i]) for (const event of events) this.metrics.eventsAppended.inc({ type: event.type });
+    });
+    return outcomes;
   }
 
   readStream(streamId: string, fromRevision?: number, maxCount?: number): Promise<StoredEvent[]> {

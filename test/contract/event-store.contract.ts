@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  AppendResult,
   EventStore,
   NewEvent,
   PLAINTEXT_SCHEMA_VERSION,
@@ -155,6 +156,42 @@ export function eventStoreContract(adapter: string, open: () => Promise<{ store:
       const again = await store.appendToStream(s, events, 'no_stream');
       expect(again.revision).toBe(first.revision);
       expect(await store.readStream(s)).toHaveLength(2);
+    });
+
+    it('appends to many streams at once, each at its own expected revision, and tells each outcome in order', async () => {
+      const existing = stream('many-existing');
+      await store.appendToStream(existing, [event()], 'no_stream');
+      const news = Array.from({ length: 40 }, (_, i) => stream(`many-${i}`));
+      const created = news.map((s) => ({ streamId: s, events: [event('Created', { s })], expected: 'no_stream' as const }));
+      const outcomes = await store.appendToStreams([
+        ...created.slice(0, 20),
+        { streamId: existing, events: [event()], expected: 'no_stream' }, // refused: the stream exists
+        { streamId: existing, events: [event(), event()], expected: 0 },
+        ...created.slice(20),
+      ]);
+      expect(outcomes).toHaveLength(42);
+      const refused = outcomes[20] as { error: unknown };
+      expect(refused.error).toBeInstanceOf(WrongExpectedRevisionError);
+      expect(outcomes[21]).toMatchObject({ result: { revision: 2 } });
+      const results = [...outcomes.slice(0, 20), ...outcomes.slice(22)].map((o) => (o as { result: AppendResult }).result);
+      expect(results.map((r) => r.revision)).toEqual(news.map(() => 0));
+      for (const [i, s] of news.entries()) {
+        const [read] = await store.readStream(s);
+        expect(read).toMatchObject({ id: created[i].events[0].id, type: 'Created', data: { s }, revision: 0 });
+        expect(comparePositions(read.position, results[i].position)).toBe(0);
+      }
+      expect(await store.readStream(existing)).toHaveLength(3);
+      // A subscription hands them over as it does appendToStream's.
+      const seen = await collect(START, 43, `contract${run}-many-`);
+      expect(new Set(seen.map((e) => e.streamId))).toEqual(new Set([existing, ...news]));
+    });
+
+    it('answers appendToStreams retried with the same events as the first time, storing nothing twice', async () => {
+      const appends = [stream('many-retry-a'), stream('many-retry-b')].map((s) => ({ streamId: s, events: [event()], expected: 'no_stream' as const }));
+      const first = await store.appendToStreams(appends);
+      const again = await store.appendToStreams(appends);
+      expect(again.map((o) => ('result' in o ? o.result.revision : o.error))).toEqual(first.map((o) => ('result' in o ? o.result.revision : o.error)));
+      for (const { streamId } of appends) expect(await store.readStream(streamId)).toHaveLength(1);
     });
 
     it('delivers every event in global order from a position, then follows new appends', async () => {

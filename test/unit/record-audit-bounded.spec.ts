@@ -8,6 +8,7 @@ import { DataKeys } from '../../src/sealing/data-keys';
 import { SealedEventStore } from '../../src/sealing/sealed-event-store';
 import { SqliteKeyStore } from '../../src/key-store/sqlite-key-store';
 import type {
+  AppendOutcome,
   AppendResult,
   EventBatch,
   EventStore,
@@ -15,6 +16,7 @@ import type {
   NewEvent,
   Position,
   StoredEvent,
+  StreamAppend,
   SubscribeOptions,
 } from '../../src/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
@@ -35,6 +37,9 @@ class CountingEventStore implements EventStore {
   constructor(private readonly store: EventStore) {}
   appendToStream(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     return this.store.appendToStream(streamId, events, expected);
+  }
+  appendToStreams(appends: StreamAppend[]): Promise<AppendOutcome[]> {
+    return this.store.appendToStreams(appends);
   }
   async readStream(streamId: string, fromRevision?: number, maxCount?: number): Promise<StoredEvent[]> {
     const events = await this.store.readStream(streamId, fromRevision, maxCount);
