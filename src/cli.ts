@@ -319,7 +319,7 @@ async function followFeed(feed: NonNullable<Invocation['feed']>): Promise<number
 }
 
 /** The stores the configuration names, said on stderr; an existing SQLite file only. */
-async function openConfiguredStores(): Promise<Stores> {
+async function openConfiguredStores({ cacheMiB }: { cacheMiB?: number } = {}): Promise<Stores> {
   const config = loadConfig();
   process.stderr.write(`${storesOf(config)}\n`);
   if (usesSqliteFile(config) && !existsSync(config.sqliteFile)) {
@@ -328,7 +328,7 @@ async function openConfiguredStores(): Promise<Stores> {
       `No store at ${config.sqliteFile}. Run the command in the service's directory, or set DATA_DIR to its data directory (the service makes the store on its first start).`,
     );
   }
-  return openStores(config, RECORD_KINDS, { log: (message) => process.stderr.write(`${message}\n`) });
+  return openStores(config, RECORD_KINDS, { log: (message) => process.stderr.write(`${message}\n`), cacheMiB });
 }
 
 /** Runs the command to its exit code; `interrupt` is aborted by Ctrl-C (or SIGTERM). */
@@ -380,7 +380,7 @@ async function run(
 }
 
 async function main(argv: string[]): Promise<number> {
-  if (argv[0] === 'import') return importCommand(argv.slice(1), openConfiguredStores);
+  if (argv[0] === 'import') return importCommand(argv.slice(1), (settings) => openConfiguredStores(settings));
   const invocation = invocationOf(argv);
   if ('help' in invocation) {
     process.stdout.write(invocation.help);

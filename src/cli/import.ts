@@ -1,22 +1,29 @@
 import { Logger } from '@nestjs/common';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
-import { AppConfig, ConfigError, loadConfig, parseAccessTokens, TOKEN_FILE } from '../config/config';
+import { ConfigError, loadConfig, parseAccessTokens, TOKEN_FILE } from '../config/config';
 import type { FieldFault } from '../errors';
 import { Refusal } from '../errors';
-import { EventStore, NewEventMetadata, RecordErasedError, WrongExpectedRevisionError } from '../event-store/event-store.port';
-import { ProjectionsService } from '../projections/projections.service';
+import {
+  AppendOutcome,
+  comparePositions,
+  EventStore,
+  NewEventMetadata,
+  Position,
+  RecordErasedError,
+  START,
+  WrongExpectedRevisionError,
+} from '../event-store/event-store.port';
 import { slugKey } from '../profiles/profile.decider';
 import { SlugReservations } from '../profiles/slug-reservations';
 import type { ReadStore } from '../read-store/read-store.port';
 import { importedCreation, readRecord } from '../records/handle-command';
 import { streamIdOf } from '../records/record';
 import type { RecordWriter } from '../records/record-writer';
-import { READ_MODELS } from '../read-models';
 import { formatOf, readRows } from './import-file';
+import { FoldAlongside, foldImported } from './import-fold';
 import { checkRow, CheckedRow, differences, IMPORT_KINDS, ImportKind } from './import-rows';
 import { count, duration } from './output';
 import { operator } from './parked';
@@ -48,8 +55,22 @@ Options:
   --help           This help
 `;
 
-/** Rows appended at once: one transaction of the event store, one of the key store. */
-const BATCH = 2000;
+/**
+ * A file of more rows than this (by its size, ROW_BYTES a row) is folded into the read models as it
+ * is imported (FoldAlongside): as many as put the read models far enough behind for the service to
+ * catch up by a rebuild (CATCH_UP_BY_REBUILD_EVENTS), which is what the fold at the end would do.
+ */
+const FOLD_ALONGSIDE_ROWS = 10_000;
+const ROW_BYTES = 250;
+/**
+ * Rows appended at once: one transaction of the event store, one of the key store. Each row's
+ * insert goes to a random place of the stores' indexes (event, stream and key ids), and each page
+ * it changes is written out with its transaction: the more rows a transaction holds, the more of
+ * them share a page (at a million records, a batch of 2,000 wrote a page per row and index).
+ */
+const BATCH = 10_000;
+/** Each SQLite connection's page cache while importing: most of the indexes a million records make. */
+const CACHE_MIB = 128;
 /** Batches under way at once: the next is checked while one is written. */
 const IN_FLIGHT = 2;
 const TTY_EVERY_MS = 200;
@@ -145,10 +166,13 @@ export async function runImport(
   process.stderr.write(
     `${dryRun ? 'Checking' : 'Importing'} ${kind.name} from ${file} into account ${accountId}${dryRun ? ' (dry run: nothing is written)' : ''}\n`,
   );
+  // A large import is folded as it goes, unless the service runs and folds it (FoldAlongside).
+  const fold = !dryRun && statSync(file).size / ROW_BYTES > FOLD_ALONGSIDE_ROWS ? await FoldAlongside.start(eventStore, readStore, config, signal) : undefined;
   const inFlight: Promise<{ rows: CheckedRow[]; outcomes: Outcome[] }>[] = [];
   const settle = async () => {
     const { rows, outcomes } = await inFlight.shift()!;
     rows.forEach((row, i) => tell(row.line, outcomes[i]));
+    if (fold) await fold.keepUp(importer.appended);
   };
   let batch: CheckedRow[] = [];
   let bytes = 0;
@@ -171,7 +195,12 @@ export async function runImport(
   if (batch.length > 0) inFlight.push(importer.customers(batch).then((outcomes) => ({ rows: batch, outcomes })));
   while (inFlight.length > 0) await settle();
   progress.update(counts, bytes, true);
-  if (!dryRun && !signal.aborted && counts.created > 0) await foldImported(eventStore, readStore, config, signal);
+  try {
+    if (!signal.aborted) await fold?.finish();
+    if (!dryRun && !signal.aborted && counts.created > 0) await foldImported(eventStore, readStore, config, signal);
+  } finally {
+    await fold?.close();
+  }
   process.stdout.write(
     `${dryRun ? 'Dry run: nothing written. ' : ''}Rows read: ${count(counts.read)}, ${dryRun ? 'to create' : 'created'}: ${count(counts.created)}, skipped: ${count(counts.skipped)}, refused: ${count(counts.refused)}\n`,
   );
@@ -189,6 +218,8 @@ class Importer {
   /** Profiles: the slugs of the rows taken so far (by key), with their line and id: unique in the file too. */
   private readonly slugs = new Map<string, { line: number; id: string }>();
   private readonly reservations: SlugReservations<Pick<RecordWriter, 'load'>>;
+  /** The position of the last event appended. */
+  appended: Position = START;
 
   constructor(
     private readonly kind: ImportKind,
@@ -211,24 +242,39 @@ class Importer {
   }
 
   /**
-   * A batch of rows (customers): appended together, each at 'no_stream' (the event store commits
-   * the appends of one turn in one transaction, and the key store makes their keys in one), so a
-   * record is created once whatever was stopped when; a row whose stream exists is compared with it.
+   * A batch of rows (customers): appended together (appendToStreams: on SQLite one transaction of
+   * the event store, the keys made in one of the key store), each at 'no_stream', so a record is
+   * created once whatever was stopped when; a row whose stream exists is compared with it.
    */
   async customers(rows: CheckedRow[]): Promise<Outcome[]> {
+    if (this.dryRun) return Promise.all(rows.map((row) => this.existing(row)));
     const metadata = this.metadata();
-    return Promise.all(rows.map(async (row) => (this.dryRun ? this.existing(row) : this.create(row, metadata))));
+    const { kind } = this.kind;
+    const outcomes = await this.eventStore.appendToStreams(
+      rows.map((row) => ({
+        streamId: streamIdOf(kind, row.id),
+        events: [importedCreation(kind, row.fields, new Date(row.created * 1000), metadata)],
+        expected: 'no_stream',
+      })),
+    );
+    for (const o of outcomes) if ('result' in o && comparePositions(o.result.position, this.appended) > 0) this.appended = o.result.position;
+    return Promise.all(rows.map((row, i) => this.outcomeOf(row, outcomes[i])));
   }
 
   private async create(row: CheckedRow, metadata: NewEventMetadata): Promise<Outcome> {
     const { kind } = this.kind;
-    try {
-      await this.eventStore.appendToStream(streamIdOf(kind, row.id), [importedCreation(kind, row.fields, new Date(row.created * 1000), metadata)], 'no_stream');
-      return 'created';
-    } catch (error) {
-      if (error instanceof RecordErasedError) return [{ field: 'id', message: 'id is the id of a record that was erased: it is not imported again' }];
-      if (!(error instanceof WrongExpectedRevisionError)) throw error;
-    }
+    const [outcome] = await this.eventStore.appendToStreams([
+      { streamId: streamIdOf(kind, row.id), events: [importedCreation(kind, row.fields, new Date(row.created * 1000), metadata)], expected: 'no_stream' },
+    ]);
+    return this.outcomeOf(row, outcome);
+  }
+
+  /** A row's append answered: created, or (its stream exists) compared with what is stored. */
+  private async outcomeOf(row: CheckedRow, outcome: AppendOutcome): Promise<Outcome> {
+    if ('result' in outcome) return 'created';
+    const { error } = outcome;
+    if (error instanceof RecordErasedError) return [{ field: 'id', message: 'id is the id of a record that was erased: it is not imported again' }];
+    if (!(error instanceof WrongExpectedRevisionError)) throw error;
     return this.existing(row);
   }
 
@@ -276,43 +322,6 @@ class Importer {
   }
 }
 
-/**
- * Brings every read model (the records', the change feed's index) up to the store's head as the
- * service does when it starts (ProjectionsService): where an instance of the service holds a read
- * model's lease, it folds and this waits for it; where none does, this takes the lease and folds,
- * by a rebuild when far behind (a large import: several times faster than folding into the live
- * indexes), then gives the lease back.
- */
-async function foldImported(eventStore: EventStore, readStore: ReadStore, config: Omit<AppConfig, 'accessTokens'>, signal: AbortSignal): Promise<void> {
-  const head = await eventStore.headPosition();
-  const service = new ProjectionsService(READ_MODELS, eventStore, readStore, config as AppConfig);
-  const started = Date.now();
-  const tty = process.stderr.isTTY === true;
-  const behind = () => Math.max(0, ...service.projectors.map((p) => (p.state === 'starting' ? null : eventStore.eventsBetween(p.checkpoint, head)) ?? 0));
-  const rebuilding = () => service.projectors.some((p) => p.state === 'starting');
-  const timer = setInterval(
-    () =>
-      process.stderr.write(
-        `${tty ? '\r\x1b[K' : ''}Read models: ${rebuilding() ? 'rebuilding (far behind the events)' : `${count(behind())} events to fold`}${tty ? '' : '\n'}`,
-      ),
-    tty ? TTY_EVERY_MS : LINE_EVERY_MS,
-  );
-  try {
-    await service.onApplicationBootstrap();
-    // A read model caught up by a rebuild starts its projector once promoted.
-    while (rebuilding() && !signal.aborted) await sleep(100);
-    const failed = service.projectors.find((p) => p.state === 'failed');
-    if (failed) throw failed.failure ?? new Error(`The read model ${failed.projection.name} stopped`);
-    const reached = Promise.all(service.projectors.map((p) => p.waitFor(head, 24 * 3600_000)));
-    await Promise.race([reached, new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))]);
-    if (!signal.aborted)
-      process.stderr.write(`${tty ? '\r\x1b[K' : ''}Read models and the change feed have every row (${duration((Date.now() - started) / 1000)})\n`);
-  } finally {
-    clearInterval(timer);
-    await service.onModuleDestroy();
-  }
-}
-
 /** Rows, rows a second and the time left (by the bytes of the file read), on stderr. */
 class ImportProgress {
   private readonly started = Date.now();
@@ -340,7 +349,10 @@ class ImportProgress {
  * `npm run cli -- import ...`, from its arguments to its exit code: usage errors (2) print the
  * help; the stores are opened as the other commands open them (`open`), and closed.
  */
-export async function importCommand(argv: string[], open: () => Promise<{ eventStore: EventStore; readStore: ReadStore }>): Promise<number> {
+export async function importCommand(
+  argv: string[],
+  open: (settings: { cacheMiB: number }) => Promise<{ eventStore: EventStore; readStore: ReadStore }>,
+): Promise<number> {
   let invocation;
   try {
     invocation = importInvocation(argv);
@@ -353,7 +365,7 @@ export async function importCommand(argv: string[], open: () => Promise<{ eventS
     process.stdout.write(invocation.help);
     return 0;
   }
-  const stores = await open();
+  const stores = await open({ cacheMiB: CACHE_MIB });
   const interrupt = new AbortController();
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupt.abort());
   try {

@@ -12,7 +12,7 @@ export async function appendEach(
   appendOne: (streamId: string, events: NewEvent[], expected: ExpectedRevision) => Promise<AppendResult>,
   atOnce = APPENDS_AT_ONCE,
 ): Promise<AppendOutcome[]> {
-  const outcomes: AppendOutcome[] = new Array(appends.length);
+  const outcomes = new Array<AppendOutcome>(appends.length);
   let next = 0;
   const worker = async () => {
     while (next < appends.length) {

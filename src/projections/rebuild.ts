@@ -89,6 +89,12 @@ export interface RebuildOptions {
   onParked?: (projection: Projection, streamId: string, revision: number, reason: string) => void;
   /** Every rebuilt generation is live; the replaced ones are dropped after graceMs, unless the signal comes first. */
   onLive?: (results: RebuildResult[]) => void;
+  /**
+   * No promotion before this resolves: till then the rebuild follows the events appended meanwhile
+   * (a bulk import's, folded as they come rather than read back at its end), then catches up with
+   * the head and promotes.
+   */
+  until?: Promise<void>;
 }
 
 async function rebuild(
@@ -135,28 +141,50 @@ async function rebuild(
     head = await eventStore.headPosition();
     const began = head;
     report();
-    let finished = comparePositions(head, START) <= 0 && (await promote());
+    // Where the last batch got to; the subscription stops once it is there with nothing held, or on the signal.
+    let reached = START;
+    const following = new AbortController();
+    const follow = () => following.abort();
+    if (options.signal.aborted) follow();
+    else options.signal.addEventListener('abort', follow, { once: true });
+    let holding = options.until !== undefined;
+    void options.until
+      ?.then(async () => {
+        head = await eventStore.headPosition();
+        holding = false;
+        // Caught up already: no batch is coming to say so.
+        if (comparePositions(reached, head) >= 0) follow();
+      })
+      .catch(follow);
+    let finished = !holding && comparePositions(head, START) <= 0 && (await promote());
     if (!finished) {
       // A rebuild of the feed's index alone opens no value.
       const values = projections.some((p) => p.readsValues);
-      for await (const batch of eventStore.subscribeToAll(START, { signal: options.signal, maxBatchSize: REBUILD_BATCH, values })) {
-        await inSpan(
-          'rebuild batch',
-          () => ({ 'rebuild.events': batch.events.length, 'rebuild.position': `${batch.position.commit}/${batch.position.prepare}` }),
-          async () => {
-            for (const target of pending()) await foldBatch(target.projection, readStore, target.generation, batch, began, undefined, target.parking);
-          },
-        );
-        done += batch.events.length;
-        // The store calls are synchronous on SQLite: let signals (Ctrl-C) and timers in between batches.
-        await nextTurn();
-        const caughtUp = comparePositions(batch.position, head) >= 0;
-        report(caughtUp);
-        if (caughtUp && (await promote())) {
-          finished = true;
-          break;
+      try {
+        for await (const batch of eventStore.subscribeToAll(START, { signal: following.signal, maxBatchSize: REBUILD_BATCH, values })) {
+          await inSpan(
+            'rebuild batch',
+            () => ({ 'rebuild.events': batch.events.length, 'rebuild.position': `${batch.position.commit}/${batch.position.prepare}` }),
+            async () => {
+              for (const target of pending()) await foldBatch(target.projection, readStore, target.generation, batch, began, undefined, target.parking);
+            },
+          );
+          done += batch.events.length;
+          reached = batch.position;
+          // The store calls are synchronous on SQLite: let signals (Ctrl-C) and timers in between batches.
+          await nextTurn();
+          const caughtUp = !holding && comparePositions(batch.position, head) >= 0;
+          report(caughtUp);
+          if (caughtUp && (await promote())) {
+            finished = true;
+            break;
+          }
         }
+      } finally {
+        options.signal.removeEventListener('abort', follow);
       }
+      // Stopped following once caught up with the head after the hold.
+      if (!finished && !options.signal.aborted && !holding && comparePositions(reached, head) >= 0) finished = await promote();
     }
     if (!finished) {
       const left = pending()

@@ -70,8 +70,11 @@ const READ_AHEAD = 2;
 /** Batches with at least this many sealed values are opened in the worker thread; smaller ones (a live projector's) at once. */
 const OPEN_IN_THREAD_FROM = 256;
 
-/** Values of events appended here kept for this process's subscriptions at most (see `appendedHere`). */
-const APPENDED_KEPT = 10_000;
+/**
+ * Values of events appended here kept for this process's subscriptions at most (see `appendedHere`):
+ * a bulk import's batches in flight and the fold following them (cli/import-fold.ts).
+ */
+export const APPENDED_KEPT = 50_000;
 
 const isSealed = (event: StoredEvent) =>
   event.metadata.schemaVersion >= SEALED_SCHEMA_VERSION && typeof (event.data as Partial<SealedData>).sealed === 'string';
@@ -139,7 +142,7 @@ export class SealedEventStore implements EventStore {
    * append whose key cannot be had (erased: RecordErasedError) has that as its outcome; the others go on.
    */
   async appendToStreams(appends: StreamAppend[]): Promise<AppendOutcome[]> {
-    const outcomes: AppendOutcome[] = new Array(appends.length);
+    const outcomes = new Array<AppendOutcome>(appends.length);
     const sealed = await Promise.all(
       appends.map(async ({ streamId, events, expected }, i): Promise<StreamAppend | undefined> => {
         if (!this.isRecord(streamId) || events.every((e) => Object.keys(e.data).length === 0)) return { streamId, events: events.map(versioned), expected };

@@ -54,8 +54,13 @@ export class InstrumentedEventStore implements EventStore {
   }
 
   async appendToStreams(appends: StreamAppend[]): Promise<AppendOutcome[]> {
-    const outcomes = await inSpan('event store append many', () => ({ 'event_store.streams': appends.length }), () =>
-      this.writes.watch('event store', () => this.metrics.time(this.metrics.eventStoreDuration, 'appendToStreams', () => this.store.appendToStreams(appends))),
+    const outcomes = await inSpan(
+      'event store append many',
+      () => ({ 'event_store.streams': appends.length }),
+      () =>
+        this.writes.watch('event store', () =>
+          this.metrics.time(this.metrics.eventStoreDuration, 'appendToStreams', () => this.store.appendToStreams(appends)),
+        ),
     );
     appends.forEach(({ events }, i) => {
       if ('result' in outcomes[i]) for (const event of events) this.metrics.eventsAppended.inc({ type: event.type });

@@ -57,14 +57,15 @@ export async function openEventStore(
     keys,
     sqlite,
     log = (message) => new Logger('Storage').log(message),
-  }: { keys?: DataKeys; sqlite?: SqliteDatabase | null; log?: (message: string) => void } = {},
+    cacheMiB,
+  }: { keys?: DataKeys; sqlite?: SqliteDatabase | null; log?: (message: string) => void; cacheMiB?: number } = {},
 ): Promise<EventStore> {
-  keys ??= new DataKeys(await openKeyStore(config));
+  keys ??= new DataKeys(await openKeyStore(config, cacheMiB));
   if (config.eventStoreConnectionString) {
     const store = await EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs ?? 5000, config.eventStoreSilenceMs);
     return UpcastingEventStore.open(new SealedEventStore(store, keys, kinds), kinds);
   }
-  const store = new SqliteEventStore(sqlite ?? openSqliteDatabase(config.sqliteFile, { durable: true }));
+  const store = new SqliteEventStore(sqlite ?? openSqliteDatabase(config.sqliteFile, { durable: true, cacheMiB }));
   const sealed = await sealPlaintextEvents(store, keys, kinds, () =>
     log(
       `Sealing the events written before encryption with their records' keys, once (10,000-30,000 events/s; if stopped, the next start or command finishes it)`,
@@ -78,9 +79,9 @@ export async function openEventStore(
  * Where the records' data keys are: MongoDB when it is configured (never the event store: keys and
  * events are kept apart), else `keys.sqlite` beside the embedded store's file.
  */
-export async function openKeyStore(config: StoreSettings): Promise<KeyStore> {
+export async function openKeyStore(config: StoreSettings, cacheMiB?: number): Promise<KeyStore> {
   if (config.mongodb) return MongoDbKeyStore.connect(config.mongodb.uri, config.mongodb.database, config.storeTimeoutMs ?? 5000);
-  return new SqliteKeyStore(openSqliteDatabase(keysFile(config), { durable: true }));
+  return new SqliteKeyStore(openSqliteDatabase(keysFile(config), { durable: true, cacheMiB }));
 }
 
 export const keysFile = (config: StoreSettings) => join(dirname(config.sqliteFile), 'keys.sqlite');
@@ -130,9 +131,9 @@ export async function openReadStore(config: StoreSettings, sqlite?: SqliteDataba
  * every commit of one left the other's page cache stale, to be read again: one connection makes an
  * update cheaper in CPU. Both stores close it; closing twice is harmless.
  */
-export function sharedSqliteConnection(config: StoreSettings): SqliteDatabase | null {
+export function sharedSqliteConnection(config: StoreSettings, cacheMiB?: number): SqliteDatabase | null {
   if (config.eventStoreConnectionString || config.mongodb) return null;
-  return openSqliteDatabase(config.sqliteFile, { durable: true });
+  return openSqliteDatabase(config.sqliteFile, { durable: true, cacheMiB });
 }
 
 /** A probe of the disk under the SQLite files, for the stores kept there; none when every store has a server. */
@@ -144,14 +145,17 @@ function embeddedDiskProbe(config: StoreSettings) {
   return stores.length > 0 ? diskProbe(dirname(config.sqliteFile), stores) : undefined;
 }
 
-/** Both stores, as the CLI and the benches open them (the service through StoresModule's providers). */
+/**
+ * Both stores, as the CLI and the benches open them (the service through StoresModule's providers).
+ * `cacheMiB`: the page cache of the events' and the keys' SQLite connections (a bulk import's), else SQLite's default.
+ */
 export async function openStores(
   config: StoreSettings,
   kinds: StoredKind[],
-  { log }: { log?: (message: string) => void } = {},
+  { log, cacheMiB }: { log?: (message: string) => void; cacheMiB?: number } = {},
 ): Promise<{ eventStore: EventStore; readStore: ReadStore }> {
-  const sqlite = sharedSqliteConnection(config);
-  return { eventStore: await openEventStore(config, kinds, { sqlite, log }), readStore: await openReadStore(config, sqlite) };
+  const sqlite = sharedSqliteConnection(config, cacheMiB);
+  return { eventStore: await openEventStore(config, kinds, { sqlite, log, cacheMiB }), readStore: await openReadStore(config, sqlite) };
 }
 
 /**

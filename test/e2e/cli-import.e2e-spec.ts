@@ -168,6 +168,27 @@ describeOnSqlite('CLI import', () =>
           expect(entries.map((e) => Date.parse(e.time) / 1000).every((t) => t >= FIRST_CREATED && t < FIRST_CREATED + ROWS * 60)).toBe(true);
         });
 
+        it('imports customers beside the running service, which folds them as its writes go on: every row read through it as the command ends', async () => {
+          // Enough rows for the import to fold as it goes, were no service folding (FoldAlongside): here the service holds the leases and folds.
+          const more = join(dataDir, 'more-customers.ndjson');
+          await writeCustomersFile(more, 15_000);
+          const importing = runCli(['import', 'customers', more, '--account', account], dataDir, env);
+          const written: { status: number }[] = [];
+          for (let i = 0; i < 5; i++) written.push(await app.http.post(withToken('customers')).send({ name: `Beside ${i}`, email: `beside${i}@example.com` }));
+          const run = await importing;
+          expect([run.code, report(run.stdout)]).toEqual([0, { read: 15_000, created: 15_000, skipped: 0, refused: 0 }]);
+          expect(written.map((w) => w.status)).toEqual(Array(5).fill(201));
+          for (const i of [0, 7_500, 14_999]) {
+            const row = await rowOf(more, i);
+            const read = await app.http.get(withToken(`customers/${row.id}`));
+            expect([read.status, read.body.data?.[0].Customer.email]).toEqual([200, row.email]);
+          }
+          // Listed by e-mail (the first file has a row of that e-mail too).
+          const last = await rowOf(more, 14_998);
+          const listed = await app.http.get(withToken(`customers?email=${encodeURIComponent(String(last.email))}`));
+          expect((listed.body.data as { Customer: { id: string } }[]).map((d) => d.Customer.id)).toContain(last.id);
+        }, 120_000);
+
         it('imports profiles beside the running service: a slug unique in the file and in the service; CSV quoting; Persian digits', async () => {
           const taken = await app.http.post(withToken('profiles')).send({ name: 'Already here', slug: 'TakenSlug' });
           expect(taken.status).toBe(201);
