@@ -56,9 +56,9 @@ Options:
 `;
 
 /**
- * A file of more rows than this (by its size, ROW_BYTES a row) is folded into the read models as it
- * is imported (FoldAlongside): as many as put the read models far enough behind for the service to
- * catch up by a rebuild (CATCH_UP_BY_REBUILD_EVENTS), which is what the fold at the end would do.
+ * A file of more rows than this (by its size, ROW_BYTES a row) may be folded into the read models as
+ * it is imported (see foldsAlongside): as many as put the read models far enough behind for the
+ * service to catch up by a rebuild (CATCH_UP_BY_REBUILD_EVENTS), which the fold at the end would do.
  */
 const FOLD_ALONGSIDE_ROWS = 10_000;
 const ROW_BYTES = 250;
@@ -70,7 +70,7 @@ const ROW_BYTES = 250;
  */
 const BATCH = 10_000;
 /** Each SQLite connection's page cache while importing: most of the indexes a million records make. */
-const CACHE_MIB = 128;
+const CACHE_MIB = 64;
 /** Batches under way at once: the next is checked while one is written. */
 const IN_FLIGHT = 2;
 const TTY_EVERY_MS = 200;
@@ -167,7 +167,7 @@ export async function runImport(
     `${dryRun ? 'Checking' : 'Importing'} ${kind.name} from ${file} into account ${accountId}${dryRun ? ' (dry run: nothing is written)' : ''}\n`,
   );
   // A large import is folded as it goes, unless the service runs and folds it (FoldAlongside).
-  const fold = !dryRun && statSync(file).size / ROW_BYTES > FOLD_ALONGSIDE_ROWS ? await FoldAlongside.start(eventStore, readStore, config, signal) : undefined;
+  const fold = (await foldsAlongside(eventStore, file, dryRun)) ? await FoldAlongside.start(eventStore, readStore, config, signal) : undefined;
   const inFlight: Promise<{ rows: CheckedRow[]; outcomes: Outcome[] }>[] = [];
   const settle = async () => {
     const { rows, outcomes } = await inFlight.shift()!;
@@ -209,6 +209,16 @@ export async function runImport(
     return 130;
   }
   return counts.refused > 0 ? 1 : 0;
+}
+
+/**
+ * Whether to fold the rows as they are appended (FoldAlongside: a rebuild of every event): a large
+ * file, larger than the store (by its size, ROW_BYTES a row). Not a file run again into a store that
+ * has its rows already, most of which it skips: that one folds what it created at its end.
+ */
+async function foldsAlongside(eventStore: EventStore, file: string, dryRun: boolean): Promise<boolean> {
+  const rows = statSync(file).size / ROW_BYTES;
+  return !dryRun && rows > FOLD_ALONGSIDE_ROWS && rows > (eventStore.eventsBetween(START, await eventStore.headPosition()) ?? Infinity);
 }
 
 /** Writes (or, on a dry run, checks) the rows of one import. */
