@@ -74,7 +74,10 @@ export function workerLaunch(server: ProcessSizing): { execArgv: string[]; env: 
 const MIB = 1024 * 1024;
 
 /** The log line: the limit, where it came from, and what this process runs with. */
-export function memoryReport(config: Pick<AppConfig, 'memory' | 'workers' | 'recordCacheSize' | 'keyCacheSize' | 'rebuildRowids'>, role: 'primary' | 'server'): string {
+export function memoryReport(
+  config: Pick<AppConfig, 'memory' | 'workers' | 'recordCacheSize' | 'keyCacheSize' | 'rebuildRowids'>,
+  role: 'primary' | 'server',
+): string {
   const { limit, perProcessMiB } = config.memory;
   // Each heap flag in effect and whose it is; none: V8's own.
   const flag = (name: string) => {
@@ -90,7 +93,9 @@ export function memoryReport(config: Pick<AppConfig, 'memory' | 'workers' | 'rec
     : undefined;
   const setting = (name: string, value: number) => `${name}=${value}${process.env[name] ? ' (yours)' : ''}`;
   const parts = [
-    limit ? `limit ${Math.round(limit.bytes / MIB)} MiB (${limit.source === 'MEMORY_LIMIT' ? 'MEMORY_LIMIT' : "the container's cgroup"})` : 'no limit (no MEMORY_LIMIT, no cgroup limit)',
+    limit
+      ? `limit ${Math.round(limit.bytes / MIB)} MiB (${limit.source === 'MEMORY_LIMIT' ? 'MEMORY_LIMIT' : "the container's cgroup"})`
+      : 'no limit (no MEMORY_LIMIT, no cgroup limit)',
     limit && config.workers > 1 ? `${perProcessMiB} MiB for each of ${config.workers} workers` : undefined,
     `${role === 'primary' ? "the primary's " : ''}heap limit ${Math.round(getHeapStatistics().heap_size_limit / MIB)} MiB${heap ? ` (${heap})` : ''}`,
     arenas,

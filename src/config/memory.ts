@@ -46,7 +46,7 @@ const NO_LIMIT_ABOVE = 2 ** 60;
 
 /** MEMORY_LIMIT: bytes, or a number with k, m or g (powers of 1024, as Docker's `-m`; `Mi`, `MB` read alike). */
 export function parseMemoryLimit(raw: string): number {
-  const match = /^(\d+)\s*([kmg])?(?:i?b)?$/i.exec(raw.trim());
+  const match = /^(\d+)\s*(?:([kmg])(?:ib?|b)?)?$/i.exec(raw.trim());
   const bytes = match ? Number(match[1]) * 1024 ** ' kmg'.indexOf((match[2] ?? ' ').toLowerCase()) : NaN;
   if (!Number.isSafeInteger(bytes)) {
     throw new ConfigError(`MEMORY_LIMIT must be bytes or a number with k, m or g (such as 256m or 1g); got "${raw}"`);
