@@ -55,6 +55,8 @@ function apply(): Applied {
   // Node 22.15 and later (@types/node is older).
   const { execve } = process as unknown as { execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => never };
   if (typeof execve !== 'function') return { added: [], given, notApplied: `Node ${process.versions.node} has no process.execve` };
+  // Started by fork() with an IPC channel (a supervisor's): execve would close it.
+  if (process.channel) return { added: [], given, notApplied: 'started with an IPC channel, which a restart would close' };
   execve.call(process, process.execPath, [process.execPath, ...process.execArgv, ...flags, ...process.argv.slice(1)], {
     ...process.env,
     ...Object.fromEntries(env.map((e) => e.split('='))),
@@ -102,7 +104,7 @@ export function memoryReport(
     ...(role === 'server'
       ? [setting('RECORD_CACHE_SIZE', config.recordCacheSize), setting('KEY_CACHE_SIZE', config.keyCacheSize), setting('REBUILD_ROWIDS', config.rebuildRowids)]
       : []),
-    applied.notApplied ? `heap flags not applied: ${applied.notApplied}` : undefined,
+    applied.notApplied ? `heap flags and MALLOC_ARENA_MAX not applied: ${applied.notApplied}` : undefined,
   ];
   return `Memory: ${parts.filter(Boolean).join('; ')}`;
 }

@@ -1,9 +1,12 @@
+import { fork } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import request from 'supertest';
 import { runFailingStart, startChildService } from '../support/child-service';
 import { ACCOUNTS, makeDataDir } from '../support/test-app';
 
 const TOKEN = [...ACCOUNTS.keys()][0];
+const MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
 
 /** What the kernel says a process runs: its command line and environment (after an execve, the new image's). */
 function proc(pid: number): { args: string[]; env: string[] } {
@@ -73,6 +76,38 @@ describe('memory sized to MEMORY_LIMIT, with no flag', () => {
     } finally {
       service.process.kill('SIGTERM');
       expect(await service.exited).toBe(0);
+    }
+  });
+
+  it('started by fork() with an IPC channel, which a restart would close, keeps it: sizes the caches and says the flags are not applied', async () => {
+    const child = fork(MAIN, [], {
+      env: {
+        PATH: process.env.PATH,
+        NO_COLOR: '1',
+        DATA_DIR: dataDir,
+        ERASURE_LOG: join(dataDir, 'erasures.ndjson'),
+        PORT: '0',
+        HOST: '127.0.0.1',
+        MEMORY_LIMIT: '256m',
+      },
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    let output = '';
+    child.stdout!.on('data', (chunk) => (output += chunk));
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      while (!output.includes('"msg":"Memory: ')) {
+        if (child.exitCode !== null) throw new Error(output);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(child.connected).toBe(true);
+      expect(memoryLine(output, 'Main')[0].msg).toMatch(
+        /; RECORD_CACHE_SIZE=2000; KEY_CACHE_SIZE=2000; REBUILD_ROWIDS=250000; heap flags and MALLOC_ARENA_MAX not applied: started with an IPC channel, which a restart would close$/,
+      );
+      expect(proc(child.pid!).args.filter((a) => a.startsWith('--'))).toEqual([]);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
     }
   });
 
