@@ -15,6 +15,7 @@ const BENCHES: Record<string, () => Promise<{ main(args: string[]): Promise<void
   memory: () => import('./memory'),
   latency: () => import('./latency'),
   upcasting: () => import('./upcasting'),
+  import: () => import('./import'),
 };
 
 async function run(): Promise<void> {

@@ -5,9 +5,11 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { BACKUP_HELP, backupCommand, RESTORE_HELP } from './cli/backup';
 import { eventsTail, feedTail } from './cli/events';
+import { IMPORT_HELP, importCommand } from './cli/import';
 import { failureLine, MissingStoreError } from './cli/output';
 import { operator, projectionsParked, requestOnParked } from './cli/parked';
 import { projectionsRebuild, projectionsStatus } from './cli/projections';
+import { verify, VERIFY_HELP } from './cli/verify';
 import { AppConfig, loadConfig } from './config/config';
 import { REBUILD_GRACE_MS, RebuildInterruptedError } from './projections/rebuild';
 import { READ_MODELS, RECORD_KINDS } from './read-models';
@@ -39,6 +41,10 @@ Commands:
   events tail --url <address>       Follow the change feed of a running service, one entry a line
   backup <dir>                      Copy the events, read models and keys, consistent, beside the running service
   restore <dir>                     Restore a backup into an empty DATA_DIR, erasing again what was erased since
+  verify [--json]                   Fold the events again and compare every read model with them
+  import <profiles|customers> <file> --account <id> [--dry-run]
+                                    Move records in from an NDJSON or CSV export, keeping their ids
+                                    and creation times
 
 Run a command with --help for its options. Configuration comes from the environment, as for the
 service (DATA_DIR, ...).
@@ -104,6 +110,7 @@ Options:
                         go on; without it, such an event stops the rebuild, the live model unchanged
   --help                This help
 `,
+  verify: VERIFY_HELP,
   'events tail': `Usage: npm run cli -- events tail [--stream <id>]
        npm run cli -- events tail --url <address> [--token <token>] [--after <cursor>]
 
@@ -126,6 +133,7 @@ Options:
 `,
   backup: BACKUP_HELP,
   restore: RESTORE_HELP,
+  import: IMPORT_HELP,
 };
 
 class UsageError extends Error {}
@@ -188,6 +196,7 @@ const COMMAND_OPTIONS = {
   'events tail': ['stream', 'url', 'token', 'after'],
   backup: [] as string[],
   restore: [] as string[],
+  verify: ['json'],
 };
 
 type Command = keyof typeof COMMAND_OPTIONS;
@@ -356,6 +365,11 @@ async function run(
         await projectionsRebuild(readModels, eventStore, readStore, { json: values.json === true, graceMs, signal: interrupt, park: values.park === true }),
       );
       return interrupt.aborted ? 130 : 0;
+    case 'verify': {
+      const { text, code } = await verify(READ_MODELS, eventStore, readStore, { json: values.json === true, signal: interrupt });
+      process.stdout.write(text);
+      return code;
+    }
     case 'events tail':
       await eventsTail(eventStore, { stream: values.stream, signal: interrupt, write: (line) => process.stdout.write(line) });
       return 0; // Ctrl-C is how a tail ends
@@ -366,6 +380,7 @@ async function run(
 }
 
 async function main(argv: string[]): Promise<number> {
+  if (argv[0] === 'import') return importCommand(argv.slice(1), openConfiguredStores);
   const invocation = invocationOf(argv);
   if ('help' in invocation) {
     process.stdout.write(invocation.help);

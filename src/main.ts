@@ -118,7 +118,9 @@ async function main(): Promise<void> {
         },
       );
   };
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => shutDown(signal));
+  // `on`, not `once`: under `npm start` a Ctrl-C reaches the service from the terminal and again from
+  // npm, which passes signals on; a second one must not end the process by default mid-shutdown.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => shutDown(signal));
   // A worker whose primary died (kill -9) must not serve on alone.
   if (cluster.isWorker) process.once('disconnect', () => shutDown('the loss of its primary'));
   await (settings.host ? app.listen(settings.port, settings.host) : app.listen(settings.port)).catch((error) => {
@@ -193,7 +195,9 @@ async function runPrimary(settings: Settings): Promise<void> {
     }
   });
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(signal, () => {
+    // `on`, as in a single process: a repeated signal is heard once.
+    process.on(signal, () => {
+      if (stopping) return;
       logger.log(`Shutting down on ${signal}: stopping ${alive.size} workers`);
       stopAll(0);
     });

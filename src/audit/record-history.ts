@@ -1,4 +1,4 @@
-import { occurredAt, StoredEvent } from '../event-store/event-store.port';
+import { ImportedBy, occurredAt, StoredEvent } from '../event-store/event-store.port';
 import { evolveRecord, Fields, RecordKind, RecordState } from '../records/record';
 
 /** One entry of a record's history, as GET /v1/<records>/{id}/history answers it. */
@@ -14,6 +14,8 @@ export interface HistoryEntry {
    * null for each field an event of an erased record set.
    */
   changes: Record<string, { from: string; to: string } | null>;
+  /** On the create of a record moved in by the CLI's import: who ran it, when, from which file. */
+  imported?: ImportedBy;
 }
 
 /**
@@ -37,7 +39,16 @@ export function recordHistory(kind: RecordKind, events: StoredEvent[], before: R
       state = evolveRecord(kind, state, event);
       changes = fieldChanges(fields, state.fields);
     }
-    return { event: event.type, revision: event.revision, occurred: occurredAt(event).toISOString(), actor: event.metadata.accountId, changes };
+    const entry: HistoryEntry = {
+      event: event.type,
+      revision: event.revision,
+      occurred: occurredAt(event).toISOString(),
+      actor: event.metadata.accountId,
+      changes,
+    };
+    const { imported } = event.metadata;
+    if (imported) entry.imported = { by: imported.by, at: imported.at, file: imported.file };
+    return entry;
   });
 }
 

@@ -84,7 +84,7 @@ export const APP_CONFIG = Symbol('AppConfig');
 export { ConfigError };
 
 const LOG_LEVELS: LogLevel[] = ['error', 'warn', 'info', 'debug'];
-const TOKEN_FILE = 'access-token';
+export const TOKEN_FILE = 'access-token';
 
 /** Reads and checks the environment. Access tokens are not resolved here: see resolveAccessTokens. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig, 'accessTokens'> {

@@ -5,7 +5,20 @@ import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiParam, ApiQuery, Ap
 import type { ReferenceObject, SchemaObject } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import type { MatchKind } from '../read-store/read-store.port';
-import { ERRORS, ETAG, NEXT_CURSOR, RESPONSE_SCHEMAS, TOTAL_CAPPED, TOTAL_COUNT, errorResponse, ref, successResponse, wrapper } from './responses';
+import {
+  ERROR_SCHEMAS,
+  ERRORS,
+  ETAG,
+  NEXT_CURSOR,
+  RESPONSE_SCHEMAS,
+  TOTAL_CAPPED,
+  TOTAL_COUNT,
+  errorResponse,
+  ref,
+  successResponse,
+  wrapper,
+} from './responses';
+import { FEED_CURSOR, feedEntrySchema } from './feed-entry';
 import { DIGIT_FIELDS } from '../http/field-rules';
 import { FEED_LIMIT, FEED_MAX_WAIT_SECONDS, MAX_LIST_OFFSET } from '../http/list-query';
 import { sendJson } from '../http/json-response';
@@ -70,8 +83,11 @@ function recordSchema({ description, fields, extra = {} }: ApiAnswer): SchemaObj
 /** Tags and the two ways of sending the token, for a /v1 controller. */
 export const ApiResource = (spec: ApiRecordSpec) => applyDecorators(ApiTags(collectionsOf([spec])[0]), ApiBearerAuth(), ApiSecurity('access_token'));
 
-/** The tag of what is outside /v1: health, metrics. */
-export const ApiOperations = () => ApiTags('operations');
+/**
+ * The tag of what is outside /v1 (health, metrics), which setUpDocs marks as taking no token, and the
+ * errors of the checks made before routing, which these routes answer too.
+ */
+export const ApiOperations = () => applyDecorators(ApiTags('operations'), errorResponse(413), errorResponse(417));
 
 /** `after`, and the offset's bound, of record lists (histories page by offset at any depth). */
 const CURSOR = [
@@ -221,7 +237,10 @@ const OPERATIONS: Record<Operation, (spec: ApiRecordSpec, parts: OperationParts)
     successResponse(200, `the ${name} as changed (body status 201)`, 201, wrapper(resource, short), { [resource]: example.updated }, { headers: ETAG }),
   ],
   delete: (_spec, { name, id, example, resource }) => [
-    ApiOperation({ summary: `Delete a ${name}` }),
+    ApiOperation({
+      summary: `Delete a ${name}`,
+      description: `The ${name} stops being: from then on reads, lists, updates and deletes answer 404. Its history stays and ends with ${resource}Deleted, and it can still be erased. Answers its id alone.`,
+    }),
     id,
     IF_MATCH,
     successResponse(
@@ -282,68 +301,6 @@ export interface ApiFeedSpec {
     badCursor: object;
     /** The 429 of a token holding the most streams and long-polls open. */
     streamsCapped: object;
-  };
-}
-
-const FEED_CURSOR: SchemaObject = { type: 'string', pattern: '^[A-Za-z0-9_-]{32}$', description: 'an opaque cursor of this account' };
-
-/**
- * The version of the feed's `data` shape ({revision, changes} with a kind's fields). It moves on only
- * with a breaking change (docs/api.md "Compatibility"), and with it every entry's `dataschema`.
- */
-export const FEED_DATA_VERSION = 1;
-
-/** The `dataschema` of a feed entry about a record of kind `noun` (customer, profile): a URI that names its shape and version. */
-export const feedDataSchemaOf = (noun: string) => `urn:profiles-customers-service:feed-data:${noun}:v${FEED_DATA_VERSION}`;
-
-/**
- * One change feed entry, a CloudEvents 1.0 event in JSON, for the resources of `specs`: the feed
- * tells of every record kind the service keeps.
- */
-function feedEntrySchema(specs: ApiRecordSpec[]): SchemaObject {
-  const nouns = specs.map((spec) => spec.resource.toLowerCase());
-  return {
-    type: 'object',
-    description:
-      'One change to a record of the account, as a CloudEvents 1.0 event in JSON (structured mode). Entries come oldest first, in the order the changes were stored; each appears once in an uninterrupted read. A `*.erased` entry means: delete every copy you keep of that record, values read earlier included; once a record is erased, its earlier entries keep their type, id, subject, time and revision, and every value in `changes` is null.',
-    additionalProperties: false,
-    required: ['specversion', 'id', 'source', 'type', 'subject', 'time', 'datacontenttype', 'dataschema', 'data'],
-    properties: {
-      specversion: { type: 'string', enum: ['1.0'] },
-      id: {
-        ...FEED_CURSOR,
-        description:
-          "the entry's cursor: send it as `after` (or Last-Event-ID) to read on after this entry. Unique in the account's feed, the same every time the entry is read",
-      },
-      source: { type: 'string', enum: nouns.map((noun) => `/v1/${noun}s`), description: 'the collection of the record' },
-      type: {
-        type: 'string',
-        enum: nouns.flatMap((noun) => ['created', 'updated', 'deleted', 'erased'].map((verb) => `${noun}.${verb}`)),
-        description: 'what happened to the record',
-      },
-      subject: { type: 'string', format: 'uuid', description: "the record's id" },
-      time: { type: 'string', format: 'date-time', description: 'when the change was stored (UTC, milliseconds), as in its history' },
-      datacontenttype: { type: 'string', enum: ['application/json'] },
-      dataschema: {
-        type: 'string',
-        format: 'uri',
-        enum: nouns.map(feedDataSchemaOf),
-        description: `the shape of \`data\`: its kind of record and the version of that shape (now ${FEED_DATA_VERSION}). It changes only with a breaking change, announced ahead (see "Compatibility" in the API guide): check it, and stop rather than misread an entry whose shape you do not know`,
-      },
-      data: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['revision', 'changes'],
-        properties: {
-          revision: { type: 'integer', minimum: 0, description: "the record's revision after the change: 0 for its create, one more per change (its ETag)" },
-          changes: {
-            allOf: [ref('Changes')],
-            description:
-              'the fields the change set, each {from, to}, as in the record\'s history: a create lists every field it set (from ""), an update the fields it changed, a delete or an erasure none ({}). Once the record is erased, each field maps to null',
-          },
-        },
-      },
-    },
   };
 }
 
@@ -445,6 +402,8 @@ export function setUpDocs(app: NestExpressApplication, specs: ApiRecordSpec[]): 
       'Business profiles and customers for an invoicing platform. Every /v1 request carries an access token, as ?access_token=… or as Authorization: Bearer …; every answer is application/json; charset=UTF-8.',
     )
     .setVersion('1')
+    // Relative: the service at the address this document was fetched from, wherever it runs.
+    .addServer('/', 'this service')
     // The header first: Swagger UI's Authorize dialog offers them in this order, and a query token shows in the request URL on screen.
     // Tokens are opaque strings, not JWTs: no bearerFormat (Nest's default says JWT).
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: undefined, description: 'the access token as Authorization: Bearer <token>' })
@@ -455,6 +414,10 @@ export function setUpDocs(app: NestExpressApplication, specs: ApiRecordSpec[]): 
     .addTag('operations', 'Health and metrics, outside /v1 and without a token')
     .build();
   const document = SwaggerModule.createDocument(app, config);
+  // Health and metrics take no token: said as an empty requirement, not left to a default.
+  for (const operations of Object.values(document.paths))
+    for (const operation of Object.values(operations as Record<string, { tags?: string[]; security?: object[] }>))
+      if (operation.tags?.includes('operations')) operation.security = [];
   // The feed's decorator is the class's, made before the kinds are known: its operation names them here.
   const feed = document.paths['/v1/events']?.get;
   if (feed?.description) feed.description = feed.description.replace(feedSummary(['records']), feedSummary(collections));
@@ -466,7 +429,8 @@ export function setUpDocs(app: NestExpressApplication, specs: ApiRecordSpec[]): 
     ...schemas,
     ...Object.fromEntries(answers.map((answer) => [answer.name, recordSchema(answer)])),
     ...RESPONSE_SCHEMAS,
-    FeedEntry: feedEntrySchema(specs),
+    ...ERROR_SCHEMAS,
+    FeedEntry: feedEntrySchema(specs.map((spec) => spec.resource.toLowerCase())),
   };
   SwaggerModule.setup('docs', app, document, { raw: false });
   app

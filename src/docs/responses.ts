@@ -23,6 +23,19 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       occurred: { type: 'string', format: 'date-time', description: 'when the event was stored (UTC, milliseconds)' },
       actor: { type: 'string', description: 'the account whose token made the change' },
       changes: ref('Changes'),
+      imported: ref('Imported'),
+    },
+  },
+  Imported: {
+    type: 'object',
+    description:
+      "only on the create of a record moved in by the operators' import (`npm run cli -- import`): who ran it, when, from which file. The create keeps the record's own creation time (`occurred`, `time`); this is when it was imported",
+    additionalProperties: false,
+    required: ['by', 'at', 'file'],
+    properties: {
+      by: { type: 'string', description: 'the operating-system user who ran the import' },
+      at: { type: 'string', format: 'date-time', description: 'when the import stored it (UTC, milliseconds)' },
+      file: { type: 'string', description: 'the name of the file it came from' },
     },
   },
   Changes: {
@@ -35,36 +48,6 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       additionalProperties: false,
       required: ['from', 'to'],
       properties: { from: { type: 'string' }, to: { type: 'string' } },
-    },
-  },
-  Error: {
-    type: 'object',
-    description: 'The error envelope of every 4xx and 5xx answer.',
-    additionalProperties: false,
-    required: ['success', 'status', 'error'],
-    properties: {
-      success: { type: 'boolean', enum: [false] },
-      status: { type: 'integer', description: 'the HTTP status again' },
-      error: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['code', 'message'],
-        properties: {
-          code: { type: 'string' },
-          message: { type: 'string' },
-          details: {
-            type: 'array',
-            minItems: 1,
-            description: 'every faulty field, when fields are at fault',
-            items: {
-              type: 'object',
-              additionalProperties: false,
-              required: ['field', 'message'],
-              properties: { field: { type: 'string' }, message: { type: 'string' } },
-            },
-          },
-        },
-      },
     },
   },
 };
@@ -118,27 +101,58 @@ export const ERRORS: Record<number, { codes: ErrorCode[]; description: string; r
   },
 };
 
+/**
+ * The error envelope of every 4xx and 5xx answer, with the status and codes of one. Whole, not an
+ * `allOf` of a shared envelope and the status's own part: a linter that reads an object schema
+ * without `additionalProperties` as closed (Redocly's example check) would refuse every example
+ * of such a pair, the shared part's `message` being unknown to the other part.
+ */
+function errorSchema(status: number, codes: ErrorCode[]): SchemaObject {
+  return {
+    type: 'object',
+    description: `The error envelope of a ${status} answer.`,
+    additionalProperties: false,
+    required: ['success', 'status', 'error'],
+    properties: {
+      success: { type: 'boolean', enum: [false] },
+      status: { type: 'integer', enum: [status], description: 'the HTTP status again' },
+      error: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['code', 'message'],
+        properties: {
+          code: { type: 'string', enum: codes },
+          message: { type: 'string' },
+          details: {
+            type: 'array',
+            minItems: 1,
+            description: 'every faulty field, when fields are at fault',
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['field', 'message'],
+              properties: { field: { type: 'string' }, message: { type: 'string' } },
+            },
+          },
+        },
+      },
+    },
+  };
+}
+
+/** The error answers' schemas, one a status (`Error404`), shared by the operations that give it; setUpDocs adds them. */
+export const ERROR_SCHEMAS: Record<string, SchemaObject> = Object.fromEntries(
+  Object.entries(ERRORS).map(([status, { codes }]) => [`Error${status}`, errorSchema(Number(status), codes)]),
+);
+
 /** An error answer in the document; `description` replaces the status's usual one where an operation refuses for reasons of its own. */
 export function errorResponse(status: number, example: unknown = EXAMPLE.ERRORS[status], description = ERRORS[status].description) {
-  const { codes, retry } = ERRORS[status];
+  const { retry } = ERRORS[status];
   return ApiResponse({
     status,
     description,
     headers: { ...REQUEST_ID, ...(retry ? RETRY_AFTER : {}) },
-    content: {
-      'application/json; charset=UTF-8': {
-        schema: {
-          allOf: [
-            ref('Error'),
-            {
-              type: 'object',
-              properties: { status: { type: 'integer', enum: [status] }, error: { type: 'object', properties: { code: { type: 'string', enum: codes } } } },
-            },
-          ],
-        },
-        example,
-      },
-    },
+    content: { 'application/json; charset=UTF-8': { schema: ref(`Error${status}`), example } },
   });
 }
 

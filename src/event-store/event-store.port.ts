@@ -36,6 +36,18 @@ export interface EventMetadata {
   occurredAt?: string;
   /** The version of its type's shape it was written in (upcasting-event-store.ts); none is version 1. */
   eventVersion?: number;
+  /** On the Created event of a record moved in by the CLI's import: who ran it, when, from which file (history and the feed show it). */
+  imported?: ImportedBy;
+}
+
+/** A record's import, as its Created event carries it. Its business time (occurredAt) is the record's own creation time. */
+export interface ImportedBy {
+  /** The operating-system user who ran the import. */
+  by: string;
+  /** When the import stored it (real time), ISO-8601 UTC with milliseconds. */
+  at: string;
+  /** The name of the file it came from. */
+  file: string;
 }
 
 /** An event's data as written before encryption: its field values in plaintext. */

@@ -17,8 +17,8 @@ import { NewerEventsError, WrittenVersions } from './written-versions';
  * may become several events, or none (never for what may be a stream's last event: a write appends
  * at the revision of the last event it reads). An event of another type it returns says that type's
  * version in its metadata (`eventVersion`; none: that type's current one). Pure: it runs on every
- * read of the event, never on the store; not on a subscription that reads no values (the feed's
- * index), which keeps only an event's place.
+ * read of the event, never on the store. Subscriptions that read no values (the feed's index) hand
+ * it the event's data sealed: a step that reshapes data leaves data it cannot read as it is.
  */
 export type Upcaster = (event: StoredEvent) => StoredEvent[];
 
@@ -159,14 +159,14 @@ export class UpcastingEventStore implements EventStore {
   /**
    * Upcast as it goes; an event that cannot be (a newer version, a step that throws) comes as
    * unreadable (asUnreadable), for its subscriber to park. A subscriber that reads no values (the
-   * feed's index: place, stream and account) gets the events as stored: what it keeps of one does
-   * not depend on its shape, so an instance of an older build indexes an event of a newer version
-   * rather than parking it (its entry is read, upcast, when a page serves it).
+   * feed's index: place, stream, account, time) gets such an event as stored instead: what it keeps
+   * of one does not depend on its shape, so an instance of an older build indexes an event of a
+   * newer version rather than parking it (its entry is read, upcast, when a page serves it).
    */
   async *subscribeToAll(from: Position, options: SubscribeOptions): AsyncIterable<EventBatch> {
-    if (options.values === false) return yield* this.inner.subscribeToAll(from, options);
+    const failed = options.values === false ? 'as stored' : 'unreadable';
     for await (const batch of this.inner.subscribeToAll(from, options)) {
-      const events = this.upcastAll(batch.events, (event) => this.registryOf(event.streamId), true);
+      const events = this.upcastAll(batch.events, (event) => this.registryOf(event.streamId), failed);
       yield events === batch.events ? batch : { events, position: batch.position };
     }
   }
@@ -180,8 +180,15 @@ export class UpcastingEventStore implements EventStore {
     return undefined;
   }
 
-  /** The events upcast; the same array when every one is current already (the usual case: nothing copied). */
-  private upcastAll(events: StoredEvent[], registryOf: (event: StoredEvent) => Registry | undefined, subscribed = false): StoredEvent[] {
+  /**
+   * The events upcast; the same array when every one is current already (the usual case: nothing
+   * copied). One that cannot be is `failed`: thrown as unreadable, handed over as such, or as stored.
+   */
+  private upcastAll(
+    events: StoredEvent[],
+    registryOf: (event: StoredEvent) => Registry | undefined,
+    failed: 'throw' | 'unreadable' | 'as stored' = 'throw',
+  ): StoredEvent[] {
     let out: StoredEvent[] | undefined;
     for (let i = 0; i < events.length; i++) {
       const event = events[i];
@@ -195,9 +202,9 @@ export class UpcastingEventStore implements EventStore {
         out.push(...upcast(registry, event));
       } catch (error) {
         const reason = error instanceof UnreadableEventError ? error.reason : `its upcaster failed: ${(error as Error).message}`;
-        if (!subscribed) throw new UnreadableEventError(event.streamId, event.revision, reason);
+        if (failed === 'throw') throw new UnreadableEventError(event.streamId, event.revision, reason);
         const { data: _, ...place } = event;
-        out.push(asUnreadable(place, reason));
+        out.push(failed === 'as stored' ? event : asUnreadable(place, reason));
       }
     }
     return out ?? events;

@@ -83,7 +83,9 @@ export class WrittenVersions {
         if (error instanceof WriteOutcomeUnknownError) throw new StoreUnavailableError(error.store, error.message);
         // Another writer noted first: merge with its note. Never the record write's own conflict, which would decide again.
         if (!(error instanceof WrongExpectedRevisionError)) throw error;
-        if (attempt >= 10) throw new Error(`The note of event versions written (${WRITTEN_VERSIONS_STREAM}) stays contended after ${attempt} attempts`);
+        if (attempt >= 10) {
+          throw new Error(`The note of event versions written (${WRITTEN_VERSIONS_STREAM}) stays contended after ${attempt} attempts`, { cause: error });
+        }
       }
     }
   }

@@ -24,6 +24,7 @@ export function feedProjection(kinds: RecordKind[]): Projection {
     streamPrefixes: kinds.map((kind) => streamIdOf(kind, '')),
     documents: 'event',
     documentIdOf: (event) => String(event.position.prepare),
+    sourceOf: (document) => ({ streamId: document.fields.stream, revision: Number(document.fields.revision) }),
     // Where each event is, never what it says: its values stay sealed.
     readsValues: false,
     evolve: (_, event): ReadDocument => ({

@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
 import { recordHistory, type HistoryEntry } from '../audit/record-history';
-import { feedDataSchemaOf } from '../docs/openapi';
+import { feedDataSchemaOf } from '../docs/feed-entry';
 import { comparePositions, EVENT_STORE, EventStore, Position, UnreadableEventError } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
 import { DATA_KEYS, type DataKeys } from '../sealing/data-keys';
@@ -30,7 +30,7 @@ export interface FeedEntry {
   datacontenttype: 'application/json';
   /** The shape of `data` and its version (feedDataSchemaOf). */
   dataschema: string;
-  data: { revision: number; changes: HistoryEntry['changes'] };
+  data: { revision: number; changes: HistoryEntry['changes']; imported?: HistoryEntry['imported'] };
 }
 
 export interface FeedPage {
@@ -123,7 +123,7 @@ export class FeedPageHandler implements IQueryHandler<FeedPageQuery, FeedPage> {
           time: entry.occurred,
           datacontenttype: 'application/json',
           dataschema: feedDataSchemaOf(kind.streamPrefix),
-          data: { revision: entry.revision, changes: entry.changes },
+          data: { revision: entry.revision, changes: entry.changes, ...(entry.imported ? { imported: entry.imported } : {}) },
         });
       }
     });

@@ -2,6 +2,7 @@ import { ArgumentMetadata, Injectable, PipeTransform } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { getMetadataStorage, validateSync } from 'class-validator';
 import { FieldFault, validationFailed } from '../errors';
+import { asciiDigits, fieldChecks } from './field-rules';
 
 const OUTPUT_ONLY = new Set(['id', 'logo', 'signature', 'default', 'created']);
 
@@ -71,3 +72,28 @@ export function toFields(body: object): Record<string, string> {
   }
   return fields;
 }
+
+/**
+ * A body checked as BodyValidationPipe checks it (the same fields taken and refused, the same rules
+ * and messages, digits made ASCII), without class-transformer and class-validator: the rules' own
+ * functions (fieldChecks), run straight on the values. For the CLI's bulk import, where the pipe's
+ * per-object work would cost more than the rest of a row's. Returns the fields as the domain takes
+ * them (toFields), or every fault.
+ */
+export function checkBody(cls: BodyClass, value: Record<string, unknown>): { fields: Record<string, string> } | { faults: FieldFault[] } {
+  let checks = checksCache.get(cls);
+  if (!checks) checksCache.set(cls, (checks = fieldChecks(cls)));
+  const faults: FieldFault[] = [];
+  const known: Record<string, unknown> = {};
+  for (const [field, v] of Object.entries(value)) {
+    const rules = checks.get(field);
+    if (!rules) faults.push({ field, message: refusal(cls, field) });
+    else known[field] = typeof v === 'object' && v !== null ? {} : rules.asciiDigits && typeof v === 'string' ? asciiDigits(v) : v;
+  }
+  for (const [field, rules] of checks) {
+    for (const { test, message } of rules.checks) if (!test(known[field], known)) faults.push({ field, message: message(field, known[field]) });
+  }
+  return faults.length ? { faults } : { fields: toFields(known) };
+}
+
+const checksCache = new Map<BodyClass, ReturnType<typeof fieldChecks>>();

@@ -37,14 +37,15 @@ interface Reservation {
  * check after their append: the taker that its takeover was due (reserve), the profile's write that
  * it still holds the reservation (holds), undoing itself if not.
  */
-export class SlugReservations {
+export class SlugReservations<Profiles extends Pick<RecordWriter, 'load'> = RecordWriter> {
   constructor(
     private readonly eventStore: EventStore,
-    private readonly profiles: RecordWriter,
+    /** Where the profiles are read from: the service's writer, or a plain fold of their streams (the CLI's import, which reserves only). */
+    private readonly profiles: Profiles,
   ) {}
 
   /** Writes a profile through the slug claim (SlugClaim): every profile write but its erasure. */
-  write(write: ProfileWrite): Promise<Written> {
+  write(this: SlugReservations<RecordWriter>, write: ProfileWrite): Promise<Written> {
     return new SlugClaim(this, this.profiles, write).run();
   }
 
@@ -97,6 +98,12 @@ export class SlugReservations {
       // Someone else moved the reservation on: it is not ours to release any more.
       if (!(error instanceof WrongExpectedRevisionError)) throw error;
     }
+  }
+
+  /** Whether reserve would refuse the slug to the profile, as things stand: for a check that reserves nothing (the import's --dry-run). */
+  async isTaken(slug: string, profileId: string): Promise<boolean> {
+    const last = await this.lastEvent(streamOf(slug));
+    return last?.type === 'SlugReserved' && (last.data as unknown as Reservation).profileId !== profileId && (await this.isHeld(last));
   }
 
   /** Whether the profile's reservation is still the slug's last word: checked after its append (see the class). */

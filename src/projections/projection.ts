@@ -18,6 +18,11 @@ export interface Projection {
   documents: 'record' | 'event';
   /** The document an event goes to. */
   documentIdOf(event: StoredEvent): string;
+  /**
+   * Where a document comes from, to fold it again alone (the CLI's verify): its record's stream
+   * ('record'), or the one event it indexes ('event').
+   */
+  sourceOf(document: ReadDocument): { streamId: string; revision?: number };
   /** Whether `evolve` reads the events' field values: if not, its subscription leaves them sealed. */
   readsValues: boolean;
   /** The type of the event that erases a document's values (see foldBatch); none where documents hold no value. */

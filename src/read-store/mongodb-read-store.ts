@@ -133,16 +133,10 @@ export class MongoDbReadStore implements ReadStore {
     this.schema(collection);
     const found = new Map<string, ReadDocument>();
     if (ids.length === 0) return found;
-    const read = (g: number) =>
-      this.collection(collection, g)
-        .find({ _id: { $in: ids } })
-        .toArray();
-    let docs: MongoReadDocument[];
-    if (generation === undefined) docs = await this.readLive(collection, read);
-    else {
-      await this.assertWritable(collection, generation);
-      docs = await this.guard(() => read(generation));
-    }
+    const byIds = (g: number) => this.collection(collection, g).find({ _id: { $in: ids } });
+    const read = (g: number) => byIds(g).toArray();
+    if (generation !== undefined) await this.assertWritable(collection, generation);
+    const docs = generation === undefined ? await this.readLive(collection, read) : await this.guard(() => read(generation));
     for (const d of docs) found.set(d._id, fromMongoDocument(d));
     return found;
   }
@@ -151,6 +145,12 @@ export class MongoDbReadStore implements ReadStore {
     this.schema(collection);
     const d = await this.readLive(collection, (g) => this.collection(collection, g).findOne({ _id: id, accountId, deleted: false }));
     return d ? fromMongoDocument(d) : null;
+  }
+
+  async pageById(collection: string, after: string, limit: number): Promise<ReadDocument[]> {
+    this.schema(collection);
+    const page = (g: number) => this.collection(collection, g).find({ _id: { $gt: after } }, { sort: { _id: 1 }, limit });
+    return (await this.readLive(collection, (g) => page(g).toArray())).map(fromMongoDocument);
   }
 
   async oldest(collection: string, accountId: string): Promise<ReadDocument | null> {

@@ -210,6 +210,12 @@ export interface ReadDocuments {
    * the store's files (SQLite: secure deletion, then a checkpoint that truncates the log).
    */
   erase(collection: string, ids: string[]): Promise<void>;
+  /**
+   * The live generation's documents in id order (ids compared byte by byte), tombstones included,
+   * whatever their account: those past `after` ('' for the first page), at most `limit` of them.
+   * The CLI's verify reads a whole read model so, a page at a time.
+   */
+  pageById(collection: string, after: string, limit: number): Promise<ReadDocument[]>;
 }
 
 /**

@@ -174,6 +174,11 @@ export class SqliteReadStore implements ReadStore {
     return { documents, total: Math.min(total, COUNT_LIMIT), capped: total > COUNT_LIMIT };
   }
 
+  async pageById(collection: string, after: string, limit: number): Promise<ReadDocument[]> {
+    const { rows } = this.readLive(collection, (table) => ({ rows: table.selectAfter.all(after, limit), live: this.generations.live.get(collection) ?? null }));
+    return rows.map(toDocument);
+  }
+
   /** A row read with the generation live then; no row, no generation with it: a miss (a 404) looks the live one up on its own. */
   private withLive<T>(collection: string, found: LiveRow<T> | undefined): { live: number | null; row: LiveRow<T> | undefined } {
     return { live: found ? found.live_generation : (this.generations.live.get(collection) ?? null), row: found };

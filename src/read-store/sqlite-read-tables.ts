@@ -190,6 +190,8 @@ export function liveReads(db: SqliteDatabase, name: string) {
     ),
     /** Takes the ids as one JSON array, so one statement serves any number of them. */
     selectMany: db.prepare<[string], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE id IN (SELECT value FROM json_each(?))`),
+    /** A page of every row in id order, after an id (see ReadDocuments.pageById). */
+    selectAfter: db.prepare<[string, number], DocumentRow>(`SELECT ${DOCUMENT} FROM ${name} WHERE id > ? ORDER BY id LIMIT ?`),
   };
 }
 

@@ -1,7 +1,7 @@
 import { v7 as timeOrderedUuid } from 'uuid';
 import { AppendResult, DomainEvent, EventStore, NewEvent, NewEventMetadata, occurredAt, Position } from '../event-store/event-store.port';
 import { currentVersion } from '../event-store/upcasting-event-store';
-import { evolveRecord, RecordKind, RecordState, streamIdOf } from './record';
+import { evolveRecord, Fields, RecordKind, RecordState, streamIdOf } from './record';
 
 /**
  * The write path's core, in the spirit of Emmett's handleCommand: the record folded from its stream
@@ -100,4 +100,20 @@ export async function decideAndAppend(
     folded.state,
   );
   return { appended, after: { state, revision: appended.revision, position, lastAt: at.getTime() }, lastEventId: events[events.length - 1].id };
+}
+
+/**
+ * The Created event of a record moved in from another system (the CLI's import): stamped as
+ * decideAndAppend stamps one, but its business time is the record's own creation time there, so
+ * its `created`, history and as-of reads go by it; `metadata.imported` says who imported it, when
+ * and from where. The first event of its stream: appended at 'no_stream'.
+ */
+export function importedCreation(kind: RecordKind, fields: Fields, created: Date, metadata: NewEventMetadata): NewEvent {
+  const type = kind.events.created;
+  return {
+    id: timeOrderedUuid(),
+    type,
+    data: fields,
+    metadata: { ...metadata, occurredAt: created.toISOString(), eventVersion: currentVersion(kind.upcasters, type) },
+  };
 }

@@ -10,6 +10,7 @@ export function recordProjection(kind: RecordKind, schema: CollectionSchema): Pr
     streamPrefixes: [streamIdOf(kind, '')],
     documents: 'record',
     documentIdOf: (event) => recordIdOf(kind, event.streamId),
+    sourceOf: (document) => ({ streamId: streamIdOf(kind, document.id) }),
     readsValues: true,
     erasure: kind.events.erased,
     evolve: (document, event) => evolveRecord(kind, document, event),

@@ -113,6 +113,10 @@ export class InstrumentedReadStore implements ReadStore {
     return this.metrics.time(this.metrics.readStoreDuration, 'oldest', () => this.store.oldest(collection, accountId));
   }
 
+  pageById(collection: string, after: string, limit: number): Promise<ReadDocument[]> {
+    return this.metrics.time(this.metrics.readStoreDuration, 'pageById', () => this.store.pageById(collection, after, limit));
+  }
+
   find(collection: string, query: FindQuery): Promise<FindResult> {
     // The filters' names only: their values are personal data.
     const attributes = () => ({

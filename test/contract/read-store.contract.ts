@@ -239,6 +239,20 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
       expect((await store.getMany(schema.name, [randomUUID()])).size).toBe(0);
     });
 
+    it('pages through every document in id order, tombstones and every account included', async () => {
+      const paged: CollectionSchema = { name: `paged_${run}`, filters: {} };
+      await store.ensureCollection(paged);
+      await expect(store.pageById(paged.name, '', 10)).resolves.toEqual([]);
+      // Ids that sort differently as numbers and as text, as the change feed's do.
+      const docs = ['9', '10', 'b', 'a', '100'].map((id, i) => doc({ id, deleted: i === 1, accountId: `acc-${i % 2}` }));
+      await store.commit(paged.name, docs, checkpoint(BigInt(seq)));
+      const byId = [...docs].sort((x, y) => (x.id < y.id ? -1 : 1));
+      await expect(store.pageById(paged.name, '', 2)).resolves.toEqual(byId.slice(0, 2));
+      await expect(store.pageById(paged.name, byId[1].id, 2)).resolves.toEqual(byId.slice(2, 4));
+      await expect(store.pageById(paged.name, byId[3].id, 2)).resolves.toEqual(byId.slice(4));
+      await expect(store.pageById(paged.name, byId[4].id, 2)).resolves.toEqual([]);
+    });
+
     it('never moves a checkpoint backwards', async () => {
       const cas: CollectionSchema = { name: `cas_${run}`, filters: {} };
       await store.ensureCollection(cas);

@@ -2,6 +2,7 @@ import Ajv, { ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Response } from 'supertest';
 import { expectError } from '../support/http-assertions';
+import { rawRequest } from '../support/raw-http';
 import { TEST_WORKERS } from '../support/stores';
 import { JSON_CT, startTestApp, TestApp, TOKENS, withToken } from '../support/test-app';
 
@@ -18,6 +19,9 @@ interface OpenApi {
       string,
       {
         tags?: string[];
+        summary?: string;
+        description?: string;
+        security?: Record<string, string[]>[];
         parameters?: { name: string; description?: string }[];
         requestBody?: { content: Record<string, MediaObject> };
         responses: Record<string, DocumentedResponse>;
@@ -26,6 +30,7 @@ interface OpenApi {
   >;
   components: { securitySchemes: Record<string, object> };
   tags: { name: string }[];
+  servers?: { url: string }[];
 }
 interface DocumentedResponse {
   headers?: Record<string, { required?: boolean }>;
@@ -58,6 +63,16 @@ describe('the OpenAPI document', () => {
   const validator = (schema: object) => {
     if (!compiled.has(schema)) compiled.set(schema, ajv.compile({ ...schema, components: doc.components }));
     return compiled.get(schema)!;
+  };
+  /**
+   * The schema as a linter that reads every object schema without `additionalProperties` as closed
+   * (Redocly's example check) reads it: an example it refuses is flagged by that linter.
+   */
+  const closed = (schema: unknown): unknown => {
+    if (Array.isArray(schema)) return schema.map(closed);
+    if (typeof schema !== 'object' || schema === null) return schema;
+    const copy = Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, key === 'example' ? value : closed(value)]));
+    return 'properties' in copy && !('additionalProperties' in copy) ? { ...copy, additionalProperties: false } : copy;
   };
   /** Which documented answers the real service has given, as `method path status`. */
   const seen = new Set<string>();
@@ -247,6 +262,7 @@ describe('the OpenAPI document', () => {
 
   it('gives every request body and every answer of /v1 and /health an example its own schema accepts', () => {
     const checked: string[] = [];
+    const closedCompiled = new Map<string, ValidateFunction>();
     for (const [path, operations] of Object.entries(doc.paths)) {
       for (const [method, operation] of Object.entries(operations)) {
         const media = [
@@ -257,11 +273,15 @@ describe('the OpenAPI document', () => {
           if (path === '/metrics') continue; // Prometheus text
           const values = example !== undefined ? [example] : Object.values(examples ?? {}).map((e) => e.value);
           expect({ operation: `${method} ${path} ${what}`, examples: values.length }).toEqual({ operation: `${method} ${path} ${what}`, examples: 1 });
-          const validate = validator(schema);
-          expect({ operation: `${method} ${path} ${what}`, errors: validate(values[0]) ? null : validate.errors }).toEqual({
-            operation: `${method} ${path} ${what}`,
-            errors: null,
-          });
+          // And as read closed, with the components it refers to: each error answer's, say.
+          const key = JSON.stringify(schema);
+          if (!closedCompiled.has(key)) closedCompiled.set(key, ajv.compile({ ...(closed(schema) as object), components: closed(doc.components) }));
+          const closedValidate = closedCompiled.get(key)!;
+          for (const validate of [validator(schema), closedValidate])
+            expect({ operation: `${method} ${path} ${what}`, errors: validate(values[0]) ? null : validate.errors }).toEqual({
+              operation: `${method} ${path} ${what}`,
+              errors: null,
+            });
           checked.push(`${method} ${path} ${what}`);
         }
       }
@@ -269,6 +289,27 @@ describe('the OpenAPI document', () => {
     expect(checked).toEqual(
       expect.arrayContaining(['post /v1/customers request', 'put /v1/profiles/{id} request', 'get /health/ready 503', 'delete /v1/customers/{id} 412']),
     );
+  });
+
+  it("gives what spec linters ask for (Spectral's spectral:oas, Redocly's recommended): servers, each operation's security, description and 4xx answers", async () => {
+    // Relative: wherever the service runs, the address the document came from.
+    expect(doc.servers).toEqual([{ url: '/', description: expect.any(String) }]);
+    const operations = Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, operation]) => ({ path, method, operation })),
+    );
+    expect(operations.length).toBeGreaterThan(OPERATIONS.length);
+    for (const { path, method, operation } of operations) {
+      const { summary, description, security, responses } = operation;
+      expect({ path, method, summary: !!summary, description: !!description }).toEqual({ path, method, summary: true, description: true });
+      expect({ path, method, security }).toEqual({ path, method, security: path.startsWith('/v1/') ? [{ bearer: [] }, { access_token: [] }] : [] });
+      expect({ path, method, has4xx: Object.keys(responses).some((status) => status.startsWith('4')) }).toEqual({ path, method, has4xx: true });
+    }
+    // The 4xx of health and metrics are real: the checks made before routing answer them too.
+    for (const path of ['/health/live', '/metrics']) {
+      // Raw: supertest cannot send an Expect header.
+      const { status, headers, text } = await rawRequest(app.baseUrl, { method: 'GET', path, headers: { expect: 'something' } });
+      conforms({ status, headers, body: JSON.parse(text) } as Response, 'get', path);
+    }
   });
 
   it('says how each list filter matches', () => {
@@ -292,8 +333,8 @@ describe('the OpenAPI document', () => {
     expect([...used].sort()).toEqual([...declared].sort());
   });
 
-  it('documents both answers of /health/ready, 200 and 503, and the real 200 conforms', async () => {
-    expect(Object.keys(doc.paths['/health/ready'].get.responses).sort()).toEqual(['200', '503']);
+  it("documents both answers of /health/ready, 200 and 503 (beside the before-routing checks' 413 and 417), and the real 200 conforms", async () => {
+    expect(Object.keys(doc.paths['/health/ready'].get.responses).sort()).toEqual(['200', '413', '417', '503']);
     const ready = await app.http.get('/health/ready');
     expect(ready.status).toBe(200);
     const schema = doc.paths['/health/ready'].get.responses['200'].content[JSON_CT].schema;

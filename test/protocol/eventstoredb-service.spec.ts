@@ -236,22 +236,25 @@ describe('the service when a stream of its holds an event it did not write (scri
     await server?.close();
   });
 
-  it('stops the projections that follow it on that event, named in readiness, rather than subscribing again for good', async () => {
+  it('parks that event in the projections that follow it, named in readiness, rather than subscribing again for good', async () => {
     // Before: each subscription failed on it, was renewed after a pause, and failed again, with
-    // nothing in readiness but "catching up".
+    // nothing in readiness but "catching up". The subscription hands it over as unreadable.
+    const parkedIn = (body: { projections?: { parked?: unknown }[] }) => (body.projections ?? []).filter((p) => p.parked).length;
     let ready = await t.http.get('/health/ready');
-    for (const end = Date.now() + 10_000; Date.now() < end && ready.body.problems.filter((p: string) => p.includes('stopped on')).length < 2;) {
+    for (const end = Date.now() + 10_000; Date.now() < end && parkedIn(ready.body) < 2;) {
       await new Promise((r) => setTimeout(r, 50));
       ready = await t.http.get('/health/ready');
     }
-    expect(ready.status).toBe(503);
-    const failure = { streamId: handWritten.streamId, revision: 0, error: 'it is not JSON' };
+    const parked = { streams: 1, events: 1, streamIds: [handWritten.streamId] };
     expect(ready.body.projections).toEqual([
       expect.objectContaining({ name: 'profiles', failure: null }),
-      expect.objectContaining({ name: 'customers', state: 'failed', failure }),
-      expect.objectContaining({ name: 'feed', state: 'failed', failure }),
+      expect.objectContaining({ name: 'customers', state: 'running', failure: null, parked }),
+      expect.objectContaining({ name: 'feed', state: 'running', failure: null, parked }),
     ]);
     expect(logged.filter((line) => line.includes('Subscription failed'))).toEqual([]);
+    const told = logged.filter((line) => line.includes(`Parked ${handWritten.streamId}@0`));
+    expect(told.length).toBeGreaterThan(0);
+    expect(told.every((line) => line.includes('it cannot be read: it is not JSON'))).toBe(true);
   });
 });
 

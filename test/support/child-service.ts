@@ -41,8 +41,8 @@ export interface ChildService {
  * WORKERS=TEST_WORKERS unless `env` says WORKERS, on a port of its own choosing (no PORT in `env`, or
  * 0: a port picked beforehand could be taken meanwhile). It is ready once every worker prints its address.
  */
-export async function startChildService(dataDir: string, env: NodeJS.ProcessEnv = {}): Promise<ChildService> {
-  const { child, output, waitForOutput, exited } = spawnService(dataDir, env);
+export async function startChildService(dataDir: string, env: NodeJS.ProcessEnv = {}, command: Command = SERVICE): Promise<ChildService> {
+  const { child, output, waitForOutput, exited } = spawnService(dataDir, env, command);
   try {
     const url = (await waitForOutput(/Listening on (http:\/\/\S+)/))[1].replace('localhost', '127.0.0.1');
     const workers = Number(env.WORKERS ?? TEST_WORKERS) || 1;
@@ -61,8 +61,18 @@ export async function runFailingStart(dataDir: string, env: NodeJS.ProcessEnv): 
   return { code, output: output() };
 }
 
-function spawnService(dataDir: string, env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, [MAIN], {
+/** What startChildService runs, and in which folder: the built service itself unless told otherwise (`npm start`, say). */
+export interface Command {
+  file: string;
+  args: string[];
+  cwd?: string;
+}
+
+const SERVICE: Command = { file: process.execPath, args: [MAIN] };
+
+function spawnService(dataDir: string, env: NodeJS.ProcessEnv, command: Command = SERVICE) {
+  const child = spawn(command.file, command.args, {
+    cwd: command.cwd,
     env: {
       PATH: process.env.PATH,
       NO_COLOR: '1',

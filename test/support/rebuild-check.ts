@@ -1,44 +1,24 @@
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { Projector } from '../../src/projections/projector';
+import { verifyStores } from '../../src/cli/verify';
 import { READ_MODELS, RECORD_KINDS } from '../../src/read-models';
-import { SqliteReadStore } from '../../src/read-store/sqlite-read-store';
-import { Database, openSqliteDatabase, type SqliteDatabase } from '../../src/storage/sqlite-database';
-import { openEventStore } from '../../src/stores/stores.module';
-import { liveTable } from './live-table';
-import { makeDataDir } from './test-app';
+import { openEventStore, openReadStore } from '../../src/stores/stores.module';
 
-const PROJECTIONS = READ_MODELS;
-
-/** Folds every event from the start into a fresh read store with the real projectors, and compares each collection. */
+/**
+ * Folds every event from the start into a fresh read store with the real projectors, and compares
+ * each read model with it record by record, as the CLI's verify does: none differs, and each has rows.
+ */
 export async function expectReadModelsEqualARebuild(serviceFile: string): Promise<void> {
-  const rebuildDir = makeDataDir();
-  const rebuildFile = join(rebuildDir, 'rebuild.sqlite');
-  const events = await openEventStore({ sqliteFile: serviceFile }, RECORD_KINDS);
-  const rebuilt = new SqliteReadStore(openSqliteDatabase(rebuildFile, { durable: false }));
+  const config = { sqliteFile: serviceFile };
+  const events = await openEventStore(config, RECORD_KINDS);
+  const reads = await openReadStore(config);
   try {
-    const projectors = PROJECTIONS.map((p) => new Projector(p, events, rebuilt, { holder: 'rebuild-check', ttlMs: 60_000 }));
-    await Promise.all(projectors.map((p) => p.start()));
-    const head = await events.headPosition();
-    await Promise.all(projectors.map((p) => p.waitFor(head, 120_000)));
-    await Promise.all(projectors.map((p) => p.stop()));
-
-    const service = new Database(serviceFile, { readonly: true });
-    const fresh = new Database(rebuildFile, { readonly: true });
-    try {
-      for (const { schema } of PROJECTIONS) {
-        const all = (db: SqliteDatabase) => db.prepare(`SELECT * FROM ${liveTable(db, schema.name)} ORDER BY id`).all();
-        const served = all(service);
-        expect(served.length).toBeGreaterThan(0);
-        expect(served).toEqual(all(fresh));
-      }
-    } finally {
-      service.close();
-      fresh.close();
+    const report = await verifyStores(READ_MODELS, events, reads, { signal: new AbortController().signal });
+    expect(report.differences).toEqual([]);
+    expect(report.agree).toBe(true);
+    for (const { name } of READ_MODELS) {
+      expect(report.accounts.filter((a) => a.readModel === name).reduce((rows, a) => rows + a.stored.rows, 0)).toBeGreaterThan(0);
     }
   } finally {
     await events.close();
-    await rebuilt.close();
-    rmSync(rebuildDir, { recursive: true, force: true });
+    await reads.close();
   }
 }

@@ -156,7 +156,11 @@ describe('slug reservations, with the profile writes that take and give up slugs
     const reading = new Promise<void>((resolve) => (destroying = resolve));
     let destroy!: () => void;
     const destroyed = new Promise<void>((resolve) => (destroy = resolve));
-    const keys = { destroy: () => (destroying(), destroyed), store: { finishErasure: async () => undefined } } as unknown as DataKeys;
+    const keys = {
+      current: async () => undefined,
+      erase: () => (destroying(), destroyed),
+      store: { finishErasure: async () => undefined },
+    } as unknown as DataKeys;
     const readModels = { erase: async () => undefined } as unknown as ReadStore;
     const eraser = new RecordEraser(PROFILE, 'profiles', profiles, keys, readModels);
     const erasing = new EraseProfileHandler(eraser, slugs).execute(new EraseProfileCommand(context, 'X'));

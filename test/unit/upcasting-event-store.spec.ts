@@ -132,7 +132,7 @@ describe('events read in the shape their type has now (upcasting)', () => {
       [0, {}, 'it is CustomerCreated version 4, newer than the 2 this version of the service reads'],
       [1, {}, 'its upcaster failed: no company'],
     ]);
-    // The feed's index keeps an event's place only: as stored, whatever its version.
+    // The feed's index keeps an event's place and time only: one it cannot upcast, as stored.
     expect((await subscribed(false)).map((e) => [e.revision, e.metadata.eventVersion, e.unreadable])).toEqual([
       [0, 4, undefined],
       [1, 2, undefined],

@@ -1,0 +1,207 @@
+import { createReadStream, rmSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { FIRST_CREATED, writeCustomersFile } from '../../bench/import-file';
+import { Database } from '../../src/storage/sqlite-database';
+import { runCli, spawnCli } from '../support/cli';
+import { describeOnSqlite, describeUnlessWorkers } from '../support/stores';
+import { ACCOUNT_IDS, ACCOUNTS, makeDataDir, startTestApp, TestApp, TOKENS, withToken } from '../support/test-app';
+
+/**
+ * Issue 54 item 1: `npm run cli -- import`, run as a process on the embedded store: a generated file
+ * of 100,000 customers with refused rows, checked (--dry-run), imported with a kill -9 in the
+ * middle, imported again, then read through the service; and profiles, whose slugs are unique.
+ */
+const ROWS = 100_000;
+/** The rows (0-based) the generator spoils, each with a fault of its own. */
+const SPOILED = [10, 5_000, 20_000, 50_000, 77_777, 99_999];
+const VALID = ROWS - SPOILED.length;
+const env = { ACCESS_TOKENS: [...ACCOUNTS].map(([token, account]) => `${token}:${account}`).join(',') };
+const report = (stdout: string) => {
+  const [, read, created, skipped, refused] = /Rows read: ([\d,]+), (?:created|to create): ([\d,]+), skipped: ([\d,]+), refused: ([\d,]+)/
+    .exec(stdout)!
+    .map((n) => Number(n.replace(/,/g, '')));
+  return { read, created, skipped, refused };
+};
+/** The customers' events in the store, and their streams: equal when each is in once. */
+const stored = (dataDir: string) => {
+  const db = new Database(join(dataDir, 'service.sqlite'), { readonly: true });
+  try {
+    return db
+      .prepare<[], { events: number; streams: number }>(
+        "SELECT count(*) AS events, count(DISTINCT stream_id) AS streams FROM events WHERE stream_id LIKE 'customer-%'",
+      )
+      .get()!;
+  } finally {
+    db.close();
+  }
+};
+
+/** The i-th row of the file, as written. */
+async function rowOf(file: string, i: number): Promise<Record<string, string | number>> {
+  let n = 0;
+  for await (const line of createInterface({ input: createReadStream(file) })) if (n++ === i) return JSON.parse(line) as Record<string, string | number>;
+  throw new Error(`no row ${i}`);
+}
+
+describeOnSqlite('CLI import', () =>
+  describeUnlessWorkers(
+    'on the embedded store',
+    'the imports run with the service stopped, the same with WORKERS or not: the 100,000 rows once are enough',
+    () => {
+      const dataDir = makeDataDir();
+      const file = join(dataDir, 'customers.ndjson');
+      let spoiled: { line: number; field: string }[];
+      const account = ACCOUNT_IDS.a;
+      const importCustomers = (...more: string[]) => ['import', 'customers', file, '--account', account, ...more];
+
+      beforeAll(async () => {
+        spoiled = await writeCustomersFile(file, ROWS, SPOILED);
+        // The store, as the service's first start makes it.
+        await (await startTestApp({ dataDir })).close({ keepData: true });
+      }, 120_000);
+      afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+      it('explains itself, and refuses a command line it cannot run, saying why', async () => {
+        const help = await runCli(['import', '--help'], dataDir, env);
+        expect(help.code).toBe(0);
+        expect(help.stdout).toMatch(/^Usage: npm run cli -- import <profiles\|customers> <file> --account <id> \[--dry-run\]/);
+        expect((await runCli(['--help'], dataDir, env)).stdout).toContain('import <profiles|customers> <file>');
+        const noAccount = await runCli(['import', 'customers', file], dataDir, env);
+        expect(noAccount.code).toBe(2);
+        expect(noAccount.stderr).toMatch(/^import needs --account <id>/);
+        const unknownKind = await runCli(['import', 'invoices', file, '--account', account], dataDir, env);
+        expect([unknownKind.code, unknownKind.stderr.split('\n')[0]]).toEqual([2, 'import takes profiles or customers, not "invoices".']);
+        const stranger = await runCli(['import', 'customers', file, '--account', 'nobody'], dataDir, env);
+        expect(stranger.code).toBe(1);
+        expect(stranger.stderr).toContain('No access token names the account "nobody"');
+      });
+
+      it('--dry-run reports every refused row by line and field, and writes nothing', async () => {
+        const { code, stdout } = await runCli(importCustomers('--dry-run'), dataDir, env);
+        expect(code).toBe(1);
+        expect(report(stdout)).toEqual({ read: ROWS, created: VALID, skipped: 0, refused: SPOILED.length });
+        for (const { line, field } of spoiled) expect(stdout).toMatch(new RegExp(`^line ${line}: ${field}: `, 'm'));
+        // The API's own messages.
+        expect(stdout).toContain(`line ${spoiled[0].line}: email: email must be a valid e-mail address of at most 254 characters`);
+        expect(stdout).toContain(`line ${spoiled[4].line}: email: at least one of email and mobile must be filled in`);
+        expect(stdout).toContain(`line ${spoiled[5].line}: logo: logo is set by the service and cannot be sent`);
+        expect(stored(dataDir)).toEqual({ events: 0, streams: 0 });
+      }, 120_000);
+
+      it('killed with -9 in the middle and run again, ends with every row in exactly once, the read models and the feed folded', async () => {
+        const first = spawnCli(importCustomers(), dataDir, env);
+        while (stored(dataDir).events < 10_000 && typeof (await Promise.race([first.exited, sleep(50)])) !== 'number');
+        first.process.kill('SIGKILL');
+        expect(await first.exited).toBe('SIGKILL');
+        const before = stored(dataDir);
+        expect(before.events).toBeLessThan(VALID);
+
+        const again = await runCli(importCustomers(), dataDir, env);
+        expect(again.code).toBe(1); // the spoiled rows are refused again
+        expect(report(again.stdout)).toEqual({ read: ROWS, created: VALID - before.events, skipped: before.events, refused: SPOILED.length });
+        expect(stored(dataDir)).toEqual({ events: VALID, streams: VALID });
+        const { projections } = JSON.parse((await runCli(['projections', 'status', '--json'], dataDir)).stdout) as {
+          projections: { name: string; lag: number }[];
+        };
+        expect(projections.map((p) => [p.name, p.lag])).toEqual([
+          ['profiles', 0],
+          ['customers', 0],
+          ['feed', 0],
+        ]);
+      }, 240_000);
+
+      it('run again, creates nothing twice: the same values are skipped, other values refused', async () => {
+        const again = await runCli(importCustomers(), dataDir, env);
+        expect(report(again.stdout)).toEqual({ read: ROWS, created: 0, skipped: VALID, refused: SPOILED.length });
+        // One record as a CSV export gives it, once with its values and once with another name.
+        const row = await rowOf(file, 3);
+        const csv = join(dataDir, 'changed.csv');
+        const cells = (r: Record<string, string | number>) =>
+          Object.values(r)
+            .map((v) => `"${String(v)}"`)
+            .join(',');
+        writeFileSync(csv, `${Object.keys(row).join(',')}\n${cells(row)}\n${cells({ ...row, name: 'Someone Else' })}\n`);
+        const changed = await runCli(['import', 'customers', csv, '--account', account], dataDir, env);
+        expect(changed.code).toBe(1);
+        expect(report(changed.stdout)).toEqual({ read: 2, created: 0, skipped: 1, refused: 1 });
+        expect(changed.stdout).toContain('line 3: name: a record with this id is stored with another value of name');
+        expect(stored(dataDir)).toEqual({ events: VALID, streams: VALID });
+      }, 240_000);
+
+      describe('read through the service', () => {
+        let app: TestApp;
+        beforeAll(async () => {
+          app = await startTestApp({ dataDir });
+        }, 60_000);
+        afterAll(() => app.close({ keepData: true }));
+
+        it('keeps each record its id and created; its history starts with the import, as-of reads before it answer the record', async () => {
+          const row = await rowOf(file, 3);
+          const read = await app.http.get(withToken(`customers/${row.id}`));
+          expect(read.status).toBe(200);
+          expect(read.body.data[0].Customer).toMatchObject({ id: row.id, name: row.name, created: row.created });
+          const history = await app.http.get(withToken(`customers/${row.id}/history`));
+          expect(history.body.data).toEqual([
+            expect.objectContaining({
+              event: 'CustomerCreated',
+              revision: 0,
+              occurred: new Date(Number(row.created) * 1000).toISOString(),
+              actor: account,
+              imported: { by: userInfo().username, at: expect.stringMatching(/^\d{4}-.*Z$/), file: 'customers.ndjson' },
+            }),
+          ]);
+          expect(Date.parse(history.body.data[0].imported.at)).toBeGreaterThan(Date.now() - 3600_000);
+          // Before the import, after its created: the record as it was created.
+          const asOf = await app.http.get(withToken(`customers/${row.id}?as_of=${Number(row.created) + 30}`));
+          expect([asOf.status, asOf.body.data[0].Customer.name]).toEqual([200, row.name]);
+          expect((await app.http.get(withToken(`customers/${row.id}?as_of=${Number(row.created) - 1}`))).status).toBe(404);
+        });
+
+        it('tells each import in the change feed as customer.created, at its created time, with the import', async () => {
+          const page = await fetch(`${app.baseUrl}/v1/events?limit=5`, { headers: { authorization: `Bearer ${TOKENS.a}` } });
+          const entries = ((await page.json()) as { data: { type: string; time: string; data: { imported?: { file: string } } }[] }).data;
+          expect(entries.map((e) => e.type)).toEqual(Array(5).fill('customer.created'));
+          expect(entries.every((e) => e.data.imported?.file === 'customers.ndjson')).toBe(true);
+          expect(entries.map((e) => Date.parse(e.time) / 1000).every((t) => t >= FIRST_CREATED && t < FIRST_CREATED + ROWS * 60)).toBe(true);
+        });
+
+        it('imports profiles beside the running service: a slug unique in the file and in the service; CSV quoting; Persian digits', async () => {
+          const taken = await app.http.post(withToken('profiles')).send({ name: 'Already here', slug: 'TakenSlug' });
+          expect(taken.status).toBe(201);
+          const ids = ['a', 'b', 'c', 'd'].map((c) => `${c.repeat(8)}-1111-4111-8111-${c.repeat(12)}`);
+          const csv = join(dataDir, 'profiles.csv');
+          writeFileSync(
+            csv,
+            [
+              'id,created,name,slug,tel,address',
+              `${ids[0]},1600000000,First,free1,021,`,
+              `${ids[1]},1600000060,Second,FREE1,,`,
+              `${ids[2]},1600000120,Third,takenslug,,`,
+              `${ids[3]},1600000180,"Fourth, ""the"" one",,۰۲۱۸۸۷۷۶۶۵۵,"12 Valiasr Street,\nTehran"`,
+              '',
+            ].join('\r\n'),
+          );
+          const run = await runCli(['import', 'profiles', csv, '--account', account], dataDir, env);
+          expect(run.code).toBe(1);
+          expect(report(run.stdout)).toEqual({ read: 4, created: 2, skipped: 0, refused: 2 });
+          expect(run.stdout).toContain('line 3: slug: slug is already taken: by the row on line 2');
+          expect(run.stdout).toContain('line 4: slug: slug is already taken');
+          // The service's read models have them as the command ends.
+          const fourth = await app.http.get(withToken(`profiles/${ids[3]}`));
+          expect([fourth.status, fourth.body.message]).toEqual([200, undefined]);
+          expect(fourth.body.data[0].Profile).toMatchObject({
+            name: 'Fourth, "the" one',
+            tel: '02188776655',
+            address: '12 Valiasr Street,\nTehran',
+            created: 1600000180,
+          });
+          const claim = await app.http.post(withToken('profiles')).send({ name: 'Late', slug: 'Free1' });
+          expect(claim.status).toBe(409);
+        });
+      });
+    },
+  ),
+);
