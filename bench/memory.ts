@@ -444,10 +444,11 @@ async function measureStreams(dataDir: string, s: Setting, options: Options): Pr
     // Until every stream has had the whole feed (or ended), 5 minutes at most.
     while (streams.some((st) => st.entries < options.feed && !st.ended) && Date.now() - started < 300_000) await sleep(250);
     const whole = streams.filter((st) => st.entries >= options.feed).length;
+    const received = streams.reduce((sum, st) => sum + st.entries, 0);
     for (const st of streams) st.close();
     const replayed = phase(began);
     console.log(
-      `\n${s.name}: ${options.streams} streams replayed the ${options.feed}-event feed (${whole} to its end, ${refused} refused) in ${((Date.now() - started) / 1000).toFixed(0)} s (load ${load1()})`,
+      `\n${s.name}: ${options.streams} streams replayed the ${options.feed}-event feed (${whole} to its end, ${refused} refused; ${received.toLocaleString('en')} entries sent, ${(received / options.streams).toFixed(0)} a stream) in ${((Date.now() - started) / 1000).toFixed(0)} s (load ${load1()})`,
     );
     const stalledFrom = sampler.samples.length;
     started = Date.now();
