@@ -106,3 +106,20 @@ export function load(spec: LoadSpec): Promise<LoadResult> {
     worker.send(spec);
   });
 }
+
+/**
+ * The conventional service (bench/conventional/: NestJS + better-sqlite3, no event sourcing) on a
+ * fresh data directory, its log lines into a file there as the service's.
+ */
+export async function startConventional(dataDir: string, accessTokens: string): Promise<Service & { dataDir: string }> {
+  const log = join(dataDir, 'conventional.log');
+  const fd = openSync(log, 'a');
+  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), join(__dirname, 'conventional', 'main.js')], {
+    cwd: dataDir,
+    env: { PATH: process.env.PATH, DATA_DIR: dataDir, ACCESS_TOKENS: accessTokens },
+    stdio: ['ignore', fd, fd],
+  });
+  closeSync(fd);
+  const output = () => readFileSync(log, 'utf8').slice(-65_536);
+  return { url: await listening(child, output), child, output, dataDir };
+}
