@@ -2,7 +2,7 @@ import { fork } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import request from 'supertest';
-import { runFailingStart, startChildService } from '../support/child-service';
+import { baseEnv, runFailingStart, startChildService } from '../support/child-service';
 import { ACCOUNTS, makeDataDir } from '../support/test-app';
 
 const TOKEN = [...ACCOUNTS.keys()][0];
@@ -81,15 +81,7 @@ describe('memory sized to MEMORY_LIMIT, with no flag', () => {
 
   it('started by fork() with an IPC channel, which a restart would close, keeps it: sizes the caches and says the flags are not applied', async () => {
     const child = fork(MAIN, [], {
-      env: {
-        PATH: process.env.PATH,
-        NO_COLOR: '1',
-        DATA_DIR: dataDir,
-        ERASURE_LOG: join(dataDir, 'erasures.ndjson'),
-        PORT: '0',
-        HOST: '127.0.0.1',
-        MEMORY_LIMIT: '256m',
-      },
+      env: { ...baseEnv(dataDir), MEMORY_LIMIT: '256m' },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
     let output = '';
