@@ -25,7 +25,7 @@ const LAYERS = [
   [FEATURES], // the kinds of record, each a folder, and the change feed of their records
   ['health/'], // the operators' endpoints: /health, /metrics
   ['stores/'], // the wiring: chooses and wraps the stores, handed the record kinds
-  ['cli/', 'app.module.ts', 'app.ts', 'main.ts', 'cli.ts', 'record-kinds.ts', 'read-models.ts', 'runtime.ts'], // the top
+  ['cli/', 'app.module.ts', 'app.ts', 'main.ts', 'cli.ts', 'record-kinds.ts', 'read-models.ts', 'runtime.ts', 'memory-sizing.ts'], // the top
 ];
 
 const NAMED = LAYERS.flat().filter((entry) => entry !== FEATURES);

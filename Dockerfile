@@ -25,8 +25,6 @@ COPY --from=build /app/dist ./dist
 RUN mkdir -p /app/data /app/erasures && chown node:node /app/data /app/erasures
 USER node
 EXPOSE 3000
-# The flags of `npm run start:prod` (package.json): a larger young generation, see docs/operators.md.
-# In NODE_OPTIONS, not the command, so that setting NODE_OPTIONS replaces them (a flag on the command
-# line would win over NODE_OPTIONS): a small container gives its own (docs/operators.md, Memory).
-ENV NODE_OPTIONS=--max-semi-space-size=32
+# No Node flags here: the service sizes its heap, glibc's arenas and its caches to the container's
+# memory limit by itself (docs/operators.md, Memory); flags given in NODE_OPTIONS win over its own.
 CMD ["node", "dist/main.js"]

@@ -2,8 +2,11 @@
 // Starts the built service (dist/main.js) as users run it (logs at info into a file, metrics, rate
 // limits on with a limit above the load) on a fresh data directory, once per WORKERS setting (1 and
 // 2 unless told), loads each route over loopback (load-worker.ts: wrk, or autocannon without it)
-// and prints req/s and p50/p99 latency per route and setting next to the floor: a bare NestJS +
-// Express app in its own process answering a constant body of the same size (bench/floor.ts).
+// and prints req/s and p50/p99 latency per route and setting next to two floors: a bare NestJS +
+// Express app in its own process answering a constant body of the same size (bench/floor.ts), and
+// the conventional service (bench/conventional/: customers on NestJS + better-sqlite3 with the
+// service's request features and no event sourcing), loaded the same way right after each row.
+// Each row's CPU per request is given as a multiple of both floors'.
 // Raw node:http, the limit, runs beside it, and so does the floor with Express's prototypes set once
 // per process as the service sets them (what Express itself can do at best).
 // With --scale it then seeds 1,000,000 customers over 100 accounts through the event store, folds
@@ -18,7 +21,7 @@ import { generatorName, LoadResult, LoadSpec } from './load-worker';
 import { cpuTicks, numberArg } from './measure';
 import { rebuildAll } from './rebuild';
 import { seedCustomers } from './seed';
-import { listening, load, Service, startService, stopService } from './service';
+import { listening, load, Service, startConventional, startService, stopService } from './service';
 
 export const TOKEN = 'bench-token';
 export const ACCOUNT = 'account-0';
@@ -40,11 +43,14 @@ interface Options {
 
 interface Row {
   name: string;
+  /** The most its CPU per request may be, as a multiple of the bare floor's in the same run. */
   target?: number;
   /** Reads and lists: a second worker should serve more of them (target: 1.5 times at WORKERS=2). */
   scales?: boolean;
   /** The load on the i-th service (each has its own record ids). */
   spec: (i: number) => Omit<LoadSpec, 'url' | 'token' | 'connections' | 'durationSeconds'>;
+  /** The same load on the conventional service, where it has the route. */
+  conventional?: () => Omit<LoadSpec, 'url' | 'token' | 'connections' | 'durationSeconds'>;
 }
 
 /** A row's result, by route and WORKERS setting. */
@@ -56,6 +62,8 @@ interface Yardsticks {
   limit: Service;
   /** The floor with Express's prototypes set once, as the service sets them: what Express can do at best. */
   bornFloor: Service;
+  /** The conventional service: a row's second floor, run right after it. */
+  conventional?: Service;
 }
 
 export async function main(args: string[]): Promise<void> {
@@ -94,20 +102,43 @@ async function smallDataRun(options: Options): Promise<Map<string, RowResult>> {
       });
     }
     yardsticks = await startYardsticks((await call(services[0], 'GET', `/v1/customers/${ids[0].customers[0]}`)).text.length);
+    const conventional = await startConventional(mkdtempSync(join(tmpdir(), 'pcs-bench-conventional-')), `${TOKEN}:${ACCOUNT}`);
+    yardsticks.conventional = conventional;
+    const conventionalIds = await createMany(conventional, 'customers', (i) => ({ name: `customer ${i}`, email: LISTED_EMAIL, company: 'Bench Co' }));
+    const conventionalItems = conventionalIds.map((id) => `/v1/customers/${id}`);
     const rows: Row[] = [];
     for (const resource of ['customers', 'profiles'] as const) {
       const body: Record<string, string> = resource === 'customers' ? { email: 'new@example.com', company: 'Bench Co' } : { email: 'new@example.com' };
       const items = (i: number) => ids[i][resource].map((id) => `/v1/${resource}/${id}`);
+      // The conventional service has customers only: the profiles' rows are set against its customers' too.
+      const list = (path: string) => ({ method: 'GET' as const, paths: [`${path}?email=${LISTED_EMAIL}&limit=10`] });
       rows.push(
-        { name: `${resource}: create`, target: 0.4, spec: () => ({ method: 'POST', paths: [`/v1/${resource}`], body, rename: true }) },
-        { name: `${resource}: read`, target: 0.7, scales: true, spec: (i) => ({ method: 'GET', paths: items(i) }) },
+        {
+          name: `${resource}: create`,
+          target: 4.5,
+          spec: () => ({ method: 'POST', paths: [`/v1/${resource}`], body, rename: true }),
+          conventional: () => ({ method: 'POST', paths: ['/v1/customers'], body: { email: 'new@example.com', company: 'Bench Co' }, rename: true }),
+        },
+        {
+          name: `${resource}: read`,
+          target: 1.9,
+          scales: true,
+          spec: (i) => ({ method: 'GET', paths: items(i) }),
+          conventional: () => ({ method: 'GET', paths: conventionalItems }),
+        },
         {
           name: `${resource}: list, email filter, limit 10`,
-          target: 0.5,
+          target: 2.5,
           scales: true,
-          spec: () => ({ method: 'GET', paths: [`/v1/${resource}?email=${LISTED_EMAIL}&limit=10`] }),
+          spec: () => list(`/v1/${resource}`),
+          conventional: () => list('/v1/customers'),
         },
-        { name: `${resource}: update`, target: 0.4, spec: (i) => ({ method: 'PUT', paths: items(i), body: {}, rename: true }) },
+        {
+          name: `${resource}: update`,
+          target: 4.0,
+          spec: (i) => ({ method: 'PUT', paths: items(i), body: {}, rename: true }),
+          conventional: () => ({ method: 'PUT', paths: conventionalItems, body: {}, rename: true }),
+        },
       );
     }
     // The change feed's first page (issue 35): beside the lists of the same size.
@@ -125,8 +156,14 @@ async function smallDataRun(options: Options): Promise<Map<string, RowResult>> {
       await stopService(service);
       rmSync(service.dataDir, { recursive: true, force: true });
     }
-    if (yardsticks) await Promise.all(Object.values(yardsticks).map(stopService));
+    if (yardsticks) await stopYardsticks(yardsticks);
   }
+}
+
+async function stopYardsticks(yardsticks: Yardsticks): Promise<void> {
+  await Promise.all(Object.values(yardsticks).map(stopService));
+  const dataDir = (yardsticks.conventional as { dataDir?: string } | undefined)?.dataDir;
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 }
 
 /** 1,000,000 customers over 100 accounts, seeded through the event store and folded by a projection rebuild. */
@@ -150,10 +187,10 @@ async function scaleRun(options: Options, small: Map<string, RowResult>): Promis
       const items = seeded.sampleIds.map((id) => `/v1/customers/${id}`);
       yardsticks = await startYardsticks((await call(service, 'GET', items[0])).text.length);
       const rows: Row[] = [
-        { name: 'customers: read', target: 0.7, spec: () => ({ method: 'GET', paths: items }) },
+        { name: 'customers: read', target: 1.9, spec: () => ({ method: 'GET', paths: items }) },
         {
           name: 'customers: list, email filter, limit 10',
-          target: 0.5,
+          target: 2.5,
           spec: () => ({ method: 'GET', paths: [`/v1/customers?email=${LISTED_EMAIL}&limit=10`] }),
         },
       ];
@@ -168,7 +205,7 @@ async function scaleRun(options: Options, small: Map<string, RowResult>): Promis
       }
     } finally {
       await stopService(service);
-      if (yardsticks) await Promise.all(Object.values(yardsticks).map(stopService));
+      if (yardsticks) await stopYardsticks(yardsticks);
     }
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
@@ -180,6 +217,9 @@ interface RowResult extends LoadResult {
   ratio: number;
   /** CPU time the process (with its workers) used over the row, where /proc tells it. */
   cpuSeconds?: number;
+  /** Its CPU per request as a multiple of the bare floor's (the runs around it), and of the conventional service's on the same load. */
+  cpuTimesFloor?: number;
+  cpuTimesConventional?: number;
 }
 
 /**
@@ -213,13 +253,17 @@ const FLOOR = 'floor: bare NestJS + Express';
 const LIMIT = 'limit: raw node:http';
 const BORN_FLOOR = 'floor, prototypes set once (as the service)';
 
+/** CPU µs per request of a run, where /proc told its CPU time. */
+const cpuPerRequest = (r: LoadResult & { cpuSeconds?: number }) => (r.cpuSeconds === undefined ? undefined : (r.cpuSeconds * 1e6) / r.requests);
+
 /**
- * Each row in its own load process, at each WORKERS setting one after the other, between two runs
- * of the floor: on a shared machine the load drifts, so each row is set against the floor of its
- * own moment, and the settings against each other at nearly the same moment. The floor row is their
- * mean; the limit and the floor with Express's prototypes set once run at the start and at the end,
- * and are set against the floor the same way. Before any of it, every process runs each load it
- * will be measured under for WARM_UP_SECONDS.
+ * Each row in its own load process, at each WORKERS setting one after the other, then on the
+ * conventional service, between two runs of the floor: on a shared machine the load drifts, so each
+ * row is set against the floor of its own moment, and the settings and the conventional service
+ * against each other at nearly the same moment. The floor row is their mean; the limit and the
+ * floor with Express's prototypes set once run at the start and at the end, and are set against the
+ * floor the same way. Before any of it, every process runs each load it will be measured under for
+ * WARM_UP_SECONDS.
  */
 async function runRows(services: Service[], yardsticks: Yardsticks, rows: Row[], options: Options): Promise<Map<string, RowResult>> {
   const run = async (target: Service, name: string, spec: ReturnType<Row['spec']>): Promise<LoadResult & { cpuSeconds?: number }> => {
@@ -237,22 +281,43 @@ async function runRows(services: Service[], yardsticks: Yardsticks, rows: Row[],
     return { ...result, cpuSeconds: cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore };
   };
   const constant: ReturnType<Row['spec']> = { method: 'GET', paths: ['/v1/customers'] };
+  const { conventional, ...floorsOnly } = yardsticks;
   // Unmeasured: each process first runs the load it will be measured under, so that every row finds
   // its code compiled by V8's optimizing tiers, as in a service that has run for a while.
   const warmUp = (target: Service, spec: ReturnType<Row['spec']>) =>
     load({ ...spec, url: target.url, token: TOKEN, connections: options.connections, durationSeconds: WARM_UP_SECONDS, autocannon: options.autocannon });
-  for (const target of Object.values(yardsticks)) await warmUp(target, constant);
-  for (const row of rows) for (const [i, service] of services.entries()) await warmUp(service, row.spec(i));
+  for (const target of Object.values(floorsOnly)) await warmUp(target, constant);
+  for (const row of rows) {
+    for (const [i, service] of services.entries()) await warmUp(service, row.spec(i));
+    if (conventional && row.conventional) await warmUp(conventional, row.conventional());
+  }
   const floors = [await run(yardsticks.floor, FLOOR, constant)];
   const limits = [await run(yardsticks.limit, LIMIT, constant)];
   const bornFloors = [await run(yardsticks.bornFloor, BORN_FLOOR, constant)];
   const results = new Map<string, RowResult>();
-  const aroundLast = () => (floors[floors.length - 2].requestsPerSecond + floors[floors.length - 1].requestsPerSecond) / 2;
+  const last2 = <T>(of: T[]) => [of[of.length - 2], of[of.length - 1]];
+  const aroundLast = () => last2(floors).reduce((sum, r) => sum + r.requestsPerSecond, 0) / 2;
+  const cpuAroundLast = () => {
+    const [before, after] = last2(floors).map(cpuPerRequest);
+    return before === undefined || after === undefined ? undefined : (before + after) / 2;
+  };
   for (const row of rows) {
     const measured: [number, LoadResult & { cpuSeconds?: number }][] = [];
     for (const [i, service] of services.entries()) measured.push([service.workers!, await run(service, row.name, row.spec(i))]);
+    const plain = conventional && row.conventional ? await run(conventional, `${row.name} (conventional)`, row.conventional()) : undefined;
     floors.push(await run(yardsticks.floor, FLOOR, constant));
-    for (const [workers, result] of measured) results.set(rowKey(row.name, workers), { ...result, ratio: result.requestsPerSecond / aroundLast() });
+    const floorCpu = cpuAroundLast();
+    const plainCpu = plain && cpuPerRequest(plain);
+    const times = (cpu: number | undefined, of: number | undefined) => (cpu === undefined || of === undefined ? undefined : cpu / of);
+    for (const [workers, result] of measured) {
+      results.set(rowKey(row.name, workers), {
+        ...result,
+        ratio: result.requestsPerSecond / aroundLast(),
+        cpuTimesFloor: times(cpuPerRequest(result), floorCpu),
+        cpuTimesConventional: times(cpuPerRequest(result), plainCpu),
+      });
+    }
+    if (plain) results.set(conventionalKey(row.name), { ...plain, ratio: plain.requestsPerSecond / aroundLast(), cpuTimesFloor: times(plainCpu, floorCpu) });
   }
   limits.push(await run(yardsticks.limit, LIMIT, constant));
   bornFloors.push(await run(yardsticks.bornFloor, BORN_FLOOR, constant));
@@ -267,12 +332,14 @@ async function runRows(services: Service[], yardsticks: Yardsticks, rows: Row[],
     cpuSeconds: of.some((r) => r.cpuSeconds === undefined) ? undefined : mean(of, (r) => r.cpuSeconds!),
   });
   const floor = summary(floors);
-  results.set(FLOOR, { ...floor, ratio: 1 });
+  results.set(FLOOR, { ...floor, ratio: 1, cpuTimesFloor: 1 });
   for (const [name, runs] of [
     [LIMIT, limits],
     [BORN_FLOOR, bornFloors],
   ] as const) {
-    results.set(name, { ...summary(runs), ratio: summary(runs).requestsPerSecond / floor.requestsPerSecond });
+    const r = summary(runs);
+    const floorCpu = cpuPerRequest(floor);
+    results.set(name, { ...r, ratio: r.requestsPerSecond / floor.requestsPerSecond, cpuTimesFloor: floorCpu && cpuPerRequest(r)! / floorCpu });
   }
   const rates = floors.map((r) => r.requestsPerSecond);
   console.log(
@@ -281,20 +348,28 @@ async function runRows(services: Service[], yardsticks: Yardsticks, rows: Row[],
   return results;
 }
 
-/** One table row per route and WORKERS setting; with two settings, the second's throughput as a multiple of the first's. */
+/** The conventional service's run of a row. */
+const conventionalKey = (name: string) => `conventional: ${name}`;
+
+/**
+ * One table row per route and WORKERS setting, and the conventional service's run of it; with two
+ * settings, the second's throughput as a multiple of the first's. The target is on CPU per request,
+ * as a multiple of the bare floor's.
+ */
 function printTable(title: string, rows: Row[], results: Map<string, RowResult>, options: Options): void {
   const [first, second] = options.workers;
   const scaling = second !== undefined;
   console.log(`\n${title}\n`);
   console.log(
-    `| Route | WORKERS | req/s | p50 ms | p99 ms | cores used | CPU µs per request | × floor around it | target |${scaling ? ` × WORKERS=${first} | target |` : ''}`,
+    `| Route | WORKERS | req/s | p50 ms | p99 ms | cores used | CPU µs per request | CPU × bare floor | target | CPU × conventional | req/s × floor around it |${scaling ? ` req/s × WORKERS=${first} | target |` : ''}`,
   );
-  console.log(`|---|---:|---:|---:|---:|---:|---:|---:|---|${scaling ? '---:|---|' : ''}`);
+  console.log(`|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|${scaling ? '---:|---|' : ''}`);
   const line = (name: string, workers: string, r: RowResult, target: string, versus = '') => {
     const cpu =
       r.cpuSeconds === undefined ? ' | ' : `${(r.cpuSeconds / options.durationSeconds).toFixed(2)} | ${((r.cpuSeconds * 1e6) / r.requests).toFixed(0)}`;
+    const times = (x: number | undefined) => (x === undefined ? '' : x.toFixed(2));
     console.log(
-      `| ${name} | ${workers} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${cpu} | ${r.ratio.toFixed(2)} | ${target} |${versus}`,
+      `| ${name} | ${workers} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${cpu} | ${times(r.cpuTimesFloor)} | ${target} | ${times(r.cpuTimesConventional)} | ${r.ratio.toFixed(2)} |${versus}`,
     );
   };
   for (const name of [LIMIT, BORN_FLOOR, FLOOR]) line(name, '', results.get(name)!, '', scaling ? ' | |' : '');
@@ -302,7 +377,7 @@ function printTable(title: string, rows: Row[], results: Map<string, RowResult>,
     for (const workers of options.workers) {
       const r = results.get(rowKey(row.name, workers));
       if (!r) continue;
-      const target = row.target === undefined ? '' : `≥ ${row.target} ${r.ratio >= row.target ? 'ok' : 'BELOW'}`;
+      const target = row.target === undefined || r.cpuTimesFloor === undefined ? '' : `≤ ${row.target} ${r.cpuTimesFloor <= row.target ? 'ok' : 'ABOVE'}`;
       let versus = '';
       if (scaling) {
         const times = r.requestsPerSecond / results.get(rowKey(row.name, first))!.requestsPerSecond;
@@ -311,6 +386,8 @@ function printTable(title: string, rows: Row[], results: Map<string, RowResult>,
       }
       line(row.name, String(workers), r, target, versus);
     }
+    const plain = results.get(conventionalKey(row.name));
+    if (plain && row.name.startsWith('customers')) line(`conventional: ${row.name.replace('customers: ', '')}`, '1', plain, '', scaling ? ' | |' : '');
   }
 }
 

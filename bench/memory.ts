@@ -1,30 +1,35 @@
-// `npm run bench -- memory [--creates N] [--records N | --no-account | --account-only] [--connections N] [--settings default,small,middle]`
-// Where the serving process's memory goes, and what the 256 MiB settings (docs/operators.md, Memory)
-// cost. Starts the built service as users run it (bench/service.ts) twice side by side on fresh data:
-// with the default settings (npm start's Node flags) and with the 256 MiB ones. Drives the HTTP
-// bench's load on each in turn, phase by phase (creates, reads, lists, updates of customers and
-// profiles, the feed's first page; wrk or autocannon in a process of its own, bench/load-worker.ts)
-// until each has answered N creates (100,000 unless told), and meanwhile samples every 250 ms the
-// split of each one's resident memory: resident, anonymous and file-backed from
-// /proc/<pid>/status (the kernel's counts smaps_rollup adds up), the JS heap from its own /metrics (process_memory_bytes). Prints the
-// peak and the plateau (the mean of the last quarter of the samples) of each kind, and each
-// phase's throughput for the two settings with their ratio: the cost of the small settings.
-// Then, unless --no-account, seeds an account of 1,000,000 customers through the event store port
-// (bench/seed.ts), and starts each setting's service on a copy of those events, whose read models
-// it catches up by itself, as a service does on a store its read models are far behind (its peak
-// sampled the same way, and how long until it answered), then measures the settings again on that
-// data: reads of the million, lists, creates into the account.
+// `npm run bench -- memory [--limits 256m,512m,1g,none] [--cgroup] [--creates N] [--records N | --no-account | --account-only] [--streams N --feed N | --no-streams] [--connections N]`
+// Whether the service, sized by itself to its memory limit (src/config/memory.ts), keeps its
+// anonymous memory under that limit: at each limit (256 MiB, 512 MiB and 1 GiB unless told; `none`:
+// no limit, the defaults), a service started with MEMORY_LIMIT and no other setting (with --cgroup:
+// in a cgroup of that limit, which the service reads and the kernel enforces). Three loads:
+// - the HTTP bench's (creates, reads, lists, updates of customers and profiles, the feed's first
+//   page; wrk or autocannon in a process of its own, bench/load-worker.ts), the services side by
+//   side phase by phase until each has answered N creates (100,000 unless told);
+// - the change feed's event streams (unless --no-streams): 1,500 streams (--streams) replaying a
+//   feed of 2,000 events (--feed) to its end, then 1,500 that never read, until the service cuts
+//   them off; then what it holds with no stream open;
+// - unless --no-account: an account of 1,000,000 customers seeded through the event store port
+//   (bench/seed.ts), each service started on a copy of those events, whose read models it catches
+//   up by itself before it answers, then serving reads of the million, lists, creates into it.
+// Samples every 250 ms resident, anonymous and file-backed memory from /proc/<pid>/status (the
+// kernel's counts smaps_rollup adds up) and the JS heap from the service's /metrics; prints the peak
+// and plateau (the mean of the last quarter of the samples) of each kind, each route's throughput and
+// CPU per request, and at the end each limit's anonymous peaks against it.
 import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseMemoryLimit } from '../src/config/memory';
 import { RECORD_KINDS } from '../src/read-models';
 import { residentSplit } from '../src/metrics/memory-split';
 import { openEventStore } from '../src/stores/stores.module';
+import { cgroupPressure, makeCgroup, removeCgroup } from './cgroup';
+import { openStream, sleep, stalledStream, Stream } from './feed-client';
 import { generatorName, LoadResult, LoadSpec } from './load-worker';
 import { cpuTicks, load1, numberArg } from './measure';
 import { seedCustomers } from './seed';
-import { load, Service, serviceNodeFlags, startService, stopService } from './service';
+import { load, Service, startService, stopService } from './service';
 
 const TOKEN = 'memory-token';
 const ACCOUNT = 'account-0';
@@ -32,31 +37,44 @@ const LISTED_EMAIL = 'listed@example.com';
 const SAMPLE_EVERY_MS = 250;
 const MIB = 1024 * 1024;
 
-/** A way to run the service: Node's flags (after npm start's, which they override) and environment. */
+/** A memory limit the service is started under: MEMORY_LIMIT, or a cgroup of that limit; none: the defaults. */
 interface Setting {
   name: string;
-  nodeFlags: string[];
+  bytes?: number;
   env: Record<string, string>;
+  cgroup: boolean;
 }
 
-/**
- * The settings docs/operators.md gives for a container limited to 256 MiB (section Memory): keep
- * them the same as there.
- */
-export const SMALL: Setting = {
-  name: '256 MiB',
-  nodeFlags: ['--max-semi-space-size=8', '--max-old-space-size=96'],
-  env: { MALLOC_ARENA_MAX: '2', RECORD_CACHE_SIZE: '2000', KEY_CACHE_SIZE: '2000', REBUILD_ROWIDS: '250000' },
-};
+function setting(limit: string, cgroup: boolean): Setting {
+  if (limit === 'none') return { name: 'no limit', env: {}, cgroup: false };
+  const bytes = parseMemoryLimit(limit);
+  return { name: limit, bytes, env: cgroup ? {} : { MEMORY_LIMIT: limit }, cgroup };
+}
 
-const DEFAULT: Setting = { name: 'default', nodeFlags: [], env: {} };
+/** A service of a setting, started in a cgroup of its limit if asked: the group removed once it stopped. */
+async function start(dataDir: string, s: Setting, env: Record<string, string> = {}) {
+  const cgroup = s.cgroup && s.bytes ? makeCgroup(`pcs-memory-${process.pid}-${s.name}-${Date.now()}`, s.bytes) : undefined;
+  try {
+    const service = await startService(dataDir, { workers: 1, accessTokens: `${TOKEN}:${ACCOUNT}`, env: { ...s.env, ...env }, cgroup });
+    const memoryLine = /"msg":"(Memory: [^"]*)"/.exec(service.output())?.[1];
+    return { ...service, cgroup, memoryLine };
+  } catch (error) {
+    if (cgroup) removeCgroup(cgroup);
+    throw error;
+  }
+}
 
-/** Between the two (docs/operators.md, Memory): twice the young generation, a larger old one. */
-const MIDDLE: Setting = {
-  name: '16/128',
-  nodeFlags: ['--max-semi-space-size=16', '--max-old-space-size=128'],
-  env: { MALLOC_ARENA_MAX: '2', RECORD_CACHE_SIZE: '2000', KEY_CACHE_SIZE: '2000', REBUILD_ROWIDS: '250000' },
-};
+async function stop(service: Service & { cgroup?: string }): Promise<string> {
+  if (service.child.exitCode === null && service.child.signalCode === null) await stopService(service);
+  const pressure = service.cgroup ? cgroupPressure(service.cgroup) : '';
+  if (service.cgroup) removeCgroup(service.cgroup);
+  return pressure;
+}
+
+/** Each setting's anonymous peaks, MiB, for the closing table. */
+const peaksOf = new Map<string, Record<string, string>>();
+const note = (s: Setting, column: string, value: string) => peaksOf.set(s.name, { ...peaksOf.get(s.name), [column]: value });
+const ofLimit = (s: Setting, mib: number) => `${mib.toFixed(0)}${s.bytes ? ` (${((mib * MIB * 100) / s.bytes).toFixed(0)} %)` : ''}`;
 
 const KINDS = ['resident', 'anonymous', 'file', 'js_heap', 'native'] as const;
 type Kind = (typeof KINDS)[number];
@@ -199,26 +217,42 @@ interface Options {
   autocannon: boolean;
   /** Only the run on the million's account. */
   accountOnly: boolean;
+  /** The event streams' load: how many streams, over a feed of how many events; 0: none. */
+  streams: number;
+  feed: number;
 }
 
 export async function main(args: string[]): Promise<void> {
-  const wanted = args.includes('--settings') ? args[args.indexOf('--settings') + 1].split(',') : ['default', 'small'];
+  const limits = args.includes('--limits') ? args[args.indexOf('--limits') + 1].split(',') : ['256m', '512m', '1g'];
+  const cgroup = args.includes('--cgroup');
   const options: Options = {
     creates: numberArg(args, '--creates', 100_000),
     records: args.includes('--no-account') ? undefined : numberArg(args, '--records', 1_000_000),
     connections: numberArg(args, '--connections', 32),
-    settings: wanted.map((w) => ({ default: DEFAULT, small: SMALL, middle: MIDDLE })[w] ?? unknownSetting(w)),
+    settings: limits.map((limit) => setting(limit, cgroup)),
     autocannon: args.includes('--autocannon'),
     accountOnly: args.includes('--account-only'),
+    streams: args.includes('--no-streams') || args.includes('--account-only') ? 0 : numberArg(args, '--streams', 1500),
+    feed: numberArg(args, '--feed', 2000),
   };
   console.log(
-    `Load: ${options.connections} connections, generator ${generatorName(options.autocannon)}; settings: ${options.settings.map(describe).join('; ')}.`,
+    `Load: ${options.connections} connections, generator ${generatorName(options.autocannon)}; limits: ${options.settings
+      .map((s) => `${s.name}${s.bytes ? (s.cgroup ? ' (a cgroup of it)' : ' (MEMORY_LIMIT)') : ''}`)
+      .join(', ')}; load average ${load1()}.`,
   );
   const dirs: string[] = [];
   try {
     const fresh = options.settings.map(() => mkdtempSync(join(tmpdir(), 'pcs-memory-')));
     dirs.push(...fresh);
-    if (!options.accountOnly) await measureRun(`${options.creates.toLocaleString('en')} creates on fresh data`, fresh, options, options.creates, 200);
+    if (!options.accountOnly)
+      await guarded('load', options, () => measureRun(`${options.creates.toLocaleString('en')} creates on fresh data`, fresh, options, options.creates, 200));
+    if (options.streams > 0) {
+      for (const s of options.settings) {
+        const dir = mkdtempSync(join(tmpdir(), 'pcs-memory-streams-'));
+        dirs.push(dir);
+        await guarded('streams', { settings: [s] }, () => measureStreams(dir, s, options));
+      }
+    }
     if (options.records) {
       const seeded = mkdtempSync(join(tmpdir(), 'pcs-memory-account-'));
       dirs.push(seeded);
@@ -233,25 +267,27 @@ export async function main(args: string[]): Promise<void> {
       for (const copy of copies) for (const name of readdirSync(seeded)) copyFileSync(join(seeded, name), join(copy, name));
       rmSync(seeded, { recursive: true, force: true });
       // Creates into the million's account; reads spread over it.
-      await measureRun(`${options.records.toLocaleString('en')} customers in the account`, copies, options, Math.min(options.creates, 20_000), 0, sampleIds);
+      await guarded('catch-up', options, () =>
+        measureRun(`${options.records!.toLocaleString('en')} customers in the account`, copies, options, Math.min(options.creates, 20_000), 0, sampleIds),
+      );
     }
   } finally {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   }
+  const columns = ['load', 'catch-up', 'serving the million', 'streams', 'no stream open, after'];
+  console.log(`\nAnonymous memory at its peak, MiB (share of the limit):\n\n| limit | ${columns.join(' | ')} |\n|---|${columns.map(() => '---:|').join('')}`);
+  for (const s of options.settings) console.log(`| ${s.name} | ${columns.map((c) => peaksOf.get(s.name)?.[c] ?? '').join(' | ')} |`);
 }
 
-function unknownSetting(name: string): never {
-  throw new Error(`--settings takes default, small and middle; got ${name}`);
+/** A run that failed (a service killed at its cgroup's limit, say) is told and noted, and the bench goes on. */
+async function guarded(column: string, options: Pick<Options, 'settings'>, run: () => Promise<void>): Promise<void> {
+  try {
+    await run();
+  } catch (error) {
+    console.log(`\n${column} FAILED: ${(error as Error).message.slice(0, 3000)}`);
+    for (const s of options.settings) note(s, column, 'failed');
+  }
 }
-
-const describe = (s: Setting) =>
-  `${s.name}: node ${[...serviceNodeFlags(), ...s.nodeFlags].join(' ')}${
-    Object.keys(s.env).length
-      ? `, ${Object.entries(s.env)
-          .map(([k, v]) => `${k}=${v}`)
-          .join(' ')}`
-      : ''
-  }`;
 
 const peaks = (s: ReturnType<Sampler['summary']>) =>
   `peak resident ${s.resident.peak.toFixed(0)} MiB, anonymous ${s.anonymous.peak.toFixed(0)} MiB, file ${s.file.peak.toFixed(0)} MiB`;
@@ -261,18 +297,21 @@ const peaks = (s: ReturnType<Sampler['summary']>) =>
  * each has answered `creates` creates; the split sampled all along.
  */
 async function measureRun(title: string, dataDirs: string[], options: Options, creates: number, seed: number, customerIds?: string[]): Promise<void> {
-  const services: (Service & { sampler: Sampler; startSample: number; cpu: number })[] = [];
+  const services: (Service & { cgroup?: string; sampler: Sampler; startSample: number; cpu: number })[] = [];
+  const catchingUp = customerIds !== undefined;
   const results = new Map<string, (LoadResult & { cpuSeconds: number })[]>();
   try {
     for (const [i, setting] of options.settings.entries()) {
       const started = Date.now();
-      const service = await startService(dataDirs[i], { workers: 1, accessTokens: `${TOKEN}:${ACCOUNT}`, env: setting.env, nodeFlags: setting.nodeFlags });
+      const service = await start(dataDirs[i], setting);
+      console.log(`${setting.name}: ${service.memoryLine}`);
       // Sampled from the start: on events its read models have not folded, the service catches up first (lists answer 503 meanwhile).
       const sampler = new Sampler(service.child.pid!, new URL('/metrics', service.url).href);
       services.push({ ...service, sampler, startSample: 0, cpu: 0 });
       await until200(service, '/v1/customers?limit=1');
       const until = sampler.samples.length > 0 ? `; until then ${peaks(sampler.summary())}` : ''; // none: it answered at once
       console.log(`${setting.name}: answering after ${((Date.now() - started) / 1000).toFixed(1)} s${until} (load ${load1()})`);
+      if (catchingUp && sampler.samples.length > 0) note(setting, 'catch-up', ofLimit(setting, sampler.summary().anonymous.peak));
     }
     // The records the reads and updates hit: seeded through the API here, or the million's sample.
     const ids: Ids[] = [];
@@ -320,6 +359,7 @@ async function measureRun(title: string, dataDirs: string[], options: Options, c
     console.log(`| MiB | ${options.settings.map((s) => `${s.name}: peak | ${s.name}: plateau`).join(' | ')} |`);
     console.log(`|---|${options.settings.map(() => '---:|---:').join('|')}|`);
     const summaries = services.map((s) => s.sampler.summary(s.startSample));
+    for (const [i, s] of options.settings.entries()) note(s, catchingUp ? 'serving the million' : 'load', ofLimit(s, summaries[i].anonymous.peak));
     for (const kind of KINDS) {
       console.log(`| ${kind} | ${summaries.map((s) => `${s[kind].peak.toFixed(0)} | ${s[kind].plateau.toFixed(0)}`).join(' | ')} |`);
     }
@@ -359,10 +399,78 @@ async function measureRun(title: string, dataDirs: string[], options: Options, c
       );
     }
   } finally {
-    for (const service of services) {
+    for (const [i, service] of services.entries()) {
       service.sampler.stop();
-      await stopService(service);
+      const pressure = await stop(service);
+      if (pressure) console.log(`${options.settings[i].name}'s cgroup: ${pressure}`);
     }
+  }
+}
+
+/**
+ * The change feed's event streams against one service (issue 55's attack): `streams` streams
+ * replaying a feed of `feed` events to its end, then as many that never read, held until the service
+ * has cut them off (two heartbeats without draining: 20 s); then a pause with no stream open.
+ */
+async function measureStreams(dataDir: string, s: Setting, options: Options): Promise<void> {
+  const env = {
+    // One token opens them all: the caps per token and account (and the connections) raised above the load.
+    FEED_STREAMS_PER_TOKEN: String(options.streams * 2),
+    FEED_STREAMS_PER_ACCOUNT: String(options.streams * 2),
+    MAX_CONNECTIONS: String(Math.max(2000, options.streams + 100)),
+  };
+  const service = await start(dataDir, s, env);
+  const sampler = new Sampler(service.child.pid!, new URL('/metrics', service.url).href);
+  const phase = (from: number) => sampler.summary(from);
+  const line = (name: string, summary: ReturnType<Sampler['summary']>) =>
+    console.log(`| ${s.name}: ${name} | ${KINDS.map((k) => `${summary[k].peak.toFixed(0)} / ${summary[k].plateau.toFixed(0)}`).join(' | ')} |`);
+  try {
+    // The feed: half customers, half profiles, 16 at a time.
+    let made = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (made < options.feed) {
+          const n = made++;
+          if (n % 2) await create(service, 'profiles', { name: `profile ${n}`, email: LISTED_EMAIL, site: 'https://bench.example.com' });
+          else await create(service, 'customers', { name: `customer ${n}`, email: LISTED_EMAIL, company: 'Bench Co' });
+        }
+      }),
+    );
+    const began = sampler.samples.length;
+    let started = Date.now();
+    const streams: Stream[] = Array.from({ length: options.streams }, () => openStream(service.url, TOKEN, undefined, () => undefined));
+    const opened = await Promise.allSettled(streams.map((st) => st.opened));
+    const refused = opened.filter((o) => o.status === 'rejected').length;
+    // Until every stream has had the whole feed (or ended), 5 minutes at most.
+    while (streams.some((st) => st.entries < options.feed && !st.ended) && Date.now() - started < 300_000) await sleep(250);
+    const whole = streams.filter((st) => st.entries >= options.feed).length;
+    const received = streams.reduce((sum, st) => sum + st.entries, 0);
+    for (const st of streams) st.close();
+    const replayed = phase(began);
+    console.log(
+      `\n${s.name}: ${options.streams} streams replayed the ${options.feed}-event feed (${whole} to its end, ${refused} refused; ${received.toLocaleString('en')} entries sent, ${(received / options.streams).toFixed(0)} a stream) in ${((Date.now() - started) / 1000).toFixed(0)} s (load ${load1()})`,
+    );
+    const stalledFrom = sampler.samples.length;
+    started = Date.now();
+    const stalled = Array.from({ length: options.streams }, () => stalledStream(service.url, TOKEN));
+    // Two heartbeats (10 s each by default) without draining, and the service cuts each off.
+    await sleep(25_000);
+    for (const socket of stalled) socket.destroy();
+    const stalledSummary = phase(stalledFrom);
+    console.log(`${s.name}: ${options.streams} streams that never read, held 25 s (the service cuts one off after two heartbeats without draining)`);
+    const afterFrom = sampler.samples.length;
+    await sleep(10_000);
+    const after = phase(afterFrom);
+    console.log(`\n| MiB, peak / plateau | ${KINDS.join(' | ')} |\n|---|${KINDS.map(() => '---:|').join('')}`);
+    line('replaying', replayed);
+    line('never reading', stalledSummary);
+    line('no stream open, 10 s', after);
+    note(s, 'streams', ofLimit(s, Math.max(replayed.anonymous.peak, stalledSummary.anonymous.peak)));
+    note(s, 'no stream open, after', ofLimit(s, after.anonymous.plateau));
+  } finally {
+    sampler.stop();
+    const pressure = await stop(service);
+    if (pressure) console.log(`${s.name}'s cgroup: ${pressure}`);
   }
 }
 

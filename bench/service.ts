@@ -32,36 +32,43 @@ export async function startService(
     accessTokens,
     env = {},
     nodeFlags = [],
+    cgroup,
   }: {
     workers: number;
     accessTokens: string;
     /** More settings, over the ones above. */ env?: Record<string, string>;
     /** More flags for Node, after npm start's (a flag given twice: the later wins), such as --cpu-prof. */ nodeFlags?: string[];
+    /** A cgroup's directory (bench/cgroup.ts) the service is started in: its memory limit is the service's container's. */ cgroup?: string;
   },
 ): Promise<Service & { dataDir: string }> {
   const log = join(dataDir, 'service.log');
   const fd = openSync(log, 'a');
-  const child = spawn(
+  const command = [
     process.execPath,
-    [...serviceNodeFlags(), ...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), ...nodeFlags, join(ROOT, 'dist', 'main.js')],
-    {
-      cwd: dataDir,
-      env: {
-        PATH: process.env.PATH,
-        NO_COLOR: '1',
-        DATA_DIR: dataDir,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'info',
-        ACCESS_TOKENS: accessTokens,
-        RATE_LIMIT_REQUESTS: '1000000',
-        RATE_LIMIT_WINDOW_SECONDS: '60',
-        WORKERS: String(workers),
-        ...env,
-      },
-      stdio: ['ignore', fd, fd],
+    ...serviceNodeFlags(),
+    ...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []),
+    ...nodeFlags,
+    join(ROOT, 'dist', 'main.js'),
+  ];
+  // In the cgroup: a shell joins it, then becomes the service (exec: the same pid).
+  const [file, ...args] = cgroup ? ['/bin/sh', '-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, ...command] : command;
+  const child = spawn(file, args, {
+    cwd: dataDir,
+    env: {
+      PATH: process.env.PATH,
+      NO_COLOR: '1',
+      DATA_DIR: dataDir,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      ACCESS_TOKENS: accessTokens,
+      RATE_LIMIT_REQUESTS: '1000000',
+      RATE_LIMIT_WINDOW_SECONDS: '60',
+      WORKERS: String(workers),
+      ...env,
     },
-  );
+    stdio: ['ignore', fd, fd],
+  });
   closeSync(fd);
   // The log grows by a line per request: read its tail only.
   const output = () => readFileSync(log, 'utf8').slice(-65_536);
@@ -98,4 +105,21 @@ export function load(spec: LoadSpec): Promise<LoadResult> {
     worker.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`load worker exited with ${code}`))));
     worker.send(spec);
   });
+}
+
+/**
+ * The conventional service (bench/conventional/: NestJS + better-sqlite3, no event sourcing) on a
+ * fresh data directory, its log lines into a file there as the service's.
+ */
+export async function startConventional(dataDir: string, accessTokens: string): Promise<Service & { dataDir: string }> {
+  const log = join(dataDir, 'conventional.log');
+  const fd = openSync(log, 'a');
+  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), join(__dirname, 'conventional', 'main.js')], {
+    cwd: dataDir,
+    env: { PATH: process.env.PATH, DATA_DIR: dataDir, ACCESS_TOKENS: accessTokens },
+    stdio: ['ignore', fd, fd],
+  });
+  closeSync(fd);
+  const output = () => readFileSync(log, 'utf8').slice(-65_536);
+  return { url: await listening(child, output), child, output, dataDir };
 }

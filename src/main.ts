@@ -1,4 +1,6 @@
 import './runtime';
+// Second: a process restarted with its heap flags must load nothing before (memory-sizing.ts).
+import { memoryReport, workerLaunch } from './memory-sizing';
 import './tracing/register';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
@@ -129,6 +131,7 @@ async function main(): Promise<void> {
   // Without HOST the server is bound to every interface, not only to the localhost the URL names.
   const bound = settings.host ? '' : ', bound to every interface (HOST=127.0.0.1 keeps it to this machine)';
   logger[settings.logLevel === 'warn' ? 'warn' : 'log'](`Listening on ${url}${bound} (data in ${settings.dataDir})`);
+  logger.log(memoryReport(settings, 'server'));
   if (tracing) logger.log(`Exporting traces to ${tracing.endpoint} (OpenTelemetry, OTLP)`);
   if (cluster.isWorker) process.send!({ listening: url } satisfies Listening);
   // With WORKERS, the primary says which token is used, once.
@@ -150,7 +153,11 @@ async function runPrimary(settings: Settings): Promise<void> {
   const logger = new Logger('Primary');
   const listening = new Set<number>();
   const alive = new Set<number>();
-  const fork = () => alive.add(cluster.fork().id);
+  // Each worker is sized for its share of the memory limit (memory-sizing.ts); the primary, for its own.
+  const launch = workerLaunch(settings.memory.server);
+  cluster.setupPrimary({ execArgv: launch.execArgv });
+  logger.log(memoryReport(settings, 'primary'));
+  const fork = () => alive.add(cluster.fork(launch.env).id);
   let stopping = false;
   let failed = false;
   const stopAll = (code: number) => {

@@ -3,6 +3,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { newInstanceId } from '../instance';
+import { ConfigError } from './config-error';
+import { memoryLimit, memoryPlan, type MemoryPlan } from './memory';
 
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
 
@@ -70,6 +72,8 @@ export interface AppConfig {
    * event of its stream, and go on with the others (the default), or `stop` the read model.
    */
   poisonEvents: PoisonEvents;
+  /** The memory limit and what was sized from it (config/memory.ts): the caches above take it unless set. */
+  memory: MemoryPlan;
 }
 
 export type PoisonEvents = 'park' | 'stop';
@@ -77,9 +81,7 @@ const POISON_EVENTS: PoisonEvents[] = ['park', 'stop'];
 
 export const APP_CONFIG = Symbol('AppConfig');
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
+export { ConfigError };
 
 const LOG_LEVELS: LogLevel[] = ['error', 'warn', 'info', 'debug'];
 export const TOKEN_FILE = 'access-token';
@@ -97,6 +99,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
   }
   const maxConnections = integer(env, 'MAX_CONNECTIONS', 2000, 1, 1_000_000);
   // Far below the connections: a token, or an account, holding its most leaves the rest to the others.
+  const workerCount = workers(env);
+  const memory = memoryPlan(memoryLimit(env), workerCount);
   const feedStreamsPerAccount = integer(env, 'FEED_STREAMS_PER_ACCOUNT', Math.min(64, Math.max(1, Math.floor(maxConnections / 8))), 1, 1_000_000);
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
@@ -120,7 +124,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     maxConnections,
     readyMaxLagEvents: integer(env, 'READY_MAX_LAG_EVENTS', 1000, 0, 1_000_000_000),
     corsOrigins: corsOrigins(env),
-    workers: workers(env),
+    workers: workerCount,
     projectionLeaseMs: integer(env, 'PROJECTION_LEASE_MS', 5000, 1000, 600_000),
     instanceId: newInstanceId(),
     feedHeartbeatMs: integer(env, 'FEED_HEARTBEAT_MS', 10_000, 100, 15_000),
@@ -128,10 +132,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Omit<AppConfig
     feedStreamsPerAccount,
     // An LRU cache takes the room for all its entries when it is made (about 30 bytes each): bounded
     // so that a setting cannot take the heap before the first request.
-    recordCacheSize: integer(env, 'RECORD_CACHE_SIZE', 10_000, 1, 1_000_000),
-    keyCacheSize: integer(env, 'KEY_CACHE_SIZE', 10_000, 64, 1_000_000),
-    rebuildRowids: integer(env, 'REBUILD_ROWIDS', 2_000_000, 0, 100_000_000),
+    recordCacheSize: integer(env, 'RECORD_CACHE_SIZE', memory.server.recordCacheSize, 1, 1_000_000),
+    keyCacheSize: integer(env, 'KEY_CACHE_SIZE', memory.server.keyCacheSize, 64, 1_000_000),
+    rebuildRowids: integer(env, 'REBUILD_ROWIDS', memory.server.rebuildRowids, 0, 100_000_000),
     poisonEvents,
+    memory,
   };
 }
 

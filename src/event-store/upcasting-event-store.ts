@@ -245,8 +245,19 @@ function upcast(registry: Registry, event: StoredEvent): StoredEvent[] {
       `it is ${event.type} version ${version}, newer than the ${current} this version of the service reads`,
     );
   }
-  return registry.chains[event.type][version](event).flatMap((next) => {
+  const steps = registry.chains[event.type][version](event);
+  const out: StoredEvent[] = [];
+  // Metadata stamped here, when a step shares one among several events (each then gets a copy).
+  const stamped = steps.length > 1 ? new Set<object>() : undefined;
+  for (const next of steps) {
     const nextVersion = next.type === event.type ? version + 1 : (next.metadata.eventVersion ?? registry.current.get(next.type) ?? 1);
-    return upcast(registry, { ...next, metadata: { ...next.metadata, eventVersion: nextVersion } });
-  });
+    // A step that made its event's metadata anew (the usual case) has it stamped in place: one copy per step, not two.
+    const own = next !== event && next.metadata !== event.metadata && !stamped?.has(next.metadata);
+    if (own) {
+      next.metadata.eventVersion = nextVersion;
+      stamped?.add(next.metadata);
+    }
+    out.push(...upcast(registry, own ? next : { ...next, metadata: { ...next.metadata, eventVersion: nextVersion } }));
+  }
+  return out;
 }

@@ -1,4 +1,5 @@
-import { feedDataSchemaOf, type ApiFeedSpec } from '../docs/openapi';
+import { feedDataSchemaOf } from '../docs/feed-entry';
+import type { ApiFeedSpec } from '../docs/openapi';
 import type { FeedEntry } from './feed.queries';
 
 const ADA = '6f0c9a7e-5b1d-4e2f-8a3c-1d2e3f4a5b6c';

@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
 import { recordHistory, type HistoryEntry } from '../audit/record-history';
-import { feedDataSchemaOf } from '../docs/openapi';
+import { feedDataSchemaOf } from '../docs/feed-entry';
 import { comparePositions, EVENT_STORE, EventStore, Position, UnreadableEventError } from '../event-store/event-store.port';
 import { ProjectionsService } from '../projections/projections.service';
 import { DATA_KEYS, type DataKeys } from '../sealing/data-keys';

@@ -74,6 +74,12 @@ export class MongoDbKeyStore implements KeyStore {
     return found;
   }
 
+  async destroyedAmong(keyIds: string[]): Promise<Set<string>> {
+    if (keyIds.length === 0) return new Set();
+    const docs = await this.guard(() => this.keys.find({ _id: { $in: keyIds }, key: null }, { projection: { _id: 1 } }).toArray());
+    return new Set(docs.map((d) => d._id));
+  }
+
   async destroy(keyId: string, erasedBy: string): Promise<void> {
     await this.guard(() =>
       this.keys.updateOne(

@@ -21,6 +21,9 @@ interface PendingObtain {
  * handed out once that transaction is synced, off the event loop (WalSync), as the event store's
  * appends are: concurrent creates share one fsync, and requests are served while it runs.
  */
+/** The largest number of ids destroyedAmong binds one by one (a list's page at most), each count with a statement of its own. */
+const DESTROYED_STATEMENTS = 100;
+
 export class SqliteKeyStore implements KeyStore {
   readonly name = 'SQLite';
   readonly file: string | undefined;
@@ -28,6 +31,8 @@ export class SqliteKeyStore implements KeyStore {
   private readonly insert: Statement<[string, Buffer], { key: Buffer }>;
   private readonly selectOne: Statement<[string], { key: Buffer | null }>;
   private readonly selectMany: Statement<[string], { key_id: string; key: Buffer | null }>;
+  /** destroyedAmong's statements by the number of ids, prepared on first use (see DESTROYED_STATEMENTS). */
+  private readonly selectDestroyed = new Map<number, Statement<string[], string>>();
   private readonly markDestroyed: Statement;
   private readonly selectPending: Statement<[{ prefix: string }], { key_id: string; erased_by: string }>;
   private readonly markFinished: Statement;
@@ -90,6 +95,25 @@ export class SqliteKeyStore implements KeyStore {
     if (keyIds.length === 0) return found;
     for (const row of this.selectMany.all(JSON.stringify(keyIds))) found.set(row.key_id, row.key);
     return found;
+  }
+
+  async destroyedAmong(keyIds: string[]): Promise<Set<string>> {
+    if (keyIds.length === 0) return new Set();
+    // `IN (?, ?, ...)`, one statement per number of ids: json_each's parse cost more than the lookup.
+    // Past a page's size, one statement for any number.
+    if (keyIds.length > DESTROYED_STATEMENTS) return new Set(this.destroyedStatement(0).all(JSON.stringify(keyIds)));
+    return new Set(this.destroyedStatement(keyIds.length).all(...keyIds));
+  }
+
+  /** Selects the destroyed among `count` ids bound one by one, or (0) among the ids of one JSON array. */
+  private destroyedStatement(count: number): Statement<string[], string> {
+    let statement = this.selectDestroyed.get(count);
+    if (!statement) {
+      const ids = count === 0 ? 'SELECT value FROM json_each(?)' : Array.from({ length: count }, () => '?').join(', ');
+      statement = this.db.prepare<string[], string>(`SELECT key_id FROM data_keys WHERE key_id IN (${ids}) AND key IS NULL`).pluck();
+      this.selectDestroyed.set(count, statement);
+    }
+    return statement;
   }
 
   async destroy(keyId: string, erasedBy: string): Promise<void> {

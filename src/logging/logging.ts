@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import type { IncomingHttpHeaders } from 'node:http';
 import { unescape } from 'node:querystring';
 import { trace } from '@opentelemetry/api';
-import pino, { DestinationStream, Logger } from 'pino';
+import pino, { DestinationStream, Logger, symbols } from 'pino';
 import type { LogLevel } from '../config/config';
 
 export type { Logger };
@@ -89,16 +89,59 @@ function traceIds(): object {
 
 /** How long a log line may wait in the buffer before it is written. */
 const LOG_FLUSH_MS = 200;
+/** The characters of log lines written at once. */
+const LOG_BATCH_CHARS = 8192;
+
+/**
+ * Lines gathered here and handed to sonic-boom about 8 KiB at a time: sonic-boom measures the bytes
+ * of everything it holds on every write (a copy of the whole batch, per line).
+ */
+class LineBatch implements DestinationStream {
+  private lines: string[] = [];
+  private chars = 0;
+
+  constructor(private readonly out: ReturnType<typeof pino.destination>) {
+    // What is gathered is written when the process exits, as pino has sonic-boom write what it holds.
+    process.once('exit', () => this.flushSync());
+  }
+
+  write(line: string): void {
+    this.lines.push(line);
+    this.chars += line.length;
+    if (this.chars >= LOG_BATCH_CHARS) this.hand();
+  }
+
+  flush(): void {
+    this.hand();
+    this.out.flush();
+  }
+
+  /** What pino calls after a fatal line, and at exit. */
+  flushSync(): void {
+    // Ended by pino when the event loop emptied: written already.
+    if ((this.out as unknown as { destroyed: boolean }).destroyed) return;
+    this.hand();
+    this.out.flushSync();
+  }
+
+  private hand(): void {
+    if (this.lines.length === 0) return;
+    this.out.write(this.lines.join(''));
+    this.lines = [];
+    this.chars = 0;
+  }
+}
 
 /**
  * The service's one JSON logger: a line per object on stdout (or `destination`, for tests). Lines
- * are written in batches of up to 8 KiB, and at least every 200 ms: a write per request line would
- * cost a system call each. pino writes what is left when the process exits.
+ * are written in batches of about 8 KiB, and at least every 200 ms: a write per request line would
+ * cost a system call each. What is left is written when the process exits.
  */
 export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {
+  // logRequest writes its lines as these options make them: keep the two alike.
   const options = { level, base: { pid: process.pid }, timestamp: isoTime, mixin: traceIds };
   if (destination) return pino(options, destination);
-  const stdout = pino.destination({ dest: 1, minLength: 8192, sync: false });
+  const stdout = new LineBatch(pino.destination({ dest: 1, sync: false }));
   setInterval(() => stdout.flush(), LOG_FLUSH_MS).unref();
   return pino(options, stdout);
 }
@@ -107,23 +150,30 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
  * The info line of a request once its answer is done (so nothing per request at LOG_LEVEL=warn),
  * with the request id clients and events see. The URL and headers are written here, not by pino's
  * standard serializers, which log the raw URL and headers, token included.
+ *
+ * The line is the one `logger.info(fields, message)` writes (level, time, pid, the span's ids, the
+ * fields, msg), made in one JSON.stringify and handed to the logger's destination: pino's
+ * serialisation of it, key by key and merged with the mixin's, cost a read a tenth of its CPU.
  */
 export function logRequest(logger: Logger, req: Request & { requestId?: string; accountId?: string }, res: Response, ms: number): void {
   if (!logger.isLevelEnabled('info')) return;
   const url = redactUrl(req.originalUrl);
   const error = res.locals?.error as LoggedError | undefined;
-  logger.info(
-    {
-      requestId: req.requestId,
-      req: { method: req.method, url, headers: loggedHeaders(req.headers), remoteAddress: req.socket.remoteAddress },
-      res: { statusCode: res.statusCode, ...(error ? { error } : {}) },
-      responseTime: Math.round(ms),
-      ...(res.writableFinished ? {} : { aborted: true }),
-    },
+  const fields = JSON.stringify({
+    ...traceIds(),
+    requestId: req.requestId,
+    req: { method: req.method, url, headers: loggedHeaders(req.headers), remoteAddress: req.socket.remoteAddress },
+    res: { statusCode: res.statusCode, ...(error ? { error } : {}) },
+    responseTime: Math.round(ms),
+    ...(res.writableFinished ? {} : { aborted: true }),
     // `GET /v1/customers?access_token=[REDACTED] 400 VALIDATION_FAILED email, mobile`: why a request failed, at a glance.
-    `${req.method} ${url} ${res.statusCode}${error ? ` ${error.code}${error.fields ? ` ${error.fields.join(', ')}` : ''}` : ''}`,
-  );
+    msg: `${req.method} ${url} ${res.statusCode}${error ? ` ${error.code}${error.fields ? ` ${error.fields.join(', ')}` : ''}` : ''}`,
+  });
+  (logger as unknown as Record<symbol, DestinationStream>)[symbols.streamSym].write(`{"level":${INFO}${isoTime()},"pid":${process.pid},${fields.slice(1)}\n`);
 }
+
+/** pino's number for info. */
+const INFO = pino.levels.values.info;
 
 /** What the exception filter leaves in `res.locals.error` for the request's log line: never values, only names. */
 export interface LoggedError {

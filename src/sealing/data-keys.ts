@@ -224,13 +224,9 @@ export class DataKeys {
    * instance may have destroyed one since this one cached it.
    */
   async destroyedAmong(keyIds: string[]): Promise<Set<string>> {
-    const destroyed = new Set<string>();
-    if (keyIds.length === 0) return destroyed;
-    for (const [keyId, key] of await this.store.getMany(keyIds)) {
-      if (key !== null) continue;
-      destroyed.add(keyId);
-      this.forget(keyId);
-    }
+    if (keyIds.length === 0) return new Set();
+    const destroyed = await this.store.destroyedAmong(keyIds);
+    for (const keyId of destroyed) this.forget(keyId);
     return destroyed;
   }
 

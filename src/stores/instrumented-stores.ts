@@ -239,6 +239,12 @@ export function watchingWrites(store: KeyStore, writes: WriteFailures): KeyStore
         () => ({ 'key_store.keys': keyIds.length }),
         () => store.getMany(keyIds),
       ),
+    destroyedAmong: (keyIds) =>
+      inSpan(
+        'key store read',
+        () => ({ 'key_store.keys': keyIds.length }),
+        () => store.destroyedAmong(keyIds),
+      ),
     destroy: (keyId, erasedBy) =>
       inSpan(
         'key store destroy',

@@ -53,6 +53,20 @@ export function keyStoreContract(adapter: string, open: () => Promise<{ store: K
       expect(await store.getMany([keyId])).toEqual(new Map([[keyId, null]]));
     });
 
+    it('names the destroyed keys among ids, whether or not the others have a key', async () => {
+      const [kept, destroyed, never] = [id(), id(), id()];
+      await store.obtain(kept);
+      await store.obtain(destroyed);
+      await store.destroy(destroyed, 'acc-1');
+      expect(await store.destroyedAmong([kept, destroyed, never])).toEqual(new Set([destroyed]));
+      expect(await store.destroyedAmong([destroyed])).toEqual(new Set([destroyed]));
+      expect(await store.destroyedAmong([kept])).toEqual(new Set());
+      expect(await store.destroyedAmong([])).toEqual(new Set());
+      // More ids than a page, as one statement takes any number.
+      const many = [...Array.from({ length: 150 }, () => id()), destroyed];
+      expect(await store.destroyedAmong(many)).toEqual(new Set([destroyed]));
+    });
+
     it('destroys the key of an id that never had one, so none is made for it later', async () => {
       const keyId = id();
       await store.destroy(keyId, 'acc-1');

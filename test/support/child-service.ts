@@ -68,19 +68,24 @@ export interface Command {
   cwd?: string;
 }
 
+/** What every service a test starts runs with: its data in `dataDir`, on a port of its own choosing, on this machine only. */
+export const baseEnv = (dataDir: string): NodeJS.ProcessEnv => ({
+  PATH: process.env.PATH,
+  NO_COLOR: '1',
+  DATA_DIR: dataDir,
+  // In the temp directory, which the test removes (by default it is beside DATA_DIR).
+  ERASURE_LOG: join(dataDir, 'erasures.ndjson'),
+  PORT: '0',
+  HOST: '127.0.0.1',
+});
+
 const SERVICE: Command = { file: process.execPath, args: [MAIN] };
 
 function spawnService(dataDir: string, env: NodeJS.ProcessEnv, command: Command = SERVICE) {
   const child = spawn(command.file, command.args, {
     cwd: command.cwd,
     env: {
-      PATH: process.env.PATH,
-      NO_COLOR: '1',
-      DATA_DIR: dataDir,
-      // In the temp directory, which the test removes (by default it is beside DATA_DIR).
-      ERASURE_LOG: join(dataDir, 'erasures.ndjson'),
-      PORT: '0',
-      HOST: '127.0.0.1',
+      ...baseEnv(dataDir),
       ACCESS_TOKENS: [...ACCOUNTS].map(([t, a]) => `${t}:${a}`).join(','),
       ...liveStoreEnv(),
       ...(TEST_WORKERS ? { WORKERS: String(TEST_WORKERS) } : {}),

@@ -297,6 +297,9 @@ describe('slug reservations, with the profile writes that take and give up slugs
         command: isNew ? { type: 'CreateProfile', data: { fields } } : { type: 'UpdateProfile', data: { accountId: 'acc', fields } },
         isNew,
       });
+    /** A profile made through the claim's writer, as a create makes it. */
+    const createdAs = (id: string, fields: Record<string, string>) =>
+      slugs.write({ id, context, commandId: randomUUID(), command: { type: 'CreateProfile', data: { fields } }, isNew: true });
     const holder = async (slug: string) => {
       const events_ = await events.readStream(`profile_slug-${slug}`);
       const last = events_.at(-1);
@@ -304,13 +307,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
     };
 
     it('plans on what the writer knows without reading, and leaves a refusal on that guess to a plan on the stream as read', async () => {
-      await slugs.write({
-        id: 'X',
-        context,
-        commandId: randomUUID(),
-        command: { type: 'CreateProfile', data: { fields: { name: 'Shop', slug: 'a' } } },
-        isNew: true,
-      });
+      await createdAs('X', { name: 'Shop', slug: 'a' });
       const reads = jest.spyOn(events, 'readStream');
       const plan = await claim('X', { slug: 'b' }).plan(true);
       expect(plan).toMatchObject({ guessed: true, taken: 'b', givenUp: 'a', events: [{ type: 'ProfileUpdated', data: { slug: 'b' } }] });
@@ -327,13 +324,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
     });
 
     it('reserves the slug a plan takes; refused on a guess it plans again, refused on the stream as read it answers 409', async () => {
-      await slugs.write({
-        id: 'Y',
-        context,
-        commandId: randomUUID(),
-        command: { type: 'CreateProfile', data: { fields: { name: 'Other', slug: 'b' } } },
-        isNew: true,
-      });
+      await createdAs('Y', { name: 'Other', slug: 'b' });
       const x = claim('X', { name: 'Shop', slug: 'b' }, true);
       expect(await x.reserve((await x.plan(true))!)).toBe(false);
       await expect(x.reserve((await x.plan(false))!)).rejects.toMatchObject({ reason: 'conflict', message: 'The slug "b" is already taken.' });
@@ -343,7 +334,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
     });
 
     it('appends on the revision the plan was made on, and plans again once the stream has moved on', async () => {
-      await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'CreateProfile', data: { fields: { name: 'Shop' } } }, isNew: true });
+      await createdAs('X', { name: 'Shop' });
       const x = claim('X', { slug: 'b' });
       const plan = (await x.plan(false))!;
       await profiles.write('X', context, randomUUID(), () => [{ type: 'ProfileUpdated', data: { name: 'Renamed' } }]);
@@ -353,7 +344,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
     });
 
     it('verifies the reservation after the append: one taken over meanwhile undoes the write and answers 409', async () => {
-      await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'CreateProfile', data: { fields: { name: 'Shop' } } }, isNew: true });
+      await createdAs('X', { name: 'Shop' });
       const x = claim('X', { slug: 'b' });
       const plan = (await x.plan(false))!;
       await x.reserve(plan);
@@ -364,7 +355,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
     });
 
     it('lets a write stand whose reservation a later write of the profile released, moving it off the slug', async () => {
-      await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'CreateProfile', data: { fields: { name: 'Shop' } } }, isNew: true });
+      await createdAs('X', { name: 'Shop' });
       const x = claim('X', { slug: 'b' });
       const plan = (await x.plan(false))!;
       await x.reserve(plan);
@@ -378,7 +369,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
     });
 
     it('sets back, when the slug was taken over, only what no later write has changed since', async () => {
-      await slugs.write({ id: 'X', context, commandId: randomUUID(), command: { type: 'CreateProfile', data: { fields: { name: 'Shop' } } }, isNew: true });
+      await createdAs('X', { name: 'Shop' });
       const x = claim('X', { slug: 'b', tel: '21' });
       const plan = (await x.plan(false))!;
       await x.reserve(plan);
@@ -390,13 +381,7 @@ describe('slug reservations, with the profile writes that take and give up slugs
     });
 
     it('releases the slugs the write gave up, and reads nothing for the one its profile carries as it left it', async () => {
-      await slugs.write({
-        id: 'X',
-        context,
-        commandId: randomUUID(),
-        command: { type: 'CreateProfile', data: { fields: { name: 'Shop', slug: 'a' } } },
-        isNew: true,
-      });
+      await createdAs('X', { name: 'Shop', slug: 'a' });
       const x = claim('X', { slug: 'b' });
       const plan = (await x.plan(false))!;
       await x.reserve(plan);
