@@ -76,6 +76,9 @@ const OPEN_IN_THREAD_FROM = 256;
  */
 export const APPENDED_KEPT = 50_000;
 
+/** What is sealed of an event's data: its values, as one JSON array in the order of its fields. */
+export const plainValues = (data: Record<string, unknown>): string => JSON.stringify(Object.keys(data).map((f) => data[f]));
+
 const isSealed = (event: StoredEvent) =>
   event.metadata.schemaVersion >= SEALED_SCHEMA_VERSION && typeof (event.data as Partial<SealedData>).sealed === 'string';
 
@@ -168,6 +171,17 @@ export class SealedEventStore implements EventStore {
     return outcomes;
   }
 
+  /**
+   * Values of events appended by another thread of this process (an import's, to its fold thread:
+   * cli/import-fold-thread.ts), by event id (plainValues): this store's subscriptions take them as
+   * those of events appended here, rather than open them. Kept only while a subscription runs.
+   */
+  keepValues(values: [eventId: string, values: string][]): void {
+    if (this.subscriptions === 0) return;
+    if (this.appendedHere.size + values.length > APPENDED_KEPT) this.appendedHere.clear();
+    for (const [id, v] of values) this.appendedHere.set(id, v);
+  }
+
   /** The events with their values sealed, apart from the append's wait: its KeyObject is let go before the disk's sync. */
   private sealValues(ownKey: boolean, events: NewEvent[], keyBytes: Buffer): NewEvent[] {
     const key = keyObject(keyBytes);
@@ -176,7 +190,7 @@ export class SealedEventStore implements EventStore {
     return events.map((event) => {
       const fields = Object.keys(event.data);
       if (fields.length === 0) return versioned(event);
-      const values = JSON.stringify(fields.map((f) => event.data[f]));
+      const values = plainValues(event.data);
       // Not a snapshot's: no subscription of the service's follows snapshot streams to take them.
       if (this.subscriptions > 0 && ownKey) this.appendedHere.set(event.id, values);
       const data: SealedData = { fields, sealed: seal(key, values, event.id) };

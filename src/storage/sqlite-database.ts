@@ -42,7 +42,9 @@ export function transactions(db: SqliteDatabase): { immediate: InTransaction; de
  * need no more than NORMAL (still atomic and safe from a process crash; what a power loss could take
  * is refolded from the events, since each batch carries its checkpoint): they share the event
  * store's connection where both are on SQLite (sharedSqliteConnection), else open one not durable.
- * `cacheMiB`: a page cache of that size rather than SQLite's default 2 MiB.
+ * `cacheMiB`: a page cache of that size rather than SQLite's default 2 MiB, for a bulk import, whose
+ * connections also wait for the write lock up to a minute rather than 5 s: its appends and its fold
+ * thread's commits take turns at it, each holding it a while, on a machine the import keeps busy.
  */
 export function openSqliteDatabase(file: string, { durable, cacheMiB }: { durable: boolean; cacheMiB?: number }): SqliteDatabase {
   // Only the service's user may read its data: a new directory is 0700, a new file 0600 (SQLite
@@ -60,7 +62,10 @@ export function openSqliteDatabase(file: string, { durable, cacheMiB }: { durabl
   db.pragma('secure_delete = ON');
   // A bulk import's page cache (SQLite's default is 2 MiB): its inserts go to random places of the
   // stores' indexes, and each page missing from the cache is read again.
-  if (cacheMiB) db.pragma(`cache_size = -${cacheMiB * 1024}`);
+  if (cacheMiB) {
+    db.pragma(`cache_size = -${cacheMiB * 1024}`);
+    db.pragma('busy_timeout = 60000');
+  }
   return db;
 }
 
