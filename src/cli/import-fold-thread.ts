@@ -14,6 +14,9 @@ export type FoldReport = { started: boolean } | { done: number; failed: boolean 
 /** The thread's script, as built (dist/cli/import-fold-worker.js). */
 const SCRIPT = join(__dirname, 'import-fold-worker.js');
 
+/** The thread's old generation at most: its live set is some 40 MiB (the batches read ahead and folded). */
+const HEAP_MIB = 160;
+
 /**
  * Events an import may have appended ahead of its fold before it waits: with the batches in flight,
  * under the values the fold's sealed store keeps (APPENDED_KEPT).
@@ -44,7 +47,8 @@ export class FoldThread {
 
   /** The fold, started in its thread, if it could take every read model's lease (else none: the fold at the end folds). */
   static async start(eventStore: EventStore, cacheMiB: number, signal: AbortSignal): Promise<FoldThread | undefined> {
-    const worker = new Worker(SCRIPT, { workerData: { cacheMiB } });
+    // Its heap bounded: V8 would let it grow to hundreds of MiB of garbage before collecting (a few tens live).
+    const worker = new Worker(SCRIPT, { workerData: { cacheMiB }, resourceLimits: { maxOldGenerationSizeMb: HEAP_MIB, maxYoungGenerationSizeMb: 32 } });
     const fold = new FoldThread(worker, eventStore);
     let onStarted!: (started: boolean) => void;
     const started = new Promise<boolean>((resolve) => (onStarted = resolve));

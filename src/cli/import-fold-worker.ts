@@ -23,9 +23,10 @@ async function fold(): Promise<void> {
   });
   const config = loadConfig();
   const { cacheMiB } = workerData as { cacheMiB: number };
-  // As openStores makes them (the import's thread has sealed what was written before encryption), the sealed store at hand.
+  // As openStores makes them, the sealed store at hand (the import's thread sealed what was written
+  // before encryption); the key store without the large cache: the values come from that thread.
   const sqlite = sharedSqliteConnection(config, cacheMiB)!;
-  const sealed = new SealedEventStore(new SqliteEventStore(sqlite), new DataKeys(await openKeyStore(config, cacheMiB)), RECORD_KINDS);
+  const sealed = new SealedEventStore(new SqliteEventStore(sqlite), new DataKeys(await openKeyStore(config)), RECORD_KINDS);
   const eventStore = await UpcastingEventStore.open(sealed, RECORD_KINDS);
   const readStore = await openReadStore(config, sqlite);
   const interrupted = new AbortController();

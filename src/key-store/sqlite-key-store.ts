@@ -24,6 +24,9 @@ interface PendingObtain {
 /** The largest number of ids destroyedAmong binds one by one (a list's page at most), each count with a statement of its own. */
 const DESTROYED_STATEMENTS = 100;
 
+/** Groups of at least this many keys (a bulk import's) are inserted in the order of their ids. */
+const SORTED_FROM = 256;
+
 export class SqliteKeyStore implements KeyStore {
   readonly name = 'SQLite';
   readonly file: string | undefined;
@@ -67,10 +70,16 @@ export class SqliteKeyStore implements KeyStore {
     this.selectPending = db.prepare('SELECT key_id, erased_by FROM data_keys WHERE pending = 1 AND substr(key_id, 1, length(@prefix)) = @prefix');
     this.markFinished = db.prepare('UPDATE data_keys SET pending = 0 WHERE key_id = ?');
     this.markReopened = db.prepare('UPDATE data_keys SET pending = 1, erased_by = coalesce(erased_by, @erasedBy) WHERE key_id = @keyId AND key IS NULL');
-    const group = db.transaction((obtains: PendingObtain[]) =>
-      // The key made, or (nothing returned: the id had one) the key it had, or null if destroyed.
-      obtains.map(({ keyId }) => (this.insert.get(keyId, randomBytesPooled(KEY_BYTES)) ?? this.selectOne.get(keyId)!).key),
-    );
+    // The key made, or (nothing returned: the id had one) the key it had, or null if destroyed.
+    const obtainOne = (keyId: string) => (this.insert.get(keyId, randomBytesPooled(KEY_BYTES)) ?? this.selectOne.get(keyId)!).key;
+    const group = db.transaction((obtains: PendingObtain[]) => {
+      if (obtains.length < SORTED_FROM) return obtains.map(({ keyId }) => obtainOne(keyId));
+      // In the order of their ids: each page of the ids' index is changed by a run of inserts, not at random.
+      const keys = new Array<Buffer | null>(obtains.length);
+      const order = obtains.map((_, i) => i).sort((a, b) => (obtains[a].keyId < obtains[b].keyId ? -1 : 1));
+      for (const i of order) keys[i] = obtainOne(obtains[i].keyId);
+      return keys;
+    });
     this.obtainGroup = (obtains) => group.immediate(obtains);
     this.walSync = WalSync.forDurable(db, () => this.commits);
   }
