@@ -46,9 +46,16 @@ export class FoldThread {
   ) {}
 
   /** The fold, started in its thread, if it could take every read model's lease (else none: the fold at the end folds). */
-  static async start(eventStore: EventStore, cacheMiB: number, signal: AbortSignal): Promise<FoldThread | undefined> {
+  static async start(
+    eventStore: EventStore,
+    { cacheMiB, instanceId }: { cacheMiB: number; instanceId: string },
+    signal: AbortSignal,
+  ): Promise<FoldThread | undefined> {
     // Its heap bounded: V8 would let it grow to hundreds of MiB of garbage before collecting (a few tens live).
-    const worker = new Worker(SCRIPT, { workerData: { cacheMiB }, resourceLimits: { maxOldGenerationSizeMb: HEAP_MIB, maxYoungGenerationSizeMb: 32 } });
+    const worker = new Worker(SCRIPT, {
+      workerData: { cacheMiB, instanceId },
+      resourceLimits: { maxOldGenerationSizeMb: HEAP_MIB, maxYoungGenerationSizeMb: 32 },
+    });
     const fold = new FoldThread(worker, eventStore);
     let onStarted!: (started: boolean) => void;
     const started = new Promise<boolean>((resolve) => (onStarted = resolve));

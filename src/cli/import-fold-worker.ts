@@ -21,8 +21,9 @@ async function fold(): Promise<void> {
     warn: (m: unknown) => void process.stderr.write(`${String(m)}\n`),
     error: (m: unknown) => void process.stderr.write(`${String(m)}\n`),
   });
-  const config = loadConfig();
-  const { cacheMiB } = workerData as { cacheMiB: number };
+  // The import's instance id: one holder of the leases, which the fold at the end (foldImported) holds on and gives back.
+  const { cacheMiB, instanceId } = workerData as { cacheMiB: number; instanceId: string };
+  const config = { ...loadConfig(), instanceId };
   // As openStores makes them, the sealed store at hand (the import's thread sealed what was written
   // before encryption); the key store without the large cache: the values come from that thread.
   const sqlite = sharedSqliteConnection(config, cacheMiB)!;

@@ -14,6 +14,14 @@ import { count, duration } from './output';
  * (APPENDED_KEPT), which the fold takes rather than opening them again.
  */
 const AHEAD_MOST = 20_000;
+/**
+ * How long the fold's leases last unrenewed: past the promotion of a million records' read models,
+ * whose index builds hold this thread (renewing every projectionLeaseMs / 3) for tens of seconds.
+ * A service started meanwhile waits for the promotion rather than take the leases and rebuild
+ * beside it. Should the import die (kill -9), a service on this machine takes them over at once
+ * (isGoneFromThisMachine), as from any instance that no longer runs.
+ */
+const LEASE_MS = 10 * 60_000;
 /** Replaced generations are kept this long after the fold's promotion: a service's reads that resolved them just before. */
 const GRACE_MS = 1000;
 const TTY_EVERY_MS = 200;
@@ -54,7 +62,7 @@ export class FoldAlongside {
   /** The fold, started, if this command could take every read model's lease (else none, every lease given back); not where the store cannot count its events. */
   static async start(eventStore: EventStore, readStore: ReadStore, config: FoldConfig, signal: AbortSignal): Promise<FoldAlongside | undefined> {
     if (eventStore.eventsBetween(START, START) === null) return undefined;
-    const lease = { holder: config.instanceId, ttlMs: config.projectionLeaseMs };
+    const lease = { holder: config.instanceId, ttlMs: Math.max(config.projectionLeaseMs, LEASE_MS) };
     const projectors = READ_MODELS.map((p) => new Projector(p, eventStore, readStore, lease));
     const taken: Projector[] = [];
     for (const projector of projectors) {

@@ -174,7 +174,7 @@ export async function runImport(
   const fold = !(await foldsAlongside(eventStore, file, dryRun))
     ? undefined
     : FoldThread.available
-      ? await FoldThread.start(eventStore, CACHE_MIB, signal)
+      ? await FoldThread.start(eventStore, { cacheMiB: CACHE_MIB, instanceId: config.instanceId }, signal)
       : await FoldAlongside.start(eventStore, readStore, config, signal);
   if (fold instanceof FoldThread) importer.appending = (values) => fold.values(values);
   const inFlight: Promise<{ rows: CheckedRow[]; outcomes: Outcome[] }>[] = [];
