@@ -3,6 +3,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
+import { setFlagsFromString } from 'node:v8';
 import { ConfigError, loadConfig, parseAccessTokens, TOKEN_FILE } from '../config/config';
 import type { FieldFault } from '../errors';
 import { Refusal } from '../errors';
@@ -76,6 +77,8 @@ const BATCH = 10_000;
 const CACHE_MIB = 64;
 /** Batches under way at once: the next is checked while one is written. */
 const IN_FLIGHT = 2;
+/** How much V8 grows the heap after a collection, in percent of what is live (see importCommand). */
+const HEAP_GROWING_PERCENT = 100;
 const TTY_EVERY_MS = 200;
 const LINE_EVERY_MS = 5000;
 
@@ -387,6 +390,9 @@ export async function importCommand(
     process.stdout.write(invocation.help);
     return 0;
   }
+  // After each collection the heap may grow to twice what is live, no more: V8 would let a bulk run's
+  // garbage pile up to four times that (about 200 MiB more at peak), for a few percent more CPU.
+  setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
   const stores = await open({ cacheMiB: CACHE_MIB });
   const interrupt = new AbortController();
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupt.abort());
