@@ -160,6 +160,22 @@ describeOnSqlite('CLI import', () =>
           expect((await app.http.get(withToken(`customers/${row.id}?as_of=${Number(row.created) - 1}`))).status).toBe(404);
         });
 
+        it('erases an imported record as any other: its key destroyed (crypto-shredding), then read as unknown, its history blank', async () => {
+          const row = await rowOf(file, 60_000);
+          const erased = await app.http.post(withToken(`customers/${row.id}/erase`));
+          expect(erased.status).toBe(200);
+          expect((await app.http.get(withToken(`customers/${row.id}`))).status).toBe(404);
+          const history = await app.http.get(withToken(`customers/${row.id}/history`));
+          expect(history.body.data.map((e: { event: string }) => e.event)).toEqual(['CustomerCreated', 'CustomerErased']);
+          expect(Object.values(history.body.data[0].changes as Record<string, unknown>).every((v) => v === null)).toBe(true);
+          const keys = new Database(join(dataDir, 'keys.sqlite'), { readonly: true });
+          try {
+            expect(keys.prepare('SELECT key FROM data_keys WHERE key_id = ?').get(`customer-${row.id}`)).toEqual({ key: null });
+          } finally {
+            keys.close();
+          }
+        });
+
         it('tells each import in the change feed as customer.created, at its created time, with the import', async () => {
           const page = await fetch(`${app.baseUrl}/v1/events?limit=5`, { headers: { authorization: `Bearer ${TOKENS.a}` } });
           const entries = ((await page.json()) as { data: { type: string; time: string; data: { imported?: { file: string } } }[] }).data;
