@@ -42,8 +42,6 @@ export class FoldAlongside {
   private done = 0;
   private progressed?: () => void;
   private failed = false;
-  /** Hears of each step of the fold (events folded so far; failed: left to the fold at the end): the fold thread's parent (FoldThread). */
-  onProgress?: (done: number, failed: boolean) => void;
   private readonly renew: NodeJS.Timeout;
   private end!: () => void;
   private live!: Promise<void>;
@@ -85,7 +83,6 @@ export class FoldAlongside {
       onProgress: ({ done }) => {
         fold.done = done;
         fold.progressed?.();
-        fold.onProgress?.(done, false);
       },
       onLive: onLive,
     }).catch((error: unknown) => {
@@ -93,7 +90,6 @@ export class FoldAlongside {
       if (!signal.aborted) process.stderr.write(`Folding the rows as they came failed (${(error as Error).message}): the read models are folded at the end\n`);
       fold.failed = true;
       fold.progressed?.();
-      fold.onProgress?.(fold.done, true);
       onLive();
     });
     return fold;

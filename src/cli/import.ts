@@ -15,10 +15,8 @@ import {
   Position,
   RecordErasedError,
   START,
-  StreamAppend,
   WrongExpectedRevisionError,
 } from '../event-store/event-store.port';
-import { plainValues } from '../sealing/sealed-event-store';
 import { slugKey } from '../profiles/profile.decider';
 import { SlugReservations } from '../profiles/slug-reservations';
 import type { ReadStore } from '../read-store/read-store.port';
@@ -27,7 +25,6 @@ import { streamIdOf } from '../records/record';
 import type { RecordWriter } from '../records/record-writer';
 import { formatOf, readRows } from './import-file';
 import { FoldAlongside, foldImported } from './import-fold';
-import { FoldThread } from './import-fold-thread';
 import { checkRow, CheckedRow, differences, IMPORT_KINDS, ImportKind } from './import-rows';
 import { count, duration } from './output';
 import { operator } from './parked';
@@ -173,13 +170,7 @@ export async function runImport(
     `${dryRun ? 'Checking' : 'Importing'} ${kind.name} from ${file} into account ${accountId}${dryRun ? ' (dry run: nothing is written)' : ''}\n`,
   );
   // A large import is folded as it goes, unless the service runs and folds it (FoldAlongside).
-  // In a thread of its own where the command runs as built: the second core folds while this one imports.
-  const fold = !(await foldsAlongside(eventStore, file, dryRun))
-    ? undefined
-    : FoldThread.available
-      ? await FoldThread.start(eventStore, { cacheMiB: CACHE_MIB, instanceId: config.instanceId }, signal)
-      : await FoldAlongside.start(eventStore, readStore, config, signal);
-  if (fold instanceof FoldThread) importer.appending = (values) => fold.values(values);
+  const fold = (await foldsAlongside(eventStore, file, dryRun)) ? await FoldAlongside.start(eventStore, readStore, config, signal) : undefined;
   const inFlight: Promise<{ rows: CheckedRow[]; outcomes: Outcome[] }>[] = [];
   const settle = async () => {
     const { rows, outcomes } = await inFlight.shift()!;
@@ -242,8 +233,6 @@ class Importer {
   private readonly reservations: SlugReservations<Pick<RecordWriter, 'load'>>;
   /** The position of the last event appended. */
   appended: Position = START;
-  /** Hears the values of each batch's events before they are appended (plainValues, by event id): the fold thread's, which takes them rather than open them. */
-  appending?: (values: [string, string][]) => void;
 
   constructor(
     private readonly kind: ImportKind,
@@ -274,14 +263,13 @@ class Importer {
     if (this.dryRun) return Promise.all(rows.map((row) => this.existing(row)));
     const metadata = this.metadata();
     const { kind } = this.kind;
-    const appends: StreamAppend[] = rows.map((row) => ({
-      streamId: streamIdOf(kind, row.id),
-      events: [importedCreation(kind, row.fields, new Date(row.created * 1000), metadata)],
-      expected: 'no_stream',
-    }));
-    // Before the append: the fold thread must have them when it reads the events back.
-    this.appending?.(appends.map(({ events: [event] }) => [event.id, plainValues(event.data)]));
-    const outcomes = await this.eventStore.appendToStreams(appends);
+    const outcomes = await this.eventStore.appendToStreams(
+      rows.map((row) => ({
+        streamId: streamIdOf(kind, row.id),
+        events: [importedCreation(kind, row.fields, new Date(row.created * 1000), metadata)],
+        expected: 'no_stream',
+      })),
+    );
     for (const o of outcomes) if ('result' in o && comparePositions(o.result.position, this.appended) > 0) this.appended = o.result.position;
     return Promise.all(rows.map((row, i) => this.outcomeOf(row, outcomes[i])));
   }

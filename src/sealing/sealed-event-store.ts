@@ -171,17 +171,6 @@ export class SealedEventStore implements EventStore {
     return outcomes;
   }
 
-  /**
-   * Values of events appended by another thread of this process (an import's, to its fold thread:
-   * cli/import-fold-thread.ts), by event id (plainValues): this store's subscriptions take them as
-   * those of events appended here, rather than open them. Kept only while a subscription runs.
-   */
-  keepValues(values: [eventId: string, values: string][]): void {
-    if (this.subscriptions === 0) return;
-    if (this.appendedHere.size + values.length > APPENDED_KEPT) this.appendedHere.clear();
-    for (const [id, v] of values) this.appendedHere.set(id, v);
-  }
-
   /** The events with their values sealed, apart from the append's wait: its KeyObject is let go before the disk's sync. */
   private sealValues(ownKey: boolean, events: NewEvent[], keyBytes: Buffer): NewEvent[] {
     const key = keyObject(keyBytes);
