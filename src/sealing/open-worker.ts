@@ -1,10 +1,12 @@
-// The script of OpeningThread's worker: opens each batch it is sent and answers with the plaintexts.
+// The script of OpeningThread's worker: opens each batch it is sent and answers with the plaintexts,
+// or seals a batch of new records' values, their keys made first (SealRequest).
 import type { Statement } from 'better-sqlite3';
 import { parentPort } from 'node:worker_threads';
 import { Database, SqliteDatabase } from '../storage/sqlite-database';
 import { KEY_BYTES } from '../key-store/key-store.port';
-import { keyObjectsOnce, openOrNull } from './data-keys';
-import type { OpenAnswer, OpenRequest } from './opening-thread';
+import { randomBytesPooled } from '../key-store/random-bytes';
+import { keyObject, keyObjectsOnce, openOrNull, seal } from './data-keys';
+import type { OpenAnswer, OpenRequest, SealAnswer, SealRequest } from './opening-thread';
 
 /** Keys read at once: json_each takes any number, but the rows of one read are held together. */
 const KEYS_A_READ = 1000;
@@ -27,7 +29,8 @@ interface KeyRow {
   key: Buffer | null;
 }
 
-parentPort!.on('message', (request: OpenRequest) => {
+parentPort!.on('message', (request: OpenRequest | SealRequest) => {
+  if ('plaintexts' in request) return sealBatch(request);
   const { id, sealed, contexts, keyOf } = request;
   let absent: string[] | undefined;
   let keyBytes: (k: number) => Uint8Array | null;
@@ -99,4 +102,49 @@ function readKeys(file: string, keyIds: string[]): { bytes: (Buffer | null)[]; a
   }
   const absent = keyIds.filter((keyId) => !found.has(keyId));
   return { bytes: keyIds.map((keyId) => found.get(keyId) ?? null), absent };
+}
+
+/** The SQLite key store this thread makes keys in (SealRequest.keyFile): one file a thread, opened once, durable. */
+let keyMaker: { file: string; make: (keyIds: string[]) => (Buffer | null)[] } | undefined;
+
+function sealBatch({ id, keyFile, keyIds, contexts, plaintexts }: SealRequest): void {
+  let keys: (Buffer | null)[];
+  try {
+    keys = makeKeys(keyFile, keyIds);
+  } catch (error) {
+    return parentPort!.postMessage({ id, sealed: [], error: (error as Error).message } satisfies SealAnswer);
+  }
+  const sealed = plaintexts.map((plaintext, i) => {
+    const key = keys[i];
+    return key ? seal(keyObject(key), plaintext, contexts[i]) : null;
+  });
+  parentPort!.postMessage({ id, sealed } satisfies SealAnswer);
+}
+
+/**
+ * Each id's key, as SqliteKeyStore.obtain makes it (the same statements, the same settings: durable,
+ * zeroing what is deleted), in one transaction, committed and synced before this returns: made, or
+ * the key it has, or null where destroyed. In the order of their ids: each page of the ids' index is
+ * changed by a run of inserts, not at random.
+ */
+function makeKeys(file: string, keyIds: string[]): (Buffer | null)[] {
+  if (keyMaker?.file !== file) {
+    const db = new Database(file, { fileMustExist: true });
+    db.pragma('busy_timeout = 60000');
+    db.pragma('synchronous = FULL');
+    db.pragma('secure_delete = ON');
+    const insert = db.prepare<[string, Buffer]>('INSERT INTO data_keys (key_id, key) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING');
+    const select = db.prepare<[string], { key: Buffer | null }>('SELECT key FROM data_keys WHERE key_id = ?');
+    const make = db.transaction((ids: string[]) => {
+      const keys = new Array<Buffer | null>(ids.length);
+      const order = ids.map((_, i) => i).sort((a, b) => (ids[a] < ids[b] ? -1 : 1));
+      for (const i of order) {
+        const key = randomBytesPooled(KEY_BYTES);
+        keys[i] = insert.run(ids[i], key).changes === 1 ? key : select.get(ids[i])!.key;
+      }
+      return keys;
+    });
+    keyMaker = { file, make: (ids) => make.immediate(ids) };
+  }
+  return keyMaker.make(keyIds);
 }

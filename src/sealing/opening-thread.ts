@@ -20,6 +20,26 @@ export interface OpenRequest {
 }
 
 /**
+ * A batch of new records' values to seal (a bulk import's): each record's key made (or found) in the
+ * SQLite key store in `keyFile`, one durable transaction for the batch, then its value sealed with
+ * it, `contexts[i]` (its event's id) bound in.
+ */
+export interface SealRequest {
+  id: number;
+  keyFile: string;
+  keyIds: string[];
+  contexts: string[];
+  plaintexts: string[];
+}
+
+/** Each value sealed, in order, or null where its record's key is destroyed (erased); `error`: the keys could not be made. */
+export interface SealAnswer {
+  id: number;
+  sealed: (string | null)[];
+  error?: string;
+}
+
+/**
  * Each sealed value opened, in order: its plaintext, or null where it does not open (its key
  * destroyed, too). Where the thread read the keys, `absent` names those the key store does not have
  * (not even a destroyed key's tombstone); their values are null. `error`: the keys could not be read.
@@ -47,7 +67,7 @@ export class OpeningThread {
   private worker?: Worker;
   private closed = false;
   private nextId = 0;
-  private readonly waiting = new Map<number, { resolve: (answer: OpenAnswer) => void; reject: (error: unknown) => void }>();
+  private readonly waiting = new Map<number, { resolve: (answer: OpenAnswer | SealAnswer) => void; reject: (error: unknown) => void }>();
 
   /** Whether the thread runs (started, not ended since): a batch sent now waits on no start-up. */
   get started(): boolean {
@@ -93,7 +113,21 @@ export class OpeningThread {
     return { opened: answer.opened, absent: answer.absent ?? [] };
   }
 
-  private ask(request: Omit<OpenRequest, 'id'>): Promise<OpenAnswer> {
+  /**
+   * Seals each value with its record's key, made by the thread in the SQLite key store in `keyFile`
+   * (a connection of its own, durable: the keys are on disk before this resolves), or found there:
+   * the key store's inserts and the ciphers off the caller's thread. Null where the key is destroyed.
+   */
+  async sealMakingKeys(keyFile: string, keyIds: string[], contexts: string[], plaintexts: string[]): Promise<(string | null)[]> {
+    if (this.closed) throw new Error('The store is closed');
+    const answer = (await this.ask({ keyFile, keyIds, contexts, plaintexts })) as SealAnswer;
+    if (answer.error !== undefined) throw new Error(`The thread sealing values could not make the keys: ${answer.error}`);
+    return answer.sealed;
+  }
+
+  private ask(request: Omit<OpenRequest, 'id'>): Promise<OpenAnswer>;
+  private ask(request: Omit<SealRequest, 'id'>): Promise<SealAnswer>;
+  private ask(request: Omit<OpenRequest, 'id'> | Omit<SealRequest, 'id'>): Promise<OpenAnswer | SealAnswer> {
     this.start();
     const worker = this.worker!;
     const id = this.nextId++;
@@ -101,7 +135,7 @@ export class OpeningThread {
       // Referenced while it has work: a CLI's rebuild waiting only on the thread must not exit.
       if (this.waiting.size === 0) worker.ref();
       this.waiting.set(id, { resolve, reject });
-      worker.postMessage({ id, ...request } satisfies OpenRequest);
+      worker.postMessage({ id, ...request });
     });
   }
 
@@ -119,7 +153,7 @@ export class OpeningThread {
     const settled = () => {
       if (this.waiting.size === 0 && !this.closed) worker.unref(); // idle, it keeps no process alive
     };
-    worker.on('message', (answer: OpenAnswer) => {
+    worker.on('message', (answer: OpenAnswer | SealAnswer) => {
       const { id } = answer;
       this.waiting.get(id)?.resolve(answer);
       this.waiting.delete(id);

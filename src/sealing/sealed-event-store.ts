@@ -1,5 +1,6 @@
 import {
   asUnreadable,
+  RecordErasedError,
   type AppendOutcome,
   type AppendResult,
   type EventBatch,
@@ -66,6 +67,9 @@ export const versioned = <E extends { metadata: object }>(event: E): E => ({ ...
 
 /** Batches a subscription reads and opens ahead of the one its caller folds. */
 const READ_AHEAD = 2;
+
+/** Batches of at least this many new records (a bulk import's) have their keys made and their values sealed in the worker thread. */
+const SEAL_IN_THREAD_FROM = 256;
 
 /** Batches with at least this many sealed values are opened in the worker thread; smaller ones (a live projector's) at once. */
 const OPEN_IN_THREAD_FROM = 256;
@@ -145,6 +149,11 @@ export class SealedEventStore implements EventStore {
    * append whose key cannot be had (erased: RecordErasedError) has that as its outcome; the others go on.
    */
   async appendToStreams(appends: StreamAppend[]): Promise<AppendOutcome[]> {
+    if (appends.length >= SEAL_IN_THREAD_FROM && this.keyFile && appends.every((a) => this.isNewRecord(a))) {
+      // The first large batch starts the thread, and is sealed here while the thread loads its script.
+      if (this.thread!.started) return this.appendSealedInThread(appends, this.keyFile);
+      this.thread!.start();
+    }
     const outcomes = new Array<AppendOutcome>(appends.length);
     const sealed = await Promise.all(
       appends.map(async ({ streamId, events, expected }, i): Promise<StreamAppend | undefined> => {
@@ -167,6 +176,51 @@ export class SealedEventStore implements EventStore {
       const outcome = results[next++];
       if ('error' in outcome) for (const event of append.events) this.appendedHere.delete(event.id);
       outcomes[i] = outcome;
+    });
+    return outcomes;
+  }
+
+  /** A new record's create (a bulk import's row): one event with values, in its own stream, which it starts. */
+  private isNewRecord({ streamId, events, expected }: StreamAppend): boolean {
+    return (
+      expected === 'no_stream' && events.length === 1 && this.isRecord(streamId) && keyStreamOf(streamId) === streamId && Object.keys(events[0].data).length > 0
+    );
+  }
+
+  /**
+   * As appendToStreams, for a large batch of new records (a bulk import's): their keys made and their
+   * values sealed in the thread (OpeningThread.sealMakingKeys), which the key store's inserts and the
+   * ciphers would otherwise cost this one as much as the rest of a row. Keys made there are not
+   * kept in this process's cache: a bulk import's would only push out the ones requests use.
+   */
+  private async appendSealedInThread(appends: StreamAppend[], keyFile: string): Promise<AppendOutcome[]> {
+    const events = appends.map((a) => a.events[0]);
+    const values = events.map((e) => plainValues(e.data));
+    const sealed = await this.thread!.sealMakingKeys(
+      keyFile,
+      appends.map((a) => a.streamId),
+      events.map((e) => e.id),
+      values,
+    );
+    const outcomes = new Array<AppendOutcome>(appends.length);
+    const sent: StreamAppend[] = [];
+    const sentAt: number[] = [];
+    if (this.subscriptions > 0 && this.appendedHere.size + appends.length > APPENDED_KEPT) this.appendedHere.clear();
+    sealed.forEach((value, i) => {
+      if (value === null) {
+        outcomes[i] = { error: new RecordErasedError(appends[i].streamId) };
+        return;
+      }
+      const event = events[i];
+      if (this.subscriptions > 0) this.appendedHere.set(event.id, values[i]);
+      const data: SealedData = { fields: Object.keys(event.data), sealed: value };
+      sent.push({ ...appends[i], events: [{ ...versioned(event), data: data as unknown as Record<string, unknown> }] });
+      sentAt.push(i);
+    });
+    const results = sent.length > 0 ? await this.inner.appendToStreams(sent) : [];
+    results.forEach((outcome, k) => {
+      outcomes[sentAt[k]] = outcome;
+      if ('error' in outcome) this.appendedHere.delete(sent[k].events[0].id);
     });
     return outcomes;
   }
