@@ -120,7 +120,7 @@ export class OpeningThread {
    */
   async sealMakingKeys(keyFile: string, keyIds: string[], contexts: string[], plaintexts: string[]): Promise<(string | null)[]> {
     if (this.closed) throw new Error('The store is closed');
-    const answer = (await this.ask({ keyFile, keyIds, contexts, plaintexts })) as SealAnswer;
+    const answer = await this.ask({ keyFile, keyIds, contexts, plaintexts });
     if (answer.error !== undefined) throw new Error(`The thread sealing values could not make the keys: ${answer.error}`);
     return answer.sealed;
   }
