@@ -102,7 +102,9 @@ export class MongoDbKeyStore implements KeyStore {
   }
 
   async reopenErasure(keyId: string, erasedBy: string): Promise<void> {
-    await this.guard(() => this.keys.updateOne({ _id: keyId, key: null }, [{ $set: { pending: true, erasedBy: { $ifNull: ['$erasedBy', erasedBy] } } }]));
+    // $literal: in a pipeline an account starting with $ would be read as a field path or variable.
+    const update = [{ $set: { pending: true, erasedBy: { $ifNull: ['$erasedBy', { $literal: erasedBy }] } } }];
+    await this.guard(() => this.keys.updateOne({ _id: keyId, key: null }, update));
   }
 
   async close(): Promise<void> {
