@@ -67,6 +67,14 @@ export function keyStoreContract(adapter: string, open: () => Promise<{ store: K
       expect(await store.destroyedAmong(many)).toEqual(new Set([destroyed]));
     });
 
+    it('leaves destroyed, for good, a key destroyed while it is made', async () => {
+      const keyIds = Array.from({ length: 20 }, () => id());
+      await Promise.all(keyIds.flatMap((k) => [store.obtain(k, { isNew: true }), store.destroy(k, 'acc-1')]));
+      for (const k of keyIds) expect(await store.obtain(k)).toBeNull();
+      expect((await store.pendingErasures('customer-')).map((p) => p.keyId)).toEqual(expect.arrayContaining(keyIds));
+      for (const k of keyIds) await store.finishErasure(k);
+    });
+
     it('destroys the key of an id that never had one, so none is made for it later', async () => {
       const keyId = id();
       await store.destroy(keyId, 'acc-1');

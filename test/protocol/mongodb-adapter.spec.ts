@@ -739,6 +739,34 @@ describe('MongoDB key store: a key another writer made, not yet on a majority', 
   });
 });
 
+describe('MongoDB key store: a destroy racing the making of the same key', () => {
+  it("destroys the key another writer inserted between its upsert's query and its insert, rather than taking the duplicate for an erasure", async () => {
+    // The upsert's filter is not equalities alone ($exists), so the server does not retry its
+    // duplicate (mongodb/mongo src/mongo/db/ops/write_ops_exec.cpp, shouldRetryDuplicateKeyException).
+    const updates: Document[] = [];
+    mongo = await startSilentMongo((command) => {
+      if (command.createIndexes) return { ok: 1 };
+      if (command.update !== 'data_keys') return null;
+      updates.push(command.updates[0]);
+      if (command.updates[0].upsert) {
+        const duplicate = { index: 0, code: 11000, errmsg: 'E11000 duplicate key error', keyPattern: { _id: 1 }, keyValue: { _id: 'customer-1' } };
+        return { n: 0, nModified: 0, ok: 1, writeErrors: [duplicate] };
+      }
+      return { n: 1, nModified: 1, ok: 1 };
+    });
+    const keys = await MongoDbKeyStore.connect(mongo.uri, 'keys', 2000);
+    try {
+      await keys.destroy('customer-1', 'acc-1');
+    } finally {
+      await keys.close();
+    }
+    expect(updates.map((u) => [u.q, u.upsert === true, Object.keys(u.u.$set)])).toEqual([
+      [{ _id: 'customer-1', erasedAt: { $exists: false } }, true, ['key', 'erasedBy', 'erasedAt', 'pending']],
+      [{ _id: 'customer-1', erasedAt: { $exists: false } }, false, ['key', 'erasedBy', 'erasedAt', 'pending']],
+    ]);
+  });
+});
+
 describe("MongoDB key store: a restore's erasure made pending again", () => {
   it('sends the account as a literal, which the pipeline update would otherwise read as a field path or variable when it starts with $', async () => {
     // mongodb/mongo src/mongo/db/pipeline/expression.cpp, Expression::parseOperand: a string operand
