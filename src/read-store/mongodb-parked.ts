@@ -67,6 +67,21 @@ export class MongoDbParked {
     await this.skips.createIndex({ collection: 1, at: 1, _id: 1 }, { name: 'by_collection' });
   }
 
+  /**
+   * Refuses (ParkedStreamMovedError) a settlement of a stream parked further, or gone, since it was
+   * read, before its commit writes anything: with no transaction, the documents and the skip written
+   * first would stay though the settlement is refused. apply's conditional updates check again,
+   * against a folder that parks the stream in between.
+   */
+  async refuseMoved(collection: string, generation: number, settled: NonNullable<ParkedChanges['settled']>): Promise<void> {
+    if (settled.length === 0) return;
+    const ids = settled.map((s) => parkedId(collection, generation, s.streamId));
+    const stored = await this.parked.find({ _id: { $in: ids } }, { projection: { lastRevision: 1 } }).toArray();
+    const last = new Map(stored.map((d) => [d._id, d.lastRevision]));
+    const moved = settled.find((s, i) => last.get(ids[i]) !== s.seen.lastRevision);
+    if (moved) throw new ParkedStreamMovedError(moved.streamId);
+  }
+
   async apply(collection: string, generation: number, changes: ParkedChanges, now = Date.now()): Promise<void> {
     const parked = changes.parked ?? [];
     if (parked.length > 0) {
