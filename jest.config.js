@@ -11,22 +11,26 @@ const common = {
   setupFilesAfterEnv: ['<rootDir>/test/support/quiet-nest.ts', '<rootDir>/test/support/observe-statuses.ts'],
 };
 
-/** test/e2e suites that the WORKERS=2 project leaves out (see there). */
+/** Suites under test/ that the WORKERS=2 project leaves out (see there). */
 const PER_REQUEST_SUITES = [
-  'cli',
-  'cli-import',
-  'cli-verify',
-  'cli-feed-tail',
-  'backup-restore',
-  'browser',
-  'openapi',
-  'typed-client',
-  'docs-walkthrough',
-  'docs-feed-consumer',
-  'cors',
-  'http-errors',
-  'single-values',
-  'feed-large-entries',
+  'e2e/cli',
+  'e2e/cli-import',
+  'e2e/cli-verify',
+  'e2e/cli-feed-tail',
+  'e2e/backup-restore',
+  'e2e/browser',
+  'e2e/openapi',
+  'e2e/typed-client',
+  'e2e/docs-walkthrough',
+  'e2e/docs-feed-consumer',
+  'e2e/cors',
+  'e2e/http-errors',
+  'e2e/single-values',
+  'e2e/feed-large-entries',
+  'e2e/feed-slow-consumer',
+  'e2e/audit',
+  'reliability/hostile-input',
+  'reliability/tenancy-fuzz',
 ];
 
 /** @type {import('jest').Config} */
@@ -41,7 +45,7 @@ module.exports = {
       ...common,
       displayName: 'WORKERS=2',
       testRegex: 'test/(e2e|reliability)/.*\\.e2e-spec\\.ts$',
-      testPathIgnorePatterns: [`/test/e2e/(${PER_REQUEST_SUITES.join('|')})\\.e2e-spec\\.ts$`, '/test/reliability/hostile-input\\.e2e-spec\\.ts$'],
+      testPathIgnorePatterns: [`/test/(${PER_REQUEST_SUITES.join('|')})\\.e2e-spec\\.ts$`],
       setupFiles: ['<rootDir>/test/support/workers-2.js'],
     },
   ],
