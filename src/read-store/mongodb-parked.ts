@@ -76,7 +76,9 @@ export class MongoDbParked {
   async refuseMoved(collection: string, generation: number, settled: NonNullable<ParkedChanges['settled']>): Promise<void> {
     if (settled.length === 0) return;
     const ids = settled.map((s) => parkedId(collection, generation, s.streamId));
-    const stored = await this.parked.find({ _id: { $in: ids } }, { projection: { lastRevision: 1 } }).toArray();
+    // The primary's latest, not the majority snapshot the client reads by default: a park by another
+    // folder applied but not yet majority-committed refuses here too (one later rolled back: a retry).
+    const stored = await this.parked.find({ _id: { $in: ids } }, { projection: { lastRevision: 1 }, readConcern: { level: 'local' } }).toArray();
     const last = new Map(stored.map((d) => [d._id, d.lastRevision]));
     const moved = settled.find((s, i) => last.get(ids[i]) !== s.seen.lastRevision);
     if (moved) throw new ParkedStreamMovedError(moved.streamId);
