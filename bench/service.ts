@@ -48,7 +48,8 @@ export async function startService(
     ...serviceNodeFlags(),
     ...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []),
     ...nodeFlags,
-    join(ROOT, 'dist', 'main.js'),
+    // BENCH_SERVICE_DIST: another build's dist/ (a checkout's, built there), to measure it against this one in turn.
+    join(process.env.BENCH_SERVICE_DIST ?? join(ROOT, 'dist'), 'main.js'),
   ];
   // In the cgroup: a shell joins it, then becomes the service (exec: the same pid).
   const [file, ...args] = cgroup ? ['/bin/sh', '-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, ...command] : command;

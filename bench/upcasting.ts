@@ -6,7 +6,7 @@ import { comparePositions, type EventBatch, type EventStore, START, type StoredE
 import { UpcastingEventStore } from '../src/event-store/upcasting-event-store';
 import { RECORD_KINDS } from '../src/read-models';
 import { openEventStore } from '../src/stores/stores.module';
-import { load1 } from './measure';
+import { load1, numberArg } from './measure';
 import { seedEvents } from './seed-events';
 
 /** Events read into memory for the registry's own cost, and how many times they go through it. */
@@ -14,7 +14,7 @@ const SAMPLE = 200_000;
 const PASSES = 10;
 
 /**
- * `npm run bench -- upcasting [events] [--before <dir>]`: what reading every event through its
+ * `npm run bench -- upcasting [events] [--before <dir>] [--rounds N]`: what reading every event through its
  * kind's registry of upcasters (src/event-store/upcasting-event-store.ts) costs. Seeds two embedded
  * stores alike (bench/seed-events.ts, 1,000,000 events by default) and seals them: one in version 1
  * (as events were stored before they carried a version: each record event goes through the first
@@ -24,7 +24,7 @@ const PASSES = 10;
  *    UpcastingEventStore's subscription PASSES times: its CPU per event, in each shape.
  * 2. The operators' rebuild (`projections rebuild all --grace-seconds 0`, the CLI in a process of its
  *    own) of each store, by this build and, with `--before`, by a checkout of the build before the
- *    registry (built there with `npm run build`), alternately, twice each, each build on its own
+ *    registry (built there with `npm run build`), alternately, `--rounds` times each (2 unless told), each build on its own
  *    copy of the store: events/s, and CPU per event (user + system of the process, from the shell's
  *    `times`).
  */
@@ -32,6 +32,7 @@ export async function main(args: string[]): Promise<void> {
   const count = Number(args.find((a) => /^\d+$/.test(a)) ?? 1_000_000);
   const beforeAt = args.indexOf('--before');
   const before = beforeAt >= 0 ? resolve(args[beforeAt + 1]) : undefined;
+  const rounds = numberArg(args, '--rounds', 2);
   const dir = mkdtempSync(join(tmpdir(), 'bench-upcasting-'));
   try {
     const stores: Record<string, string> = {};
@@ -59,7 +60,7 @@ export async function main(args: string[]): Promise<void> {
 
     const builds: [string, string][] = [['this build', resolve('dist')]];
     if (before) builds.push(['the build before', join(before, 'dist')]);
-    console.log(`\nRebuild of every read model (projections rebuild all), alternately, twice each:`);
+    console.log(`\nRebuild of every read model (projections rebuild all), alternately, ${rounds} times each:`);
     console.log('| build | events in | run | events/s | CPU µs per event | load (1 min) |');
     console.log('|---|---|---:|---:|---:|---:|');
     for (const [shape, file] of Object.entries(stores)) {
@@ -71,7 +72,7 @@ export async function main(args: string[]): Promise<void> {
         copyFileSync(join(dir, 'keys.sqlite'), join(dataDir, 'keys.sqlite'));
         return { dist, dataDir };
       });
-      for (let run = 1; run <= 2; run++) {
+      for (let run = 1; run <= rounds; run++) {
         for (const [i, [name]] of builds.entries()) {
           const { seconds, cpu } = rebuildWith(copies[i].dist, copies[i].dataDir);
           console.log(`| ${name} | version ${shape.slice(1)} | ${run} | ${Math.round(count / seconds)} | ${((cpu * 1e6) / count).toFixed(1)} | ${load1()} |`);

@@ -366,9 +366,18 @@ function toPosition(globalPosition: number): Position {
 
 /** A row as an event; one whose JSON does not parse (changed by hand) is unreadable (UnreadableEventError). */
 function toStoredEvent([globalPosition, id, streamId, revision, type, data, metadata, recordedAt]: EventTuple): StoredEvent {
-  const place = { id, streamId, revision, position: toPosition(globalPosition), type, recordedAt: new Date(recordedAt) };
   try {
-    return { ...place, data: JSON.parse(data) as StoredEvent['data'], metadata: JSON.parse(metadata) as EventMetadata };
+    // One literal, fields in one order: every event of one shape, none copied (each is read once per subscriber).
+    return {
+      id,
+      streamId,
+      revision,
+      position: toPosition(globalPosition),
+      type,
+      data: JSON.parse(data) as StoredEvent['data'],
+      metadata: JSON.parse(metadata) as EventMetadata,
+      recordedAt: new Date(recordedAt),
+    };
   } catch (error) {
     throw new UnreadableEventError(streamId, revision, `its JSON does not parse (${(error as Error).message})`);
   }

@@ -235,9 +235,8 @@ export class UpcastingEventStore implements EventStore {
 
 /** One stored event in its type's current shape, through its chain's steps from its version. */
 function upcast(registry: Registry, event: StoredEvent): StoredEvent[] {
-  const version = event.metadata.eventVersion ?? 1;
+  let version = event.metadata.eventVersion ?? 1;
   const current = registry.current.get(event.type) ?? 1;
-  if (version === current) return [event];
   if (version > current) {
     throw new UnreadableEventError(
       event.streamId,
@@ -245,19 +244,37 @@ function upcast(registry: Registry, event: StoredEvent): StoredEvent[] {
       `it is ${event.type} version ${version}, newer than the ${current} this version of the service reads`,
     );
   }
-  const steps = registry.chains[event.type][version](event);
+  // The usual step, one event in and one of its type out, taken in a loop: no arrays on the way.
+  while (version < current) {
+    const steps = registry.chains[event.type][version](event);
+    if (steps.length !== 1 || steps[0].type !== event.type) return upcastEach(registry, event, version, steps);
+    event = stamp(steps[0], event, ++version);
+  }
+  return [event];
+}
+
+/** What a step that made several events, none, or another type made, each taken on to its own current version. */
+function upcastEach(registry: Registry, event: StoredEvent, version: number, steps: StoredEvent[]): StoredEvent[] {
   const out: StoredEvent[] = [];
   // Metadata stamped here, when a step shares one among several events (each then gets a copy).
-  const stamped = steps.length > 1 ? new Set<object>() : undefined;
+  const stamped = new Set<object>();
   for (const next of steps) {
     const nextVersion = next.type === event.type ? version + 1 : (next.metadata.eventVersion ?? registry.current.get(next.type) ?? 1);
-    // A step that made its event's metadata anew (the usual case) has it stamped in place: one copy per step, not two.
-    const own = next !== event && next.metadata !== event.metadata && !stamped?.has(next.metadata);
-    if (own) {
-      next.metadata.eventVersion = nextVersion;
-      stamped?.add(next.metadata);
-    }
-    out.push(...upcast(registry, own ? next : { ...next, metadata: { ...next.metadata, eventVersion: nextVersion } }));
+    const own = next !== event && next.metadata !== event.metadata && !stamped.has(next.metadata);
+    if (own) stamped.add(next.metadata);
+    out.push(...upcast(registry, own ? stamp(next, event, nextVersion) : stamp({ ...next, metadata: { ...next.metadata } }, event, nextVersion)));
   }
   return out;
+}
+
+/**
+ * `next` with its version stamped: in place when the step made its metadata anew (the usual
+ * case: one copy per step, not two), else on a copy (the step passed the event's own on).
+ */
+function stamp(next: StoredEvent, from: StoredEvent, version: number): StoredEvent {
+  if (next !== from && next.metadata !== from.metadata) {
+    next.metadata.eventVersion = version;
+    return next;
+  }
+  return { ...next, metadata: { ...next.metadata, eventVersion: version } };
 }

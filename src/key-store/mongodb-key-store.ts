@@ -81,14 +81,17 @@ export class MongoDbKeyStore implements KeyStore {
   }
 
   async destroy(keyId: string, erasedBy: string): Promise<void> {
-    await this.guard(() =>
-      this.keys.updateOne(
-        { _id: keyId, erasedAt: { $exists: false } },
-        { $set: { key: null, erasedBy, erasedAt: new Date(), pending: true } },
-        { upsert: true },
-      ),
-    ).catch((error) => {
-      if (!isDuplicateKey(error)) throw error; // erased already: the upsert found no unerased key
+    const erase = (upsert: boolean) =>
+      this.guard(() =>
+        this.keys.updateOne({ _id: keyId, erasedAt: { $exists: false } }, { $set: { key: null, erasedBy, erasedAt: new Date(), pending: true } }, { upsert }),
+      );
+    await erase(true).catch(async (error: unknown) => {
+      if (!isDuplicateKey(error)) throw error;
+      // The upsert found no unerased key, and its insert met a document: erased already, or a key
+      // another writer made in between (the server retries no upsert whose filter is not equalities
+      // alone: mongodb/mongo src/mongo/db/ops/write_ops_exec.cpp, shouldRetryDuplicateKeyException),
+      // which this destroys.
+      await erase(false);
     });
   }
 
@@ -102,7 +105,9 @@ export class MongoDbKeyStore implements KeyStore {
   }
 
   async reopenErasure(keyId: string, erasedBy: string): Promise<void> {
-    await this.guard(() => this.keys.updateOne({ _id: keyId, key: null }, [{ $set: { pending: true, erasedBy: { $ifNull: ['$erasedBy', erasedBy] } } }]));
+    // $literal: in a pipeline an account starting with $ would be read as a field path or variable.
+    const update = [{ $set: { pending: true, erasedBy: { $ifNull: ['$erasedBy', { $literal: erasedBy }] } } }];
+    await this.guard(() => this.keys.updateOne({ _id: keyId, key: null }, update));
   }
 
   async close(): Promise<void> {

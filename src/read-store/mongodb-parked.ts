@@ -67,6 +67,23 @@ export class MongoDbParked {
     await this.skips.createIndex({ collection: 1, at: 1, _id: 1 }, { name: 'by_collection' });
   }
 
+  /**
+   * Refuses (ParkedStreamMovedError) a settlement of a stream parked further, or gone, since it was
+   * read, before its commit writes anything: with no transaction, the documents and the skip written
+   * first would stay though the settlement is refused. apply's conditional updates check again,
+   * against a folder that parks the stream in between.
+   */
+  async refuseMoved(collection: string, generation: number, settled: NonNullable<ParkedChanges['settled']>): Promise<void> {
+    if (settled.length === 0) return;
+    const ids = settled.map((s) => parkedId(collection, generation, s.streamId));
+    // The primary's latest, not the majority snapshot the client reads by default: a park by another
+    // folder applied but not yet majority-committed refuses here too (one later rolled back: a retry).
+    const stored = await this.parked.find({ _id: { $in: ids } }, { projection: { lastRevision: 1 }, readConcern: { level: 'local' } }).toArray();
+    const last = new Map(stored.map((d) => [d._id, d.lastRevision]));
+    const moved = settled.find((s, i) => last.get(ids[i]) !== s.seen.lastRevision);
+    if (moved) throw new ParkedStreamMovedError(moved.streamId);
+  }
+
   async apply(collection: string, generation: number, changes: ParkedChanges, now = Date.now()): Promise<void> {
     const parked = changes.parked ?? [];
     if (parked.length > 0) {

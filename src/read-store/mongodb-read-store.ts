@@ -201,6 +201,8 @@ export class MongoDbReadStore implements ReadStore {
     const { live } = await this.assertWritable(collection, generation);
     // As the generation was built: its `match` holds its own filters.
     const { schema } = await this.built(collection, generation);
+    // A settlement refused writes nothing, its documents included (see MongoDbParked.refuseMoved).
+    if (parked?.settled) await this.guard(() => this.parkedStreams.refuseMoved(collection, generation, parked.settled!));
     await this.guard(() => writeNewer(this.collection(collection, generation), schema, documents));
     // Parked after the documents and before the checkpoint (see MongoDbParked): each step replays.
     if (parked) await this.guard(() => this.parkedStreams.apply(collection, generation, parked));

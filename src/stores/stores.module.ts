@@ -1,10 +1,8 @@
 import { DynamicModule, Global, Inject, Injectable, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config/config';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
-import { EventStoreDbEventStore } from '../event-store/eventstoredb-event-store';
 import { SqliteEventStore } from '../event-store/sqlite-event-store';
 import { READ_STORE, ReadStore } from '../read-store/read-store.port';
-import { MongoDbReadStore } from '../read-store/mongodb-read-store';
 import { SqliteReadStore } from '../read-store/sqlite-read-store';
 import { InstrumentedEventStore, InstrumentedReadStore, watchingWrites } from './instrumented-stores';
 import { Metrics } from '../metrics/metrics';
@@ -12,7 +10,6 @@ import { openSqliteDatabase, SqliteDatabase } from '../storage/sqlite-database';
 import { diskProbe, WriteFailures, type WrittenStore } from '../storage/write-failures';
 import { DATA_KEYS, DataKeys } from '../sealing/data-keys';
 import type { KeyStore } from '../key-store/key-store.port';
-import { MongoDbKeyStore } from '../key-store/mongodb-key-store';
 import { SealedEventStore, type SealedKind } from '../sealing/sealed-event-store';
 import { UpcastingEventStore, type UpcastKind } from '../event-store/upcasting-event-store';
 import { sealPlaintextEvents } from '../sealing/seal-plaintext-events';
@@ -36,7 +33,10 @@ class StoresShutdown implements OnApplicationShutdown {
   }
 }
 
-/** Where the stores are: the configuration's servers, else the SQLite file. */
+/**
+ * Where the stores are: the configuration's servers, else the SQLite file. The servers' adapters,
+ * and their drivers, are loaded only when configured: on the embedded default, a third of a start's CPU.
+ */
 type StoreSettings = Pick<AppConfig, 'sqliteFile'> &
   Partial<Pick<AppConfig, 'eventStoreConnectionString' | 'eventStoreSilenceMs' | 'mongodb' | 'storeTimeoutMs' | 'rebuildRowids'>>;
 
@@ -62,6 +62,7 @@ export async function openEventStore(
 ): Promise<EventStore> {
   keys ??= new DataKeys(await openKeyStore(config, cacheMiB));
   if (config.eventStoreConnectionString) {
+    const { EventStoreDbEventStore } = await import('../event-store/eventstoredb-event-store');
     const store = await EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs ?? 5000, config.eventStoreSilenceMs);
     return UpcastingEventStore.open(new SealedEventStore(store, keys, kinds), kinds);
   }
@@ -80,7 +81,10 @@ export async function openEventStore(
  * events are kept apart), else `keys.sqlite` beside the embedded store's file.
  */
 export async function openKeyStore(config: StoreSettings, cacheMiB?: number): Promise<KeyStore> {
-  if (config.mongodb) return MongoDbKeyStore.connect(config.mongodb.uri, config.mongodb.database, config.storeTimeoutMs ?? 5000);
+  if (config.mongodb) {
+    const { MongoDbKeyStore } = await import('../key-store/mongodb-key-store');
+    return MongoDbKeyStore.connect(config.mongodb.uri, config.mongodb.database, config.storeTimeoutMs ?? 5000);
+  }
   return new SqliteKeyStore(openSqliteDatabase(keysFile(config), { durable: true, cacheMiB }));
 }
 
@@ -121,7 +125,10 @@ export const usesSqliteFile = (config: StoreSettings) => !config.eventStoreConne
 
 /** The read store the configuration selects (MongoDB, else SQLite). */
 export async function openReadStore(config: StoreSettings, sqlite?: SqliteDatabase | null): Promise<ReadStore> {
-  if (config.mongodb) return MongoDbReadStore.connect(config.mongodb.uri, config.mongodb.database, config.storeTimeoutMs ?? 5000);
+  if (config.mongodb) {
+    const { MongoDbReadStore } = await import('../read-store/mongodb-read-store');
+    return MongoDbReadStore.connect(config.mongodb.uri, config.mongodb.database, config.storeTimeoutMs ?? 5000);
+  }
   return new SqliteReadStore(sqlite ?? openSqliteDatabase(config.sqliteFile, { durable: false }), config.rebuildRowids);
 }
 

@@ -67,10 +67,40 @@ export function keyStoreContract(adapter: string, open: () => Promise<{ store: K
       expect(await store.destroyedAmong(many)).toEqual(new Set([destroyed]));
     });
 
+    it('leaves destroyed, for good, a key destroyed while it is made', async () => {
+      const keyIds = Array.from({ length: 20 }, () => id());
+      await Promise.all(keyIds.flatMap((k) => [store.obtain(k, { isNew: true }), store.destroy(k, 'acc-1')]));
+      for (const k of keyIds) expect(await store.obtain(k)).toBeNull();
+      expect((await store.pendingErasures('customer-')).map((p) => p.keyId)).toEqual(expect.arrayContaining(keyIds));
+      for (const k of keyIds) await store.finishErasure(k);
+    });
+
     it('destroys the key of an id that never had one, so none is made for it later', async () => {
       const keyId = id();
       await store.destroy(keyId, 'acc-1');
       expect(await store.obtain(keyId)).toBeNull();
+    });
+
+    it("makes a destroyed key's erasure pending again, naming who erased it first; nothing for a key not destroyed", async () => {
+      const [erased, kept, never] = [id(), id(), id()];
+      await store.destroy(erased, 'acc-1');
+      await store.finishErasure(erased);
+      // An account is any text after ACCESS_TOKENS' colon, one starting with $ too (taken as such, never as an expression).
+      await store.reopenErasure(erased, '$$restore');
+      expect(await store.pendingErasures('customer-')).toContainEqual({ keyId: erased, erasedBy: 'acc-1' });
+      const key = await store.obtain(kept);
+      await store.reopenErasure(kept, '$$restore');
+      await store.reopenErasure(never, '$$restore');
+      const pending = (await store.pendingErasures('customer-')).map((p) => p.keyId);
+      expect(pending).not.toContain(kept);
+      expect(pending).not.toContain(never);
+      expect(await store.getMany([erased, kept, never])).toEqual(
+        new Map([
+          [erased, null],
+          [kept, key],
+        ]),
+      );
+      await store.finishErasure(erased);
     });
 
     it('keeps an erasure pending, by prefix, until it is finished', async () => {

@@ -398,6 +398,22 @@ export function readStoreContract(adapter: string, open: () => Promise<{ store: 
         await store.commit(parking.name, [], at(61n), { settled: [{ streamId: 'customer-e', now: null, seen: await one('customer-e') }] });
         expect(await store.parked(parking.name, 1)).toEqual([expect.objectContaining({ streamId: 'customer-b' })]);
       });
+
+      it('writes nothing of a settlement it refuses: neither the documents it folded nor its skip', async () => {
+        await store.commit(parking.name, [], at(70n), { parked: [event('customer-f', 0, 70n)] });
+        await store.requestParked(parking.name, 1, ['customer-f'], { action: 'skip', reason: 'refused', ...operator });
+        const seen = (await store.parked(parking.name, 1)).find((s) => s.streamId === 'customer-f')!;
+        // Another folder (this one's lease lost) parks a later event of the stream meanwhile.
+        await store.commit(parking.name, [], at(71n), { parked: [event('customer-f', 1, 71n)] });
+        const folded = doc();
+        const skip = { ...seen.first, streamId: 'customer-f', by: 'ops', at: 1_700_000_000_003, reason: 'refused' };
+        await expect(
+          store.commit(parking.name, [folded], at(71n), { settled: [{ streamId: 'customer-f', now: null, seen }], skipped: [skip] }),
+        ).rejects.toBeInstanceOf(ParkedStreamMovedError);
+        await expect(store.getMany(parking.name, [folded.id])).resolves.toEqual(new Map());
+        expect((await store.skipped(parking.name)).map((k) => k.streamId)).not.toContain('customer-f');
+        expect((await store.parked(parking.name, 1)).find((s) => s.streamId === 'customer-f')).toMatchObject({ lastRevision: 1, request: { action: 'skip' } });
+      });
     });
 
     describe('generations', () => {

@@ -140,9 +140,12 @@ describeOnSqlite('verify', () =>
       // Appended by hand to the store's file, as an operator's tool would: no code folds its type.
       const store = new SqliteEventStore(openSqliteDatabase(join(dataDir, 'service.sqlite'), { durable: true }));
       await store.appendToStream(`customer-${poisoned}`, [event], 0).finally(() => store.close());
-      for (let tries = 0; ; tries++) {
-        const { stdout } = await runCli(['projections', 'parked', '--json'], dataDir);
-        if (stdout.includes(`customer-${poisoned}`) || tries > 50) break;
+      // Parked once the service's readiness names it (asked over HTTP: a CLI process a try costs a second).
+      for (let tries = 0; tries < 500; tries++) {
+        const ready = await http.get('/health/ready');
+        const customers = (ready.body.projections ?? []).find((p: { name: string }) => p.name === 'customers');
+        if (customers?.parked?.streamIds?.includes(`customer-${poisoned}`)) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
       }
       const { code, report } = await verifyJson(dataDir);
       expect(report.differences).toEqual([]);

@@ -11,7 +11,7 @@ import { substringQuery } from '../../src/read-store/substrings';
 import { MongoDbReadStore } from '../../src/read-store/mongodb-read-store';
 import { toMongoCheckpoint } from '../../src/read-store/mongodb-mapping';
 import { schemaFingerprint } from '../../src/read-store/generation-rules';
-import { FilterNotBuiltError, GenerationReplacedError, RebuildBehindError } from '../../src/read-store/read-store.port';
+import { FilterNotBuiltError, GenerationReplacedError, ParkedStream, ParkedStreamMovedError, RebuildBehindError } from '../../src/read-store/read-store.port';
 import { StoreUnavailableError } from '../../src/storage/store-unavailable.error';
 import { ScriptedReplicaSet, SilentMongo, startScriptedReplicaSet, startSilentMongo } from '../support/scripted-mongodb';
 import { openTempSqlite } from '../support/temp-sqlite';
@@ -736,6 +736,114 @@ describe('MongoDB key store: a key another writer made, not yet on a majority', 
     expect(Buffer.from(inserts[0].documents[0].key.buffer)).toEqual(key);
     expect(inserts[0].writeConcern).toEqual({ w: 'majority', j: true, wtimeout: 1000 });
     expect(mongo.unanswered).toEqual([]); // no read after the insert
+  });
+});
+
+describe('MongoDB key store: a destroy racing the making of the same key', () => {
+  it("destroys the key another writer inserted between its upsert's query and its insert, rather than taking the duplicate for an erasure", async () => {
+    // The upsert's filter is not equalities alone ($exists), so the server does not retry its
+    // duplicate (mongodb/mongo src/mongo/db/ops/write_ops_exec.cpp, shouldRetryDuplicateKeyException).
+    const updates: Document[] = [];
+    mongo = await startSilentMongo((command) => {
+      if (command.createIndexes) return { ok: 1 };
+      if (command.update !== 'data_keys') return null;
+      updates.push(command.updates[0]);
+      if (command.updates[0].upsert) {
+        const duplicate = { index: 0, code: 11000, errmsg: 'E11000 duplicate key error', keyPattern: { _id: 1 }, keyValue: { _id: 'customer-1' } };
+        return { n: 0, nModified: 0, ok: 1, writeErrors: [duplicate] };
+      }
+      return { n: 1, nModified: 1, ok: 1 };
+    });
+    const keys = await MongoDbKeyStore.connect(mongo.uri, 'keys', 2000);
+    try {
+      await keys.destroy('customer-1', 'acc-1');
+    } finally {
+      await keys.close();
+    }
+    expect(updates.map((u) => [u.q, u.upsert === true, Object.keys(u.u.$set)])).toEqual([
+      [{ _id: 'customer-1', erasedAt: { $exists: false } }, true, ['key', 'erasedBy', 'erasedAt', 'pending']],
+      [{ _id: 'customer-1', erasedAt: { $exists: false } }, false, ['key', 'erasedBy', 'erasedAt', 'pending']],
+    ]);
+  });
+});
+
+describe("MongoDB key store: a restore's erasure made pending again", () => {
+  it('sends the account as a literal, which the pipeline update would otherwise read as a field path or variable when it starts with $', async () => {
+    // mongodb/mongo src/mongo/db/pipeline/expression.cpp, Expression::parseOperand: a string operand
+    // starting with $ is an ExpressionFieldPath ($$x a variable: an undefined one fails the update).
+    const updates: Document[] = [];
+    mongo = await startSilentMongo((command) => {
+      if (command.createIndexes) return { ok: 1 };
+      if (command.update === 'data_keys') return (updates.push(...command.updates), { n: 1, nModified: 1, ok: 1 });
+      return null;
+    });
+    const keys = await MongoDbKeyStore.connect(mongo.uri, 'keys', 2000);
+    try {
+      await keys.reopenErasure('customer-1', '$$restore');
+    } finally {
+      await keys.close();
+    }
+    expect(updates).toEqual([
+      expect.objectContaining({
+        q: { _id: 'customer-1', key: null },
+        u: [{ $set: { pending: true, erasedBy: { $ifNull: ['$erasedBy', { $literal: '$$restore' }] } } }],
+      }),
+    ]);
+  });
+});
+
+describe('MongoDB adapter: a settlement refused writes nothing', () => {
+  const seen: ParkedStream = {
+    streamId: 'customer-f',
+    first: { revision: 0, position: { commit: 1n, prepare: 1n }, type: 'Mystery', error: 'Unknown event type Mystery' },
+    parkedAt: 1,
+    waiting: 0,
+    lastRevision: 0,
+    request: { action: 'skip', by: 'ops', at: 1_700_000_000_000, reason: 'bad import' },
+  };
+  const skip = { ...seen.first, streamId: 'customer-f', by: 'ops', at: 1_700_000_000_001, reason: 'bad import' };
+  const doc = { id: 'c1', accountId: 'acc', revision: 1, seq: 1, deleted: false, created: 1, fields: {} };
+  const CHECK = `check ${JSON.stringify({ _id: { $in: ['customers:1/customer-f'] } })}`;
+
+  /** What a settlement's commit sends (the check of the stream, then the writes), the stream's last parked revision in the store being `stored`, and how the commit ends. */
+  async function settle(stored: number): Promise<{ writes: string[]; outcome: Promise<void> }> {
+    const writes: string[] = [];
+    mongo = await startSilentMongo((command) => {
+      if (command.find === 'read_model_parked') {
+        writes.push(`check ${JSON.stringify(command.filter)}`);
+        return cursor('settle.read_model_parked', [{ _id: 'customers:1/customer-f', lastRevision: stored }]);
+      }
+      if (command.update === 'rm_customers__g1') return (writes.push('documents'), { n: 1, nModified: 0, upserted: [{ index: 0, _id: 'c1' }], ok: 1 });
+      if (command.insert === 'read_model_skipped') return (writes.push('skip'), { n: 1, ok: 1 });
+      if (command.delete === 'read_model_parked') return (writes.push('settlement'), { n: stored === seen.lastRevision ? 1 : 0, ok: 1 });
+      return ensureCollectionReply(command, 'settle', { _id: 'customers', live: 1, building: null, next: 2 });
+    });
+    store = await MongoDbReadStore.connect(mongo.uri, 'settle', 2000);
+    await store.ensureCollection({ name: 'customers', filters: {} });
+    const outcome = store.commit(
+      'customers',
+      [doc],
+      { generation: 1, position: { commit: 1n, prepare: 1n } },
+      {
+        settled: [{ streamId: 'customer-f', now: null, seen }],
+        skipped: [skip],
+      },
+    );
+    await outcome.catch(() => undefined);
+    return { writes, outcome };
+  }
+
+  it('refuses a stream parked further since the settlement read it before writing its documents or its skip', async () => {
+    // Another folder (this one's lease lost) parked a later event of the stream meanwhile.
+    const { writes, outcome } = await settle(1);
+    await expect(outcome).rejects.toBeInstanceOf(ParkedStreamMovedError);
+    expect(writes).toEqual([CHECK]);
+  });
+
+  it('writes the documents, then the skip, then the settlement of a stream as it was read', async () => {
+    const { writes, outcome } = await settle(0);
+    await expect(outcome).resolves.toBeUndefined();
+    expect(writes).toEqual([CHECK, 'documents', 'skip', 'settlement']);
   });
 });
 
