@@ -24,9 +24,6 @@ interface PendingObtain {
 /** The largest number of ids destroyedAmong binds one by one (a list's page at most), each count with a statement of its own. */
 const DESTROYED_STATEMENTS = 100;
 
-/** Groups of at least this many keys (a bulk import's) are inserted in the order of their ids. */
-const SORTED_FROM = 256;
-
 export class SqliteKeyStore implements KeyStore {
   readonly name = 'SQLite';
   readonly file: string | undefined;
@@ -74,14 +71,10 @@ export class SqliteKeyStore implements KeyStore {
       const key = randomBytesPooled(KEY_BYTES);
       return this.insert.run(keyId, key).changes === 1 ? key : this.selectOne.get(keyId)!.key;
     };
-    const group = db.transaction((obtains: PendingObtain[]) => {
-      if (obtains.length < SORTED_FROM) return obtains.map(({ keyId }) => obtainOne(keyId));
-      // In the order of their ids: each page of the ids' index is changed by a run of inserts, not at random.
-      const keys = new Array<Buffer | null>(obtains.length);
-      const order = obtains.map((_, i) => i).sort((a, b) => (obtains[a].keyId < obtains[b].keyId ? -1 : 1));
-      for (const i of order) keys[i] = obtainOne(obtains[i].keyId);
-      return keys;
-    });
+    // In the order asked, the records' order: a rebuild then reads the keys of records made one after
+    // another as the rows that follow (sealing/open-worker.ts), where the order of their ids would
+    // make each a lookup of its own.
+    const group = db.transaction((obtains: PendingObtain[]) => obtains.map(({ keyId }) => obtainOne(keyId)));
     this.obtainGroup = (obtains) => group.immediate(obtains);
     this.walSync = WalSync.forDurable(db, () => this.commits);
   }

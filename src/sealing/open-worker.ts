@@ -127,8 +127,8 @@ function sealBatch({ id, keyFile, keyIds, contexts, plaintexts }: SealRequest): 
 /**
  * Each id's key, as SqliteKeyStore.obtain makes it (the same statements, the same settings: durable,
  * zeroing what is deleted), in one transaction, committed and synced before this returns: made, or
- * the key it has, or null where destroyed. In the order of their ids: each page of the ids' index is
- * changed by a run of inserts, not at random.
+ * the key it has, or null where destroyed. In the order asked, the records' order, as the key store
+ * makes them (a rebuild reads them as the rows that follow, see SqliteKeyStore).
  */
 function makeKeys(file: string, keyIds: string[]): (Buffer | null)[] {
   if (keyMaker?.file !== file) {
@@ -140,15 +140,12 @@ function makeKeys(file: string, keyIds: string[]): (Buffer | null)[] {
     db.pragma(`cache_size = -${KEY_MAKER_CACHE_MIB * 1024}`);
     const insert = db.prepare<[string, Buffer]>('INSERT INTO data_keys (key_id, key) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING');
     const select = db.prepare<[string], { key: Buffer | null }>('SELECT key FROM data_keys WHERE key_id = ?');
-    const make = db.transaction((ids: string[]) => {
-      const keys = new Array<Buffer | null>(ids.length);
-      const order = ids.map((_, i) => i).sort((a, b) => (ids[a] < ids[b] ? -1 : 1));
-      for (const i of order) {
+    const make = db.transaction((ids: string[]) =>
+      ids.map((keyId) => {
         const key = randomBytesPooled(KEY_BYTES);
-        keys[i] = insert.run(ids[i], key).changes === 1 ? key : select.get(ids[i])!.key;
-      }
-      return keys;
-    });
+        return insert.run(keyId, key).changes === 1 ? key : select.get(keyId)!.key;
+      }),
+    );
     keyMaker = { file, make: (ids) => make.immediate(ids) };
   }
   return keyMaker.make(keyIds);
