@@ -53,6 +53,8 @@ export class SqliteKeyStore implements KeyStore {
         pending   INTEGER NOT NULL DEFAULT 0
       );
       CREATE INDEX IF NOT EXISTS data_keys_pending ON data_keys (key_id) WHERE pending = 1;
+      -- The destroyed keys alone: every read and list asks which of its records' keys are among them.
+      CREATE INDEX IF NOT EXISTS data_keys_destroyed ON data_keys (key_id) WHERE key IS NULL;
     `);
     this.insert = db.prepare<[string, Buffer]>('INSERT INTO data_keys (key_id, key) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING');
     this.selectOne = db.prepare('SELECT key FROM data_keys WHERE key_id = ?');
@@ -114,7 +116,11 @@ export class SqliteKeyStore implements KeyStore {
     let statement = this.selectDestroyed.get(count);
     if (!statement) {
       const ids = count === 0 ? 'SELECT value FROM json_each(?)' : Array.from({ length: count }, () => '?').join(', ');
-      statement = this.db.prepare<string[], string>(`SELECT key_id FROM data_keys WHERE key_id IN (${ids}) AND key IS NULL`).pluck();
+      // By the index of the destroyed keys, which SQLite would not choose over the primary key's: a
+      // lookup in a small index, not in every key's and then the row (half the CPU a read spends here).
+      statement = this.db
+        .prepare<string[], string>(`SELECT key_id FROM data_keys INDEXED BY data_keys_destroyed WHERE key_id IN (${ids}) AND key IS NULL`)
+        .pluck();
       this.selectDestroyed.set(count, statement);
     }
     return statement;
