@@ -671,20 +671,21 @@ describe('EventStoreDB: clients replaced, and what is left on them', () => {
   });
 
   it('does not retry an append the server refused after the client was replaced', async () => {
-    // Reads of $all are never answered: the head read replaces the client at 400 ms. The append,
-    // started at 200 ms, is answered 300 ms later, on the replaced client: refused, the stream was
-    // deleted for good. Any error of an append whose client had changed was once retried, so it
-    // was sent twice.
+    // Reads of $all are never answered: the head read replaces the client at its deadline (1,000
+    // ms here: 250 ms of room either side for a loaded machine). The append, started at 500 ms, is
+    // answered 750 ms later, after the replacement and before its own deadline, on the replaced
+    // client: refused, the stream was deleted for good. Any error of an append whose client had
+    // changed was once retried, so it was sent twice.
     let sent = 0;
     const server = await node({
       append: (request, answer) => {
         sent += 1;
-        setTimeout(() => answer(appendStreamDeleted(request)), 300);
+        setTimeout(() => answer(appendStreamDeleted(request)), 750);
       },
     });
-    const s = connect(server);
+    const s = connect(server, 1000);
     const head = s.headPosition().catch((error: Error) => error);
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 500));
     await expect(s.appendToStream('customer-1', [newEvent()], 'no_stream')).rejects.toThrow(StreamTombstonedError);
     expect(await head).toBeInstanceOf(StoreUnavailableError);
     expect(logged).toContainEqual(expect.stringMatching(/Connecting to EventStoreDB again after a read left unanswered/));
