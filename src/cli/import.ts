@@ -15,6 +15,7 @@ import {
   Position,
   RecordErasedError,
   START,
+  StreamTombstonedError,
   WrongExpectedRevisionError,
 } from '../event-store/event-store.port';
 import { slugKey } from '../profiles/profile.decider';
@@ -261,6 +262,9 @@ class Importer {
     if ('result' in outcome) return 'created';
     const { error } = outcome;
     if (error instanceof RecordErasedError) return [{ field: 'id', message: 'id is the id of a record that was erased: it is not imported again' }];
+    // EventStoreDB's stream deleted for good (by an operator): no append can make it again.
+    if (error instanceof StreamTombstonedError)
+      return [{ field: 'id', message: 'id is the id of a record whose stream was deleted for good: it cannot be imported' }];
     if (!(error instanceof WrongExpectedRevisionError)) throw error;
     return this.existing(row);
   }
