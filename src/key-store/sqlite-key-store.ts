@@ -24,11 +24,28 @@ interface PendingObtain {
 /** The largest number of ids destroyedAmong binds one by one (a list's page at most), each count with a statement of its own. */
 const DESTROYED_STATEMENTS = 100;
 
+/**
+ * Makes each id's key, inside the caller's transaction: the key made, or (no row inserted: the id
+ * had one) the key it had, or null if destroyed. No RETURNING: SQLite gathers its rows in a table
+ * of their own, a third of the insert's cost. In the order asked, the records' order: a rebuild then
+ * reads the keys of records made one after another as the rows that follow (sealing/open-worker.ts),
+ * where the order of their ids would make each a lookup of its own. The key store's way, and the
+ * import's thread's (open-worker.ts) on its own connection.
+ */
+export function keyMaking(db: SqliteDatabase): (keyIds: string[]) => (Buffer | null)[] {
+  const insert = db.prepare<[string, Buffer]>('INSERT INTO data_keys (key_id, key) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING');
+  const select = db.prepare<[string], { key: Buffer | null }>('SELECT key FROM data_keys WHERE key_id = ?');
+  return (keyIds) =>
+    keyIds.map((keyId) => {
+      const key = randomBytesPooled(KEY_BYTES);
+      return insert.run(keyId, key).changes === 1 ? key : select.get(keyId)!.key;
+    });
+}
+
 export class SqliteKeyStore implements KeyStore {
   readonly name = 'SQLite';
   readonly file: string | undefined;
   private pending: PendingObtain[] = [];
-  private readonly insert: Statement<[string, Buffer]>;
   private readonly selectOne: Statement<[string], { key: Buffer | null }>;
   private readonly selectMany: Statement<[string], { key_id: string; key: Buffer | null }>;
   /** destroyedAmong's statements by the number of ids, prepared on first use (see DESTROYED_STATEMENTS). */
@@ -56,7 +73,6 @@ export class SqliteKeyStore implements KeyStore {
       -- The destroyed keys alone: every read and list asks which of its records' keys are among them.
       CREATE INDEX IF NOT EXISTS data_keys_destroyed ON data_keys (key_id) WHERE key IS NULL;
     `);
-    this.insert = db.prepare<[string, Buffer]>('INSERT INTO data_keys (key_id, key) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING');
     this.selectOne = db.prepare('SELECT key FROM data_keys WHERE key_id = ?');
     this.selectMany = db.prepare('SELECT key_id, key FROM data_keys WHERE key_id IN (SELECT value FROM json_each(?))');
     this.markDestroyed = db.prepare(
@@ -67,16 +83,8 @@ export class SqliteKeyStore implements KeyStore {
     this.selectPending = db.prepare('SELECT key_id, erased_by FROM data_keys WHERE pending = 1 AND substr(key_id, 1, length(@prefix)) = @prefix');
     this.markFinished = db.prepare('UPDATE data_keys SET pending = 0 WHERE key_id = ?');
     this.markReopened = db.prepare('UPDATE data_keys SET pending = 1, erased_by = coalesce(erased_by, @erasedBy) WHERE key_id = @keyId AND key IS NULL');
-    // The key made, or (no row inserted: the id had one) the key it had, or null if destroyed. No
-    // RETURNING: SQLite gathers its rows in a table of their own, a third of the insert's cost.
-    const obtainOne = (keyId: string) => {
-      const key = randomBytesPooled(KEY_BYTES);
-      return this.insert.run(keyId, key).changes === 1 ? key : this.selectOne.get(keyId)!.key;
-    };
-    // In the order asked, the records' order: a rebuild then reads the keys of records made one after
-    // another as the rows that follow (sealing/open-worker.ts), where the order of their ids would
-    // make each a lookup of its own.
-    const group = db.transaction((obtains: PendingObtain[]) => obtains.map(({ keyId }) => obtainOne(keyId)));
+    const make = keyMaking(db);
+    const group = db.transaction((obtains: PendingObtain[]) => make(obtains.map(({ keyId }) => keyId)));
     this.obtainGroup = (obtains) => group.immediate(obtains);
     this.walSync = WalSync.forDurable(db, () => this.commits);
   }

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import type { NewEvent } from '../../src/event-store/event-store.port';
+import type { VerifyReport } from '../../src/projections/verify';
 import { SqliteEventStore } from '../../src/event-store/sqlite-event-store';
 import { Database, openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { ChildService, startChildService } from '../support/child-service';
@@ -12,27 +13,11 @@ import { liveTable } from '../support/live-table';
 import { describeOnSqlite, describeUnlessWorkers } from '../support/stores';
 import { ACCOUNT_IDS, makeDataDir, TOKENS, withToken } from '../support/test-app';
 
-interface Report {
-  agree: boolean;
-  position: string;
-  accounts: {
-    readModel: string;
-    accountId: string;
-    events: { rows: number; checksum: string };
-    stored: { rows: number; checksum: string };
-    differing: number;
-    parked: number;
-  }[];
-  differences: { readModel: string; accountId: string; id: string; streamId: string; problem: string; fields: string[] }[];
-  parked: { readModel: string; accountId: string; streamId: string; revision: number }[];
-  unlisted: number;
-}
-
 const verifyJson = async (dataDir: string) => {
   const { code, stdout, stderr } = await runCli(['verify', '--json'], dataDir);
-  return { code, stderr, report: JSON.parse(stdout) as Report };
+  return { code, stderr, report: JSON.parse(stdout) as VerifyReport };
 };
-const account = (report: Report, readModel: string, accountId: string = ACCOUNT_IDS.a) =>
+const account = (report: VerifyReport, readModel: string, accountId: string = ACCOUNT_IDS.a) =>
   report.accounts.find((a) => a.readModel === readModel && a.accountId === accountId);
 /** The scratch directories verify leaves in TMPDIR: none once it has ended. */
 const scratchDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith('profiles-customers-verify-'));
