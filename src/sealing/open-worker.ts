@@ -4,7 +4,7 @@ import type { Statement } from 'better-sqlite3';
 import { parentPort } from 'node:worker_threads';
 import { Database, SqliteDatabase } from '../storage/sqlite-database';
 import { KEY_BYTES } from '../key-store/key-store.port';
-import { keyMaking } from '../key-store/sqlite-key-store';
+import { randomBytesPooled } from '../key-store/random-bytes';
 import { keyObject, keyObjectsOnce, openOrNull, seal } from './data-keys';
 import type { OpenAnswer, OpenRequest, SealAnswer, SealRequest } from './opening-thread';
 
@@ -125,8 +125,10 @@ function sealBatch({ id, keyFile, keyIds, contexts, plaintexts }: SealRequest): 
 }
 
 /**
- * Each id's key, as SqliteKeyStore makes them (keyMaking, with its settings: durable, zeroing what is
- * deleted), in one transaction, committed and synced before this returns.
+ * Each id's key, as the SQLite key store's keyMaking makes it (the same statements, the same
+ * settings: durable, zeroing what is deleted; written again here, since sealing may not load an
+ * adapter), in one transaction, committed and synced before this returns: made, or the key it has,
+ * or null where destroyed. In the order asked, the records' order, as the key store makes them.
  */
 function makeKeys(file: string, keyIds: string[]): (Buffer | null)[] {
   if (keyMaker?.file !== file) {
@@ -136,7 +138,14 @@ function makeKeys(file: string, keyIds: string[]): (Buffer | null)[] {
     db.pragma('secure_delete = ON');
     // As a bulk import's connections (cli/import.ts): the inserts go to random places of the ids' index.
     db.pragma(`cache_size = -${KEY_MAKER_CACHE_MIB * 1024}`);
-    const make = db.transaction(keyMaking(db));
+    const insert = db.prepare<[string, Buffer]>('INSERT INTO data_keys (key_id, key) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING');
+    const select = db.prepare<[string], { key: Buffer | null }>('SELECT key FROM data_keys WHERE key_id = ?');
+    const make = db.transaction((ids: string[]) =>
+      ids.map((keyId) => {
+        const key = randomBytesPooled(KEY_BYTES);
+        return insert.run(keyId, key).changes === 1 ? key : select.get(keyId)!.key;
+      }),
+    );
     keyMaker = { file, make: (ids) => make.immediate(ids) };
   }
   return keyMaker.make(keyIds);
