@@ -1,4 +1,6 @@
 import './runtime';
+// Second: a process restarted with its heap flags must load nothing before (memory-sizing.ts).
+import { memoryReport, sizedCommand } from './memory-sizing';
 import { tracing } from './tracing/register';
 import 'reflect-metadata';
 import { existsSync } from 'node:fs';
@@ -331,6 +333,11 @@ async function openConfiguredStores({ cacheMiB }: { cacheMiB?: number } = {}): P
   return openStores(config, RECORD_KINDS, { log: (message) => process.stderr.write(`${message}\n`), cacheMiB });
 }
 
+/** A long command's memory line (memory-sizing.ts) on stderr, as the service logs its own: the limit and what the command runs with. */
+function tellMemory(more: string[] = []): void {
+  if (sizedCommand) process.stderr.write(`${memoryReport(loadConfig(), 'server', more)}\n`);
+}
+
 /** Runs the command to its exit code; `interrupt` is aborted by Ctrl-C (or SIGTERM). */
 async function run(
   { command, values, readModels, graceMs, stream, waitMs }: Invocation,
@@ -381,15 +388,19 @@ async function run(
 
 async function main(argv: string[]): Promise<number> {
   // Loaded only for an import: what it checks rows with (the API's field rules) is most of the CLI's start.
-  if (argv[0] === 'import') return (await import('./cli/import')).importCommand(argv.slice(1), openConfiguredStores);
+  if (argv[0] === 'import') return (await import('./cli/import')).importCommand(argv.slice(1), openConfiguredStores, tellMemory);
   const invocation = invocationOf(argv);
   if ('help' in invocation) {
     process.stdout.write(invocation.help);
     return 0;
   }
   if (invocation.feed) return followFeed(invocation.feed);
-  if (invocation.command === 'backup' || invocation.command === 'restore') return backupCommand(invocation.command, invocation.directory!);
+  if (invocation.command === 'backup' || invocation.command === 'restore') {
+    tellMemory();
+    return backupCommand(invocation.command, invocation.directory!);
+  }
   const stores = await openConfiguredStores();
+  tellMemory();
   const interrupt = new AbortController();
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupt.abort());
   try {

@@ -38,15 +38,6 @@ import { IMPORT_HELP } from './import-help';
  */
 const FOLD_ALONGSIDE_ROWS = 10_000;
 const ROW_BYTES = 250;
-/**
- * Rows appended at once: one transaction of the event store, one of the key store. Each row's
- * insert goes to a random place of the stores' indexes (event, stream and key ids), and each page
- * it changes is written out with its transaction: the more rows a transaction holds, the more of
- * them share a page (at a million records, a batch of 2,000 wrote a page per row and index).
- */
-const BATCH = 10_000;
-/** Each SQLite connection's page cache while importing: most of the indexes a million records make. */
-const CACHE_MIB = 64;
 /** Batches under way at once: the next is checked while one is written. */
 const IN_FLIGHT = 2;
 /** How much V8 grows the heap after a collection, in percent of what is live (see importCommand). */
@@ -61,6 +52,18 @@ export interface ImportInvocation {
   file: string;
   accountId: string;
   dryRun: boolean;
+}
+
+/** What the import's memory allows (config/memory.ts's plan). */
+interface ImportSizing {
+  /**
+   * Rows appended at once (10,000 with no limit): one transaction of the event store, one of the
+   * key store; IN_FLIGHT of them under way, the fold at most as many rows behind. Each row's insert
+   * goes to a random place of the stores' indexes (event, stream and key ids), and each page it
+   * changes is written out with its transaction: the more rows a transaction holds, the more of
+   * them share a page (at a million records, a batch of 2,000 wrote a page per row and index).
+   */
+  batchRows: number;
 }
 
 /** The command line after `import`, checked: a usage error names what is wrong. */
@@ -117,6 +120,7 @@ export interface ImportCounts {
 export async function runImport(
   { kind, file, accountId, dryRun }: ImportInvocation,
   { eventStore, readStore }: { eventStore: EventStore; readStore: ReadStore },
+  { batchRows }: ImportSizing,
   signal: AbortSignal,
 ): Promise<number> {
   const config = loadConfig();
@@ -145,7 +149,7 @@ export async function runImport(
     `${dryRun ? 'Checking' : 'Importing'} ${kind.name} from ${file} into account ${accountId}${dryRun ? ' (dry run: nothing is written)' : ''}\n`,
   );
   // A large import is folded as it goes, unless the service runs and folds it (FoldAlongside).
-  const fold = (await foldsAlongside(eventStore, file, dryRun)) ? await FoldAlongside.start(eventStore, readStore, config, signal) : undefined;
+  const fold = (await foldsAlongside(eventStore, file, dryRun)) ? await FoldAlongside.start(eventStore, readStore, config, IN_FLIGHT * batchRows, signal) : undefined;
   const inFlight: Promise<{ rows: CheckedRow[]; outcomes: Outcome[] }>[] = [];
   const settle = async () => {
     const { rows, outcomes } = await inFlight.shift()!;
@@ -162,7 +166,7 @@ export async function runImport(
     if ('faults' in checked) tell(checked.line, checked.faults);
     else if (kind.name === 'profiles') tell(checked.line, await importer.profile(checked));
     else batch.push(checked);
-    if (batch.length >= BATCH) {
+    if (batch.length >= batchRows) {
       const rows = batch;
       batch = [];
       inFlight.push(importer.customers(rows).then((outcomes) => ({ rows, outcomes })));
@@ -343,6 +347,7 @@ class ImportProgress {
 export async function importCommand(
   argv: string[],
   open: (settings: { cacheMiB: number }) => Promise<{ eventStore: EventStore; readStore: ReadStore }>,
+  tellMemory: (more: string[]) => void,
 ): Promise<number> {
   let invocation;
   try {
@@ -359,11 +364,14 @@ export async function importCommand(
   // After each collection the heap may grow to twice what is live, no more: V8 would let a bulk run's
   // garbage pile up to four times that (about 200 MiB more at peak), for a few percent more CPU.
   setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
-  const stores = await open({ cacheMiB: CACHE_MIB });
+  // The CLI is sized as one process given the whole limit (memory-sizing.ts).
+  const { importBatchRows, importCacheMiB } = loadConfig().memory.server;
+  const stores = await open({ cacheMiB: importCacheMiB });
+  tellMemory([`import batches of ${importBatchRows} rows`, `SQLite page caches of ${importCacheMiB} MiB`]);
   const interrupt = new AbortController();
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupt.abort());
   try {
-    return await runImport(invocation, stores, interrupt.signal);
+    return await runImport(invocation, stores, { batchRows: importBatchRows }, interrupt.signal);
   } finally {
     await stores.eventStore.close();
     await stores.readStore.close();
