@@ -320,9 +320,9 @@ async function followFeed(feed: NonNullable<Invocation['feed']>): Promise<number
   return 0;
 }
 
-/** The stores the configuration names, said on stderr; an existing SQLite file only. */
-async function openConfiguredStores({ cacheMiB }: { cacheMiB?: number } = {}): Promise<Stores> {
-  const config = loadConfig();
+/** The stores the configuration names, said on stderr; an existing SQLite file only. `settings`: an import's, over the configuration's. */
+async function openConfiguredStores({ cacheMiB, rebuildRowids }: { cacheMiB?: number; rebuildRowids?: number } = {}): Promise<Stores> {
+  const config = { ...loadConfig(), ...(rebuildRowids === undefined ? {} : { rebuildRowids }) };
   process.stderr.write(`${storesOf(config)}\n`);
   if (usesSqliteFile(config) && !existsSync(config.sqliteFile)) {
     // Opening it would make an empty store and report it healthy: most likely the wrong directory.
@@ -333,9 +333,9 @@ async function openConfiguredStores({ cacheMiB }: { cacheMiB?: number } = {}): P
   return openStores(config, RECORD_KINDS, { log: (message) => process.stderr.write(`${message}\n`), cacheMiB });
 }
 
-/** A long command's memory line (memory-sizing.ts) on stderr, as the service logs its own: the limit and what the command runs with. */
-function tellMemory(more: string[] = []): void {
-  if (sizedCommand) process.stderr.write(`${memoryReport(loadConfig(), 'server', more)}\n`);
+/** A long command's memory line (memory-sizing.ts) on stderr, as the service logs its own: the limit and what the command runs with (`settings`: an import's, over the configuration's). */
+function tellMemory(more: string[] = [], settings: { rebuildRowids?: number } = {}): void {
+  if (sizedCommand) process.stderr.write(`${memoryReport({ ...loadConfig(), ...settings }, 'server', more)}\n`);
 }
 
 /** Runs the command to its exit code; `interrupt` is aborted by Ctrl-C (or SIGTERM). */

@@ -15,6 +15,7 @@ import {
   Position,
   RecordErasedError,
   START,
+  StoredEvent,
   StreamTombstonedError,
   WrongExpectedRevisionError,
 } from '../event-store/event-store.port';
@@ -234,23 +235,29 @@ class Importer {
   }
 
   /**
-   * A batch of rows (customers): appended together (appendToStreams: on SQLite one transaction of
-   * the event store, the keys made in one of the key store), each at 'no_stream', so a record is
-   * created once whatever was stopped when; a row whose stream exists is compared with it.
+   * A batch of rows (customers). Each row's record is looked up first: one in already (an earlier
+   * run's) is compared with it, and costs no key nor seal. The others are appended together
+   * (appendToStreams: on SQLite one transaction of the event store, the keys made in one of the key
+   * store), each at 'no_stream', so a record is created once whatever was stopped when; one whose
+   * stream turns out to exist (written meanwhile, or an earlier row of the file) is compared then.
    */
   async customers(rows: CheckedRow[]): Promise<Outcome[]> {
-    if (this.dryRun) return Promise.all(rows.map((row) => this.existing(row)));
-    const metadata = this.metadata();
     const { kind } = this.kind;
-    const outcomes = await this.eventStore.appendToStreams(
-      rows.map((row) => ({
+    const lasts = await Promise.all(rows.map((row) => this.eventStore.readLastEvent(streamIdOf(kind, row.id))));
+    const outcomes = await Promise.all(rows.map((row, i) => (lasts[i] ? this.existing(row, lasts[i]) : undefined)));
+    const fresh = rows.flatMap((row, i) => (lasts[i] ? [] : [{ row, i }]));
+    if (this.dryRun || fresh.length === 0) return outcomes.map((outcome) => outcome ?? 'created');
+    const metadata = this.metadata();
+    const appended = await this.eventStore.appendToStreams(
+      fresh.map(({ row }) => ({
         streamId: streamIdOf(kind, row.id),
         events: [importedCreation(kind, row.fields, new Date(row.created * 1000), metadata)],
         expected: 'no_stream',
       })),
     );
-    for (const o of outcomes) if ('result' in o && comparePositions(o.result.position, this.appended) > 0) this.appended = o.result.position;
-    return Promise.all(rows.map((row, i) => this.outcomeOf(row, outcomes[i])));
+    for (const o of appended) if ('result' in o && comparePositions(o.result.position, this.appended) > 0) this.appended = o.result.position;
+    await Promise.all(fresh.map(async ({ row, i }, k) => (outcomes[i] = await this.outcomeOf(row, appended[k]))));
+    return outcomes as Outcome[];
   }
 
   private async create(row: CheckedRow, metadata: NewEventMetadata): Promise<Outcome> {
@@ -273,10 +280,10 @@ class Importer {
     return this.existing(row);
   }
 
-  /** A row whose record may be in already: skipped when the same, refused when not; 'created' when not there (a dry run's). */
-  private async existing(row: CheckedRow): Promise<Outcome> {
+  /** A row whose record may be in already (its last event, if read): skipped when the same, refused when not; 'created' when not there (a dry run's). */
+  private async existing(row: CheckedRow, known?: StoredEvent): Promise<Outcome> {
     const streamId = streamIdOf(this.kind.kind, row.id);
-    const last = await this.eventStore.readLastEvent(streamId);
+    const last = known ?? (await this.eventStore.readLastEvent(streamId));
     if (!last) {
       if (this.dryRun) return 'created';
       throw new Error(`${streamId} was refused as existing, yet has no event`);
@@ -346,8 +353,8 @@ class ImportProgress {
  */
 export async function importCommand(
   argv: string[],
-  open: (settings: { cacheMiB: number }) => Promise<{ eventStore: EventStore; readStore: ReadStore }>,
-  tellMemory: (more: string[]) => void,
+  open: (settings: { cacheMiB: number; rebuildRowids: number }) => Promise<{ eventStore: EventStore; readStore: ReadStore }>,
+  tellMemory: (more: string[], settings: { rebuildRowids: number }) => void,
 ): Promise<number> {
   let invocation;
   try {
@@ -364,10 +371,12 @@ export async function importCommand(
   // After each collection the heap may grow to twice what is live, no more: V8 would let a bulk run's
   // garbage pile up to four times that (about 200 MiB more at peak), for a few percent more CPU.
   setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
-  // The CLI is sized as one process given the whole limit (memory-sizing.ts).
-  const { importBatchRows, importCacheMiB } = loadConfig().memory.server;
-  const stores = await open({ cacheMiB: importCacheMiB });
-  tellMemory([`import batches of ${importBatchRows} rows`, `SQLite page caches of ${importCacheMiB} MiB`]);
+  // The CLI is sized as one process given the whole limit (memory-sizing.ts); a REBUILD_ROWIDS of your own wins.
+  const config = loadConfig();
+  const { importBatchRows, importCacheMiB, importRowids } = config.memory.server;
+  const rebuildRowids = process.env.REBUILD_ROWIDS?.trim() ? config.rebuildRowids : importRowids;
+  const stores = await open({ cacheMiB: importCacheMiB, rebuildRowids });
+  tellMemory([`import batches of ${importBatchRows} rows`, `SQLite page caches of ${importCacheMiB} MiB`], { rebuildRowids });
   const interrupt = new AbortController();
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupt.abort());
   try {

@@ -26,6 +26,8 @@ export interface ProcessSizing {
   importBatchRows: number;
   /** A bulk import's page cache, MiB, of each SQLite connection it writes through (the events', the keys'): SQLite's sorter takes as much again while the read models' indexes are built. */
   importCacheMiB: number;
+  /** A bulk import's REBUILD_ROWIDS, for the fold that follows it: more than a serving process's, as the import holds little else. */
+  importRowids: number;
 }
 
 export interface MemoryPlan {
@@ -51,6 +53,7 @@ export const UNLIMITED: ProcessSizing = {
   rebuildRowids: 2_000_000,
   importBatchRows: 10_000,
   importCacheMiB: 64,
+  importRowids: 2_000_000,
 };
 /** A cgroup without a limit reports a number near 2^63 (v1) or 2^64 (libuv's "none"). */
 const NO_LIMIT_ABOVE = 2 ** 60;
@@ -89,7 +92,9 @@ export function memoryLimit(env: NodeJS.ProcessEnv, constrained: () => number = 
  * - REBUILD_ROWIDS: 250,000 per 256 MiB (about 50 bytes each, per read model), at most 2,000,000;
  * - MALLOC_ARENA_MAX=2: fewer arenas keeping freed memory (10 MiB less with the heap bounded);
  * - a bulk import (measured with `npm run bench -- import`): 2,500 rows a batch per 256 MiB, at
- *   most 10,000; page caches of 1/16 of it, 8 to 64 MiB.
+ *   most 10,000; page caches of 1/64 of it, 8 to 64 MiB (in a container the kernel's page cache,
+ *   which its limit counts too, serves the files better than larger caches of SQLite's own);
+ *   500,000 rowids per 256 MiB, at most 2,000,000 (past them, a fold's inserts go to random pages).
  */
 export function sizeFor(mib: number): ProcessSizing {
   const per256 = mib / 256;
@@ -102,7 +107,8 @@ export function sizeFor(mib: number): ProcessSizing {
     keyCacheSize: Math.min(10_000, Math.max(500, Math.floor(per256 * 2000))),
     rebuildRowids: Math.min(2_000_000, Math.floor(per256 * 250_000)),
     importBatchRows: Math.min(10_000, Math.max(1_000, Math.floor(per256 * 2_500))),
-    importCacheMiB: Math.min(64, Math.max(8, Math.floor(mib / 16))),
+    importCacheMiB: Math.min(64, Math.max(8, Math.floor(mib / 64))),
+    importRowids: Math.min(2_000_000, Math.floor(per256 * 500_000)),
   };
 }
 
