@@ -10,7 +10,6 @@ import { writeCustomersFile } from './import-file';
 import { load1 } from './measure';
 import { ROOT } from './service';
 
-
 /**
  * `npm run bench -- import [rows] [--limits none,1g,512m,256m] [--cgroup] [--no-again]`: writes an
  * NDJSON file of 1,000,000 generated customers (or the number given), then, at each memory limit

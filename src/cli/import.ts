@@ -150,7 +150,9 @@ export async function runImport(
     `${dryRun ? 'Checking' : 'Importing'} ${kind.name} from ${file} into account ${accountId}${dryRun ? ' (dry run: nothing is written)' : ''}\n`,
   );
   // A large import is folded as it goes, unless the service runs and folds it (FoldAlongside).
-  const fold = (await foldsAlongside(eventStore, file, dryRun)) ? await FoldAlongside.start(eventStore, readStore, config, IN_FLIGHT * batchRows, signal) : undefined;
+  const fold = (await foldsAlongside(eventStore, file, dryRun))
+    ? await FoldAlongside.start(eventStore, readStore, config, IN_FLIGHT * batchRows, signal)
+    : undefined;
   const inFlight: Promise<{ rows: CheckedRow[]; outcomes: Outcome[] }>[] = [];
   const settle = async () => {
     const { rows, outcomes } = await inFlight.shift()!;
@@ -244,7 +246,7 @@ class Importer {
   async customers(rows: CheckedRow[]): Promise<Outcome[]> {
     const { kind } = this.kind;
     const lasts = await Promise.all(rows.map((row) => this.eventStore.readLastEvent(streamIdOf(kind, row.id))));
-    const outcomes = await Promise.all(rows.map((row, i) => (lasts[i] ? this.existing(row, lasts[i]) : undefined)));
+    const outcomes = await Promise.all(rows.map(async (row, i) => (lasts[i] ? this.existing(row, lasts[i]) : undefined)));
     const fresh = rows.flatMap((row, i) => (lasts[i] ? [] : [{ row, i }]));
     if (this.dryRun || fresh.length === 0) return outcomes.map((outcome) => outcome ?? 'created');
     const metadata = this.metadata();

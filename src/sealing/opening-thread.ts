@@ -120,12 +120,7 @@ export class OpeningThread {
    * (a connection of its own, durable: the keys are on disk before this resolves), or found there:
    * the key store's inserts and the ciphers off the caller's thread. Null where the key is destroyed.
    */
-  async sealMakingKeys(
-    keyStore: { file: string; cacheMiB?: number },
-    keyIds: string[],
-    contexts: string[],
-    plaintexts: string[],
-  ): Promise<(string | null)[]> {
+  async sealMakingKeys(keyStore: { file: string; cacheMiB?: number }, keyIds: string[], contexts: string[], plaintexts: string[]): Promise<(string | null)[]> {
     if (this.closed) throw new Error('The store is closed');
     const answer = await this.ask({ keyFile: keyStore.file, keyCacheMiB: keyStore.cacheMiB, keyIds, contexts, plaintexts });
     if (answer.error !== undefined) throw new Error(`The thread sealing values could not make the keys: ${answer.error}`);
