@@ -20,6 +20,9 @@ skipped, refused. Once the rows are in, the command waits until the read models 
 feed have them (it folds them itself when the service is not running). Exit 0 when no row was
 refused, 1 otherwise, 130 when interrupted.
 
+Its memory is sized to the container's limit, or MEMORY_LIMIT, as the service's is (its batches,
+SQLite's page caches, the heap): it says what it chose on stderr (docs/operators.md, "Memory").
+
 Options:
   --account <id>   The account the records belong to (as ACCESS_TOKENS names it)
   --dry-run        Check every row, against the store too, and write nothing
