@@ -122,10 +122,12 @@ function sealBatch({ id, keyFile, keyCacheMiB, keyIds, contexts, plaintexts }: S
 }
 
 /**
- * Each id's key, as the SQLite key store's keyMaking makes it (the same statements, the same
- * settings: durable, zeroing what is deleted; written again here, since sealing may not load an
- * adapter), in one transaction, committed and synced before this returns: made, or the key it has,
- * or null where destroyed. In the order asked, the records' order, as the key store makes them.
+ * Each id's key: the key it has (a record in already, or a batch stopped before its events were
+ * appended), or null where destroyed, read first; the others made as the SQLite key store's
+ * keyMaking makes them (the same statements, the same settings: durable, zeroing what is deleted;
+ * written again here, since sealing may not load an adapter), in one transaction, committed and
+ * synced before this returns, in the order asked, the records' order, as the key store makes them.
+ * A batch whose every key is there writes nothing.
  */
 function makeKeys(file: string, cacheMiB: number | undefined, keyIds: string[]): (Buffer | null)[] {
   if (keyMaker?.file !== file) {
@@ -143,7 +145,16 @@ function makeKeys(file: string, cacheMiB: number | undefined, keyIds: string[]):
         return insert.run(keyId, key).changes === 1 ? key : select.get(keyId)!.key;
       }),
     );
-    keyMaker = { file, make: (ids) => make.immediate(ids) };
+    keyMaker = {
+      file,
+      make: (ids) => {
+        const found = ids.map((keyId) => select.get(keyId));
+        const missing = ids.filter((_, i) => !found[i]);
+        const made = missing.length > 0 ? make.immediate(missing) : [];
+        let next = 0;
+        return found.map((row) => (row ? row.key : made[next++]));
+      },
+    };
   }
   return keyMaker.make(keyIds);
 }

@@ -213,7 +213,7 @@ describeOnSqlite('CLI import', () =>
           // Enough rows for the import to fold as it goes, were no service folding (FoldAlongside): here the service holds the leases and folds.
           const more = join(dataDir, 'more-customers.ndjson');
           await writeCustomersFile(more, 15_000);
-          // And the erased record's row, last: looked up before its batch is appended, it is found erased.
+          // And the erased record's row, last: its batch's keys are made in the sealing thread, which finds that one destroyed.
           appendFileSync(more, `${JSON.stringify(erasedRow)}\n`);
           const importing = runCli(['import', 'customers', more, '--account', account], dataDir, env);
           const written: { status: number }[] = [];
