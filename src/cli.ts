@@ -1,4 +1,6 @@
 import './runtime';
+// Second: a process restarted with its heap flags must load nothing before (memory-sizing.ts).
+import { memoryReport, sizedCommand } from './memory-sizing';
 import { tracing } from './tracing/register';
 import 'reflect-metadata';
 import { existsSync } from 'node:fs';
@@ -318,9 +320,9 @@ async function followFeed(feed: NonNullable<Invocation['feed']>): Promise<number
   return 0;
 }
 
-/** The stores the configuration names, said on stderr; an existing SQLite file only. */
-async function openConfiguredStores({ cacheMiB }: { cacheMiB?: number } = {}): Promise<Stores> {
-  const config = loadConfig();
+/** The stores the configuration names, said on stderr; an existing SQLite file only. `settings`: an import's, over the configuration's. */
+async function openConfiguredStores({ cacheMiB, rebuildRowids }: { cacheMiB?: number; rebuildRowids?: number } = {}): Promise<Stores> {
+  const config = { ...loadConfig(), ...(rebuildRowids === undefined ? {} : { rebuildRowids }) };
   process.stderr.write(`${storesOf(config)}\n`);
   if (usesSqliteFile(config) && !existsSync(config.sqliteFile)) {
     // Opening it would make an empty store and report it healthy: most likely the wrong directory.
@@ -329,6 +331,11 @@ async function openConfiguredStores({ cacheMiB }: { cacheMiB?: number } = {}): P
     );
   }
   return openStores(config, RECORD_KINDS, { log: (message) => process.stderr.write(`${message}\n`), cacheMiB });
+}
+
+/** A long command's memory line (memory-sizing.ts) on stderr, as the service logs its own: the limit and what the command runs with (`settings`: an import's, over the configuration's). */
+function tellMemory(more: string[] = [], settings: { rebuildRowids?: number } = {}): void {
+  if (sizedCommand) process.stderr.write(`${memoryReport({ ...loadConfig(), ...settings }, 'server', more)}\n`);
 }
 
 /** Runs the command to its exit code; `interrupt` is aborted by Ctrl-C (or SIGTERM). */
@@ -381,15 +388,19 @@ async function run(
 
 async function main(argv: string[]): Promise<number> {
   // Loaded only for an import: what it checks rows with (the API's field rules) is most of the CLI's start.
-  if (argv[0] === 'import') return (await import('./cli/import')).importCommand(argv.slice(1), openConfiguredStores);
+  if (argv[0] === 'import') return (await import('./cli/import')).importCommand(argv.slice(1), openConfiguredStores, tellMemory);
   const invocation = invocationOf(argv);
   if ('help' in invocation) {
     process.stdout.write(invocation.help);
     return 0;
   }
   if (invocation.feed) return followFeed(invocation.feed);
-  if (invocation.command === 'backup' || invocation.command === 'restore') return backupCommand(invocation.command, invocation.directory!);
+  if (invocation.command === 'backup' || invocation.command === 'restore') {
+    tellMemory();
+    return backupCommand(invocation.command, invocation.directory!);
+  }
   const stores = await openConfiguredStores();
+  tellMemory();
   const interrupt = new AbortController();
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupt.abort());
   try {

@@ -1,13 +1,16 @@
 /**
- * Imported by main.ts right after runtime.ts, before anything else is loaded: gives this process the
- * heap flags and MALLOC_ARENA_MAX its memory plan (config/memory.ts) asks for. V8 reads its flags,
- * and glibc MALLOC_ARENA_MAX, only as a process starts, so a process without them starts itself
- * again with them, once: process.execve replaces its image in place (same pid, same stdio), so
- * whatever started it (npm, a container's init, a supervisor) still holds it and its signals still
- * reach it. Flags the user gave (on Node's command line or in NODE_OPTIONS), and a MALLOC_ARENA_MAX
- * of their own, win. A cluster worker is given its flags by its primary (workerLaunch).
+ * Imported by main.ts and cli.ts right after runtime.ts, before anything else is loaded: gives this
+ * process the heap flags and MALLOC_ARENA_MAX its memory plan (config/memory.ts) asks for. V8 reads
+ * its flags, and glibc MALLOC_ARENA_MAX, only as a process starts, so a process without them starts
+ * itself again with them, once: process.execve replaces its image in place (same pid, same stdio),
+ * so whatever started it (npm, a container's init, a supervisor) still holds it and its signals
+ * still reach it. Flags the user gave (on Node's command line or in NODE_OPTIONS), and a
+ * MALLOC_ARENA_MAX of their own, win. A cluster worker is given its flags by its primary
+ * (workerLaunch). The CLI (dist/cli.js) is sized so for its long commands (SIZED_COMMANDS), as one
+ * process given the whole limit; its other commands end before a restart would pay.
  */
 import cluster from 'node:cluster';
+import { basename } from 'node:path';
 import { getHeapStatistics } from 'node:v8';
 import { AppConfig, loadConfig } from './config/config';
 import { ConfigError } from './config/config-error';
@@ -27,6 +30,22 @@ interface Applied {
 
 const nodeOptionsWords = () => (process.env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean);
 
+/** The CLI's commands that hold much memory for long: an import, a rebuild, verify's fold, a backup's or a restore's copy. */
+const SIZED_COMMANDS = /^(import|verify|backup|restore|projections rebuild)( |$)/;
+
+/** Which process this is: the service's, the CLI's running a long command, or the CLI's running another (or its help), not sized. */
+function role(): 'service' | 'command' | undefined {
+  if (basename(require.main?.filename ?? '') !== 'cli.js') return 'service';
+  const args = process.argv.slice(2);
+  const words = args.filter((arg) => !arg.startsWith('-')).join(' ');
+  return SIZED_COMMANDS.test(words) && !args.includes('--help') && !args.includes('-h') ? 'command' : undefined;
+}
+
+const ROLE = role();
+
+/** Whether this process is the CLI running a long command, sized as the service is. */
+export const sizedCommand = ROLE === 'command';
+
 export const applied: Applied = apply();
 
 function apply(): Applied {
@@ -38,7 +57,9 @@ function apply(): Applied {
   }
   const given = givenHeapSettings([...process.execArgv, ...nodeOptionsWords()]);
   // A worker without the mark was forked by a primary that could not restart itself: nothing to add either.
-  if (cluster.isWorker) return { added: [], given };
+  if (cluster.isWorker || ROLE === undefined) return { added: [], given };
+  // The CLI is one process, whatever the service's WORKERS in the environment it may share with it.
+  if (sizedCommand) delete process.env.WORKERS;
   let config: Omit<AppConfig, 'accessTokens'>;
   try {
     config = loadConfig();
@@ -75,10 +96,11 @@ export function workerLaunch(server: ProcessSizing): { execArgv: string[]; env: 
 
 const MIB = 1024 * 1024;
 
-/** The log line: the limit, where it came from, and what this process runs with. */
+/** The log line: the limit, where it came from, and what this process runs with (`more`: a command's own settings). */
 export function memoryReport(
   config: Pick<AppConfig, 'memory' | 'workers' | 'recordCacheSize' | 'keyCacheSize' | 'rebuildRowids'>,
   role: 'primary' | 'server',
+  more: string[] = [],
 ): string {
   const { limit, perProcessMiB } = config.memory;
   // Each heap flag in effect and whose it is; none: V8's own.
@@ -104,6 +126,7 @@ export function memoryReport(
     ...(role === 'server'
       ? [setting('RECORD_CACHE_SIZE', config.recordCacheSize), setting('KEY_CACHE_SIZE', config.keyCacheSize), setting('REBUILD_ROWIDS', config.rebuildRowids)]
       : []),
+    ...more,
     applied.notApplied ? `heap flags and MALLOC_ARENA_MAX not applied: ${applied.notApplied}` : undefined,
   ];
   return `Memory: ${parts.filter(Boolean).join('; ')}`;

@@ -9,12 +9,6 @@ import { READ_MODELS } from '../read-models';
 import { count, duration } from './output';
 
 /**
- * Events an import may have appended ahead of its fold (FoldAlongside) before it waits: with the
- * batches in flight, under the values the sealed store keeps of events appended here
- * (APPENDED_KEPT), which the fold takes rather than opening them again.
- */
-const AHEAD_MOST = 20_000;
-/**
  * How long the fold's leases last unrenewed: past the promotion of a million records' read models,
  * whose index builds hold this thread (renewing every projectionLeaseMs / 3) for tens of seconds.
  * A service started meanwhile waits for the promotion rather than take the leases and rebuild
@@ -51,14 +45,27 @@ export class FoldAlongside {
     private readonly eventStore: EventStore,
     private readonly projectors: Projector[],
     config: FoldConfig,
+    private readonly aheadMost: number,
   ) {
     this.renew = setInterval(() => {
       for (const p of projectors) p.takeLease().catch(() => undefined);
     }, config.projectionLeaseMs / 3);
   }
 
-  /** The fold, started, if this command could take every read model's lease (else none, every lease given back); not where the store cannot count its events. */
-  static async start(eventStore: EventStore, readStore: ReadStore, config: FoldConfig, signal: AbortSignal): Promise<FoldAlongside | undefined> {
+  /**
+   * The fold, started, if this command could take every read model's lease (else none, every lease
+   * given back); not where the store cannot count its events. `aheadMost`: the events the import
+   * may have appended ahead of it before it waits (keepUp), the batches in flight: what the import
+   * holds in memory, under the values the sealed store keeps of events appended here (APPENDED_KEPT),
+   * which the fold takes rather than opening them again.
+   */
+  static async start(
+    eventStore: EventStore,
+    readStore: ReadStore,
+    config: FoldConfig,
+    aheadMost: number,
+    signal: AbortSignal,
+  ): Promise<FoldAlongside | undefined> {
     if (eventStore.eventsBetween(START, START) === null) return undefined;
     const lease = { holder: config.instanceId, ttlMs: Math.max(config.projectionLeaseMs, LEASE_MS) };
     const projectors = READ_MODELS.map((p) => new Projector(p, eventStore, readStore, lease));
@@ -71,7 +78,7 @@ export class FoldAlongside {
       for (const p of taken) await readStore.releaseLease(p.projection.schema.name, lease.holder).catch(() => undefined);
       return undefined;
     }
-    const fold = new FoldAlongside(eventStore, projectors, config);
+    const fold = new FoldAlongside(eventStore, projectors, config, aheadMost);
     const until = new Promise<void>((resolve) => (fold.end = resolve));
     let onLive!: () => void;
     fold.live = new Promise<void>((resolve) => (onLive = resolve));
@@ -95,10 +102,10 @@ export class FoldAlongside {
     return fold;
   }
 
-  /** Waits while the fold is more than AHEAD_MOST events behind `appended` (the import's last append). */
+  /** Waits while the fold is more than `aheadMost` events behind `appended` (the import's last append). */
   async keepUp(appended: Position): Promise<void> {
     const behind = () => (this.eventStore.eventsBetween(START, appended) ?? 0) - this.done;
-    while (!this.failed && behind() > AHEAD_MOST) await new Promise<void>((resolve) => (this.progressed = resolve));
+    while (!this.failed && behind() > this.aheadMost) await new Promise<void>((resolve) => (this.progressed = resolve));
   }
 
   /** The import is over: the fold catches up with the head and promotes its generations (then foldImported folds what came since). */

@@ -15,6 +15,7 @@ import {
   Position,
   RecordErasedError,
   START,
+  StoredEvent,
   StreamTombstonedError,
   WrongExpectedRevisionError,
 } from '../event-store/event-store.port';
@@ -38,15 +39,6 @@ import { IMPORT_HELP } from './import-help';
  */
 const FOLD_ALONGSIDE_ROWS = 10_000;
 const ROW_BYTES = 250;
-/**
- * Rows appended at once: one transaction of the event store, one of the key store. Each row's
- * insert goes to a random place of the stores' indexes (event, stream and key ids), and each page
- * it changes is written out with its transaction: the more rows a transaction holds, the more of
- * them share a page (at a million records, a batch of 2,000 wrote a page per row and index).
- */
-const BATCH = 10_000;
-/** Each SQLite connection's page cache while importing: most of the indexes a million records make. */
-const CACHE_MIB = 64;
 /** Batches under way at once: the next is checked while one is written. */
 const IN_FLIGHT = 2;
 /** How much V8 grows the heap after a collection, in percent of what is live (see importCommand). */
@@ -61,6 +53,18 @@ export interface ImportInvocation {
   file: string;
   accountId: string;
   dryRun: boolean;
+}
+
+/** What the import's memory allows (config/memory.ts's plan). */
+interface ImportSizing {
+  /**
+   * Rows appended at once (10,000 with no limit): one transaction of the event store, one of the
+   * key store; IN_FLIGHT of them under way, the fold at most as many rows behind. Each row's insert
+   * goes to a random place of the stores' indexes (event, stream and key ids), and each page it
+   * changes is written out with its transaction: the more rows a transaction holds, the more of
+   * them share a page (at a million records, a batch of 2,000 wrote a page per row and index).
+   */
+  batchRows: number;
 }
 
 /** The command line after `import`, checked: a usage error names what is wrong. */
@@ -117,6 +121,7 @@ export interface ImportCounts {
 export async function runImport(
   { kind, file, accountId, dryRun }: ImportInvocation,
   { eventStore, readStore }: { eventStore: EventStore; readStore: ReadStore },
+  { batchRows }: ImportSizing,
   signal: AbortSignal,
 ): Promise<number> {
   const config = loadConfig();
@@ -145,7 +150,9 @@ export async function runImport(
     `${dryRun ? 'Checking' : 'Importing'} ${kind.name} from ${file} into account ${accountId}${dryRun ? ' (dry run: nothing is written)' : ''}\n`,
   );
   // A large import is folded as it goes, unless the service runs and folds it (FoldAlongside).
-  const fold = (await foldsAlongside(eventStore, file, dryRun)) ? await FoldAlongside.start(eventStore, readStore, config, signal) : undefined;
+  const fold = (await foldsAlongside(eventStore, file, dryRun))
+    ? await FoldAlongside.start(eventStore, readStore, config, IN_FLIGHT * batchRows, signal)
+    : undefined;
   const inFlight: Promise<{ rows: CheckedRow[]; outcomes: Outcome[] }>[] = [];
   const settle = async () => {
     const { rows, outcomes } = await inFlight.shift()!;
@@ -162,7 +169,7 @@ export async function runImport(
     if ('faults' in checked) tell(checked.line, checked.faults);
     else if (kind.name === 'profiles') tell(checked.line, await importer.profile(checked));
     else batch.push(checked);
-    if (batch.length >= BATCH) {
+    if (batch.length >= batchRows) {
       const rows = batch;
       batch = [];
       inFlight.push(importer.customers(rows).then((outcomes) => ({ rows, outcomes })));
@@ -230,23 +237,29 @@ class Importer {
   }
 
   /**
-   * A batch of rows (customers): appended together (appendToStreams: on SQLite one transaction of
-   * the event store, the keys made in one of the key store), each at 'no_stream', so a record is
-   * created once whatever was stopped when; a row whose stream exists is compared with it.
+   * A batch of rows (customers). Each row's record is looked up first: one in already (an earlier
+   * run's) is compared with it, and costs no key nor seal. The others are appended together
+   * (appendToStreams: on SQLite one transaction of the event store, the keys made in one of the key
+   * store), each at 'no_stream', so a record is created once whatever was stopped when; one whose
+   * stream turns out to exist (written meanwhile, or an earlier row of the file) is compared then.
    */
   async customers(rows: CheckedRow[]): Promise<Outcome[]> {
-    if (this.dryRun) return Promise.all(rows.map((row) => this.existing(row)));
-    const metadata = this.metadata();
     const { kind } = this.kind;
-    const outcomes = await this.eventStore.appendToStreams(
-      rows.map((row) => ({
+    const lasts = await Promise.all(rows.map((row) => this.eventStore.readLastEvent(streamIdOf(kind, row.id))));
+    const outcomes = await Promise.all(rows.map(async (row, i) => (lasts[i] ? this.existing(row, lasts[i]) : undefined)));
+    const fresh = rows.flatMap((row, i) => (lasts[i] ? [] : [{ row, i }]));
+    if (this.dryRun || fresh.length === 0) return outcomes.map((outcome) => outcome ?? 'created');
+    const metadata = this.metadata();
+    const appended = await this.eventStore.appendToStreams(
+      fresh.map(({ row }) => ({
         streamId: streamIdOf(kind, row.id),
         events: [importedCreation(kind, row.fields, new Date(row.created * 1000), metadata)],
         expected: 'no_stream',
       })),
     );
-    for (const o of outcomes) if ('result' in o && comparePositions(o.result.position, this.appended) > 0) this.appended = o.result.position;
-    return Promise.all(rows.map((row, i) => this.outcomeOf(row, outcomes[i])));
+    for (const o of appended) if ('result' in o && comparePositions(o.result.position, this.appended) > 0) this.appended = o.result.position;
+    await Promise.all(fresh.map(async ({ row, i }, k) => (outcomes[i] = await this.outcomeOf(row, appended[k]))));
+    return outcomes as Outcome[];
   }
 
   private async create(row: CheckedRow, metadata: NewEventMetadata): Promise<Outcome> {
@@ -269,10 +282,10 @@ class Importer {
     return this.existing(row);
   }
 
-  /** A row whose record may be in already: skipped when the same, refused when not; 'created' when not there (a dry run's). */
-  private async existing(row: CheckedRow): Promise<Outcome> {
+  /** A row whose record may be in already (its last event, if read): skipped when the same, refused when not; 'created' when not there (a dry run's). */
+  private async existing(row: CheckedRow, known?: StoredEvent): Promise<Outcome> {
     const streamId = streamIdOf(this.kind.kind, row.id);
-    const last = await this.eventStore.readLastEvent(streamId);
+    const last = known ?? (await this.eventStore.readLastEvent(streamId));
     if (!last) {
       if (this.dryRun) return 'created';
       throw new Error(`${streamId} was refused as existing, yet has no event`);
@@ -342,7 +355,8 @@ class ImportProgress {
  */
 export async function importCommand(
   argv: string[],
-  open: (settings: { cacheMiB: number }) => Promise<{ eventStore: EventStore; readStore: ReadStore }>,
+  open: (settings: { cacheMiB: number; rebuildRowids: number }) => Promise<{ eventStore: EventStore; readStore: ReadStore }>,
+  tellMemory: (more: string[], settings: { rebuildRowids: number }) => void,
 ): Promise<number> {
   let invocation;
   try {
@@ -359,11 +373,16 @@ export async function importCommand(
   // After each collection the heap may grow to twice what is live, no more: V8 would let a bulk run's
   // garbage pile up to four times that (about 200 MiB more at peak), for a few percent more CPU.
   setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
-  const stores = await open({ cacheMiB: CACHE_MIB });
+  // The CLI is sized as one process given the whole limit (memory-sizing.ts); a REBUILD_ROWIDS of your own wins.
+  const config = loadConfig();
+  const { importBatchRows, importCacheMiB, importRowids } = config.memory.server;
+  const rebuildRowids = process.env.REBUILD_ROWIDS?.trim() ? config.rebuildRowids : importRowids;
+  const stores = await open({ cacheMiB: importCacheMiB, rebuildRowids });
+  tellMemory([`import batches of ${importBatchRows} rows`, `SQLite page caches of ${importCacheMiB} MiB`], { rebuildRowids });
   const interrupt = new AbortController();
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupt.abort());
   try {
-    return await runImport(invocation, stores, interrupt.signal);
+    return await runImport(invocation, stores, { batchRows: importBatchRows }, interrupt.signal);
   } finally {
     await stores.eventStore.close();
     await stores.readStore.close();

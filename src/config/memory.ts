@@ -22,6 +22,12 @@ export interface ProcessSizing {
   recordCacheSize: number;
   keyCacheSize: number;
   rebuildRowids: number;
+  /** A bulk import's (the CLI's import): rows appended a batch, two batches under way, and its fold at most two batches behind. */
+  importBatchRows: number;
+  /** A bulk import's page cache, MiB, of each SQLite connection it writes through (the events', the keys'): SQLite's sorter takes as much again while the read models' indexes are built. */
+  importCacheMiB: number;
+  /** A bulk import's REBUILD_ROWIDS, for the fold that follows it: more than a serving process's, as the import holds little else. */
+  importRowids: number;
 }
 
 export interface MemoryPlan {
@@ -40,7 +46,15 @@ export const MIN_LIMIT_MIB = 128;
 /** Kept for the cluster primary out of a limit shared by workers: its code, the framework, its heap, measured 45–55 MiB anonymous. */
 export const PRIMARY_SHARE_MIB = 64;
 /** The defaults with no limit: `--max-semi-space-size=32` (12 % less CPU per create than Node's 16), V8's own old-generation limit. */
-export const UNLIMITED: ProcessSizing = { semiSpaceMiB: 32, recordCacheSize: 10_000, keyCacheSize: 10_000, rebuildRowids: 2_000_000 };
+export const UNLIMITED: ProcessSizing = {
+  semiSpaceMiB: 32,
+  recordCacheSize: 10_000,
+  keyCacheSize: 10_000,
+  rebuildRowids: 2_000_000,
+  importBatchRows: 10_000,
+  importCacheMiB: 64,
+  importRowids: 2_000_000,
+};
 /** A cgroup without a limit reports a number near 2^63 (v1) or 2^64 (libuv's "none"). */
 const NO_LIMIT_ABOVE = 2 ** 60;
 
@@ -76,7 +90,11 @@ export function memoryLimit(env: NodeJS.ProcessEnv, constrained: () => number = 
  *   measurements put at about as much as the heap;
  * - caches: 2,000 folded records per kind and 2,000 data keys per 256 MiB, at most 10,000 each;
  * - REBUILD_ROWIDS: 250,000 per 256 MiB (about 50 bytes each, per read model), at most 2,000,000;
- * - MALLOC_ARENA_MAX=2: fewer arenas keeping freed memory (10 MiB less with the heap bounded).
+ * - MALLOC_ARENA_MAX=2: fewer arenas keeping freed memory (10 MiB less with the heap bounded);
+ * - a bulk import (measured with `npm run bench -- import`): 2,500 rows a batch per 256 MiB, at
+ *   most 10,000; page caches of 1/64 of it, 8 to 64 MiB (in a container the kernel's page cache,
+ *   which its limit counts too, serves the files better than larger caches of SQLite's own);
+ *   500,000 rowids per 256 MiB, at most 2,000,000 (past them, a fold's inserts go to random pages).
  */
 export function sizeFor(mib: number): ProcessSizing {
   const per256 = mib / 256;
@@ -88,6 +106,9 @@ export function sizeFor(mib: number): ProcessSizing {
     recordCacheSize: Math.min(10_000, Math.max(500, Math.floor(per256 * 2000))),
     keyCacheSize: Math.min(10_000, Math.max(500, Math.floor(per256 * 2000))),
     rebuildRowids: Math.min(2_000_000, Math.floor(per256 * 250_000)),
+    importBatchRows: Math.min(10_000, Math.max(1_000, Math.floor(per256 * 2_500))),
+    importCacheMiB: Math.min(64, Math.max(8, Math.floor(mib / 64))),
+    importRowids: Math.min(2_000_000, Math.floor(per256 * 500_000)),
   };
 }
 

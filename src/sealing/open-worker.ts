@@ -104,16 +104,13 @@ function readKeys(file: string, keyIds: string[]): { bytes: (Buffer | null)[]; a
   return { bytes: keyIds.map((keyId) => found.get(keyId) ?? null), absent };
 }
 
-/** The page cache of the connection that makes keys: a bulk import's, most of the ids' index at a million records. */
-const KEY_MAKER_CACHE_MIB = 64;
-
 /** The SQLite key store this thread makes keys in (SealRequest.keyFile): one file a thread, opened once, durable. */
 let keyMaker: { file: string; make: (keyIds: string[]) => (Buffer | null)[] } | undefined;
 
-function sealBatch({ id, keyFile, keyIds, contexts, plaintexts }: SealRequest): void {
+function sealBatch({ id, keyFile, keyCacheMiB, keyIds, contexts, plaintexts }: SealRequest): void {
   let keys: (Buffer | null)[];
   try {
-    keys = makeKeys(keyFile, keyIds);
+    keys = makeKeys(keyFile, keyCacheMiB, keyIds);
   } catch (error) {
     return parentPort!.postMessage({ id, sealed: [], error: (error as Error).message } satisfies SealAnswer);
   }
@@ -130,14 +127,14 @@ function sealBatch({ id, keyFile, keyIds, contexts, plaintexts }: SealRequest): 
  * adapter), in one transaction, committed and synced before this returns: made, or the key it has,
  * or null where destroyed. In the order asked, the records' order, as the key store makes them.
  */
-function makeKeys(file: string, keyIds: string[]): (Buffer | null)[] {
+function makeKeys(file: string, cacheMiB: number | undefined, keyIds: string[]): (Buffer | null)[] {
   if (keyMaker?.file !== file) {
     const db = new Database(file, { fileMustExist: true });
     db.pragma('busy_timeout = 60000');
     db.pragma('synchronous = FULL');
     db.pragma('secure_delete = ON');
     // As a bulk import's connections (cli/import.ts): the inserts go to random places of the ids' index.
-    db.pragma(`cache_size = -${KEY_MAKER_CACHE_MIB * 1024}`);
+    if (cacheMiB) db.pragma(`cache_size = -${cacheMiB * 1024}`);
     const insert = db.prepare<[string, Buffer]>('INSERT INTO data_keys (key_id, key) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING');
     const select = db.prepare<[string], { key: Buffer | null }>('SELECT key FROM data_keys WHERE key_id = ?');
     const make = db.transaction((ids: string[]) =>

@@ -27,6 +27,8 @@ export interface OpenRequest {
 export interface SealRequest {
   id: number;
   keyFile: string;
+  /** The page cache of the thread's connection to `keyFile`, MiB (SQLite's default if none): a bulk import's inserts go to random places of the ids' index. */
+  keyCacheMiB?: number;
   keyIds: string[];
   contexts: string[];
   plaintexts: string[];
@@ -114,13 +116,13 @@ export class OpeningThread {
   }
 
   /**
-   * Seals each value with its record's key, made by the thread in the SQLite key store in `keyFile`
+   * Seals each value with its record's key, made by the thread in the SQLite key store in `keyStore.file`
    * (a connection of its own, durable: the keys are on disk before this resolves), or found there:
    * the key store's inserts and the ciphers off the caller's thread. Null where the key is destroyed.
    */
-  async sealMakingKeys(keyFile: string, keyIds: string[], contexts: string[], plaintexts: string[]): Promise<(string | null)[]> {
+  async sealMakingKeys(keyStore: { file: string; cacheMiB?: number }, keyIds: string[], contexts: string[], plaintexts: string[]): Promise<(string | null)[]> {
     if (this.closed) throw new Error('The store is closed');
-    const answer = await this.ask({ keyFile, keyIds, contexts, plaintexts });
+    const answer = await this.ask({ keyFile: keyStore.file, keyCacheMiB: keyStore.cacheMiB, keyIds, contexts, plaintexts });
     if (answer.error !== undefined) throw new Error(`The thread sealing values could not make the keys: ${answer.error}`);
     return answer.sealed;
   }

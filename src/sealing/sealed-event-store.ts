@@ -117,12 +117,18 @@ export class SealedEventStore implements EventStore {
   /** By key id: since when a subscription has found it missing (see MISSING_KEY_GRACE_MS). */
   private readonly missingSince = new Map<string, number>();
 
+  private readonly missingKeyGraceMs: number;
+  /** The page cache, MiB, of the thread's connection that makes a bulk import's keys (SQLite's default if none). */
+  private readonly keyMakerCacheMiB: number | undefined;
+
   constructor(
     private readonly inner: EventStore,
     readonly keys: DataKeys,
     kinds: SealedKind[],
-    private readonly missingKeyGraceMs = MISSING_KEY_GRACE_MS,
+    { missingKeyGraceMs = MISSING_KEY_GRACE_MS, keyMakerCacheMiB }: { missingKeyGraceMs?: number; keyMakerCacheMiB?: number } = {},
   ) {
+    this.missingKeyGraceMs = missingKeyGraceMs;
+    this.keyMakerCacheMiB = keyMakerCacheMiB;
     this.prefixes = kinds.map((k) => `${k.streamPrefix}-`);
     this.erasureTypes = new Set(kinds.map((k) => k.events.erased));
     this.keyFile = this.thread ? keys.store.file : undefined;
@@ -197,7 +203,7 @@ export class SealedEventStore implements EventStore {
     const events = appends.map((a) => a.events[0]);
     const values = events.map((e) => plainValues(e.data));
     const sealed = await this.thread!.sealMakingKeys(
-      keyFile,
+      { file: keyFile, cacheMiB: this.keyMakerCacheMiB },
       appends.map((a) => a.streamId),
       events.map((e) => e.id),
       values,

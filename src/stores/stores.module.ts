@@ -64,7 +64,7 @@ export async function openEventStore(
   if (config.eventStoreConnectionString) {
     const { EventStoreDbEventStore } = await import('../event-store/eventstoredb-event-store');
     const store = await EventStoreDbEventStore.connect(config.eventStoreConnectionString, config.storeTimeoutMs ?? 5000, config.eventStoreSilenceMs);
-    return UpcastingEventStore.open(new SealedEventStore(store, keys, kinds), kinds);
+    return UpcastingEventStore.open(new SealedEventStore(store, keys, kinds, { keyMakerCacheMiB: cacheMiB }), kinds);
   }
   const store = new SqliteEventStore(sqlite ?? openSqliteDatabase(config.sqliteFile, { durable: true, cacheMiB }));
   const sealed = await sealPlaintextEvents(store, keys, kinds, () =>
@@ -73,7 +73,7 @@ export async function openEventStore(
     ),
   );
   if (sealed > 0) log(`Sealed ${sealed} events written before encryption with their records' keys`);
-  return UpcastingEventStore.open(new SealedEventStore(store, keys, kinds), kinds);
+  return UpcastingEventStore.open(new SealedEventStore(store, keys, kinds, { keyMakerCacheMiB: cacheMiB }), kinds);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { appendFileSync, createReadStream, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, createReadStream, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -38,6 +38,20 @@ const stored = (dataDir: string) => {
     db.close();
   }
 };
+
+/** The rows of the key store (keys.sqlite): a key made is a row. */
+const keyRows = (dataDir: string) => {
+  const db = new Database(join(dataDir, 'keys.sqlite'), { readonly: true });
+  try {
+    return db.prepare<[], { n: number }>('SELECT count(*) AS n FROM data_keys').get()!.n;
+  } finally {
+    db.close();
+  }
+};
+/** What a 256 MiB limit gives the import (config/memory.ts), as it says on stderr. */
+const SIZED_256 =
+  'Memory: limit 256 MiB (MEMORY_LIMIT); heap limit 120 MiB (--max-old-space-size=96 sized, --max-semi-space-size=8 sized); MALLOC_ARENA_MAX=2; ' +
+  'RECORD_CACHE_SIZE=2000; KEY_CACHE_SIZE=2000; REBUILD_ROWIDS=500000; import batches of 2500 rows; SQLite page caches of 8 MiB';
 
 /** The i-th row of the file, as written. */
 async function rowOf(file: string, i: number): Promise<Record<string, string | number>> {
@@ -91,15 +105,22 @@ describeOnSqlite('CLI import', () =>
         expect(stored(dataDir)).toEqual({ events: 0, streams: 0 });
       }, 120_000);
 
-      it('killed with -9 in the middle and run again, ends with every row in exactly once, the read models and the feed folded', async () => {
-        const first = spawnCli(importCustomers(), dataDir, env);
+      it('killed with -9 in the middle and run again, ends with every row in exactly once, the read models and the feed folded; sized to MEMORY_LIMIT', async () => {
+        // In a container of 256 MiB: the import restarts itself in place with the heap flags and arenas the limit gives, and its batches are smaller.
+        const sized = { ...env, MEMORY_LIMIT: '256m' };
+        const first = spawnCli(importCustomers(), dataDir, sized);
         while (stored(dataDir).events < 10_000 && typeof (await Promise.race([first.exited, sleep(50)])) !== 'number');
+        const proc = (file: string) => readFileSync(`/proc/${first.process.pid}/${file}`, 'utf8').split('\0');
+        expect(proc('cmdline').slice(1, 3)).toEqual(['--max-semi-space-size=8', '--max-old-space-size=96']);
+        expect(proc('environ')).toContain('MALLOC_ARENA_MAX=2');
         first.process.kill('SIGKILL');
         expect(await first.exited).toBe('SIGKILL');
+        expect(first.stderr().split('\n')).toContain(SIZED_256);
         const before = stored(dataDir);
         expect(before.events).toBeLessThan(VALID);
 
-        const again = await runCli(importCustomers(), dataDir, env);
+        const again = await runCli(importCustomers(), dataDir, sized);
+        expect(again.stderr.split('\n')).toContain(SIZED_256);
         expect(again.code).toBe(1); // the spoiled rows are refused again
         expect(report(again.stdout)).toEqual({ read: ROWS, created: VALID - before.events, skipped: before.events, refused: SPOILED.length });
         expect(stored(dataDir)).toEqual({ events: VALID, streams: VALID });
@@ -113,9 +134,11 @@ describeOnSqlite('CLI import', () =>
         ]);
       }, 240_000);
 
-      it('run again, creates nothing twice: the same values are skipped, other values refused', async () => {
+      it('run again, creates nothing twice: the same values are skipped, other values refused; a skipped row makes no key', async () => {
+        const keys = keyRows(dataDir);
         const again = await runCli(importCustomers(), dataDir, env);
         expect(report(again.stdout)).toEqual({ read: ROWS, created: 0, skipped: VALID, refused: SPOILED.length });
+        expect(keyRows(dataDir)).toBe(keys);
         // One record as a CSV export gives it, once with its values and once with another name.
         const row = await rowOf(file, 3);
         const csv = join(dataDir, 'changed.csv');
@@ -190,7 +213,7 @@ describeOnSqlite('CLI import', () =>
           // Enough rows for the import to fold as it goes, were no service folding (FoldAlongside): here the service holds the leases and folds.
           const more = join(dataDir, 'more-customers.ndjson');
           await writeCustomersFile(more, 15_000);
-          // And the erased record's row, last: its batch's keys are made in the sealing thread, which finds that one destroyed.
+          // And the erased record's row, last: looked up before its batch is appended, it is found erased.
           appendFileSync(more, `${JSON.stringify(erasedRow)}\n`);
           const importing = runCli(['import', 'customers', more, '--account', account], dataDir, env);
           const written: { status: number }[] = [];

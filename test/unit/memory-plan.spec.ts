@@ -37,17 +37,45 @@ describe('MEMORY_LIMIT', () => {
 
 describe('the memory plan', () => {
   it("keeps today's defaults with no limit: 32 MiB semi-spaces, V8's old generation, caches of 10,000, 2,000,000 rowids, glibc's arenas", () => {
-    expect(memoryPlan(undefined, 1).server).toEqual({ semiSpaceMiB: 32, recordCacheSize: 10_000, keyCacheSize: 10_000, rebuildRowids: 2_000_000 });
+    expect(memoryPlan(undefined, 1).server).toEqual({
+      semiSpaceMiB: 32,
+      recordCacheSize: 10_000,
+      keyCacheSize: 10_000,
+      rebuildRowids: 2_000_000,
+      importBatchRows: 10_000,
+      importCacheMiB: 64,
+      importRowids: 2_000_000,
+    });
     expect(memoryPlan(undefined, 4).server).toBe(UNLIMITED);
     expect(loadConfig({})).toMatchObject({ recordCacheSize: 10_000, keyCacheSize: 10_000, rebuildRowids: 2_000_000 });
   });
 
-  it('gives a 256 MiB container the settings measured for it (8/96, caches of 2,000, 250,000 rowids, 2 arenas)', () => {
-    expect(sizeFor(256)).toEqual({ semiSpaceMiB: 8, oldSpaceMiB: 96, mallocArenaMax: 2, recordCacheSize: 2000, keyCacheSize: 2000, rebuildRowids: 250_000 });
+  it('gives a 256 MiB container the settings measured for it (8/96, caches of 2,000, 250,000 rowids, 2 arenas; an import: batches of 2,500 rows, 8 MiB page caches, 500,000 rowids)', () => {
+    expect(sizeFor(256)).toEqual({
+      semiSpaceMiB: 8,
+      oldSpaceMiB: 96,
+      mallocArenaMax: 2,
+      recordCacheSize: 2000,
+      keyCacheSize: 2000,
+      rebuildRowids: 250_000,
+      importBatchRows: 2500,
+      importCacheMiB: 8,
+      importRowids: 500_000,
+    });
   });
 
   it('grows with the limit, each part bounded', () => {
-    expect(sizeFor(512)).toEqual({ semiSpaceMiB: 16, oldSpaceMiB: 192, mallocArenaMax: 2, recordCacheSize: 4000, keyCacheSize: 4000, rebuildRowids: 500_000 });
+    expect(sizeFor(512)).toEqual({
+      semiSpaceMiB: 16,
+      oldSpaceMiB: 192,
+      mallocArenaMax: 2,
+      recordCacheSize: 4000,
+      keyCacheSize: 4000,
+      rebuildRowids: 500_000,
+      importBatchRows: 5000,
+      importCacheMiB: 8,
+      importRowids: 1_000_000,
+    });
     expect(sizeFor(1024)).toEqual({
       semiSpaceMiB: 32,
       oldSpaceMiB: 384,
@@ -55,11 +83,30 @@ describe('the memory plan', () => {
       recordCacheSize: 8000,
       keyCacheSize: 8000,
       rebuildRowids: 1_000_000,
+      importBatchRows: 10_000,
+      importCacheMiB: 16,
+      importRowids: 2_000_000,
     });
-    expect(sizeFor(16 * 1024)).toMatchObject({ semiSpaceMiB: 32, oldSpaceMiB: 6144, recordCacheSize: 10_000, keyCacheSize: 10_000, rebuildRowids: 2_000_000 });
+    expect(sizeFor(16 * 1024)).toMatchObject({
+      semiSpaceMiB: 32,
+      oldSpaceMiB: 6144,
+      recordCacheSize: 10_000,
+      keyCacheSize: 10_000,
+      rebuildRowids: 2_000_000,
+      importBatchRows: 10_000,
+      importCacheMiB: 64,
+      importRowids: 2_000_000,
+    });
     // Between the measured points: semi-spaces a power of two, never below 2 MiB nor the old generation below 48.
-    expect(sizeFor(384)).toMatchObject({ semiSpaceMiB: 8, oldSpaceMiB: 144, recordCacheSize: 3000 });
-    expect(sizeFor(100)).toMatchObject({ semiSpaceMiB: 2, oldSpaceMiB: 48, recordCacheSize: 781, rebuildRowids: 97_656 });
+    expect(sizeFor(384)).toMatchObject({ semiSpaceMiB: 8, oldSpaceMiB: 144, recordCacheSize: 3000, importBatchRows: 3750 });
+    expect(sizeFor(100)).toMatchObject({
+      semiSpaceMiB: 2,
+      oldSpaceMiB: 48,
+      recordCacheSize: 781,
+      rebuildRowids: 97_656,
+      importBatchRows: 1000,
+      importCacheMiB: 8,
+    });
   });
 
   it("shares the limit between WORKERS, after the primary's 64 MiB, and keeps the primary small", () => {

@@ -125,7 +125,7 @@ describe('SealedEventStore', () => {
     keysDb.db.prepare('DELETE FROM data_keys WHERE key_id = ?').run(lost);
     const patient = new SealedEventStore(inner, new DataKeys(keyStore), RECORD_KINDS);
     await expect(first(patient.subscribeToAll(START, { signal: AbortSignal.timeout(5000) }))).rejects.toThrow(MissingKeysError);
-    const graceless = new SealedEventStore(inner, new DataKeys(keyStore), RECORD_KINDS, 0);
+    const graceless = new SealedEventStore(inner, new DataKeys(keyStore), RECORD_KINDS, { missingKeyGraceMs: 0 });
     const [batch] = await first(graceless.subscribeToAll(START, { signal: AbortSignal.timeout(5000) }));
     expect(batch.events.map((e) => [e.streamId, e.data, e.unreadable])).toEqual([
       [lost, {}, expect.stringMatching(new RegExp(`^its record's data key ${lost} is missing from the key store`))],
