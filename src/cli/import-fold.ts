@@ -128,9 +128,17 @@ export class FoldAlongside {
  * service does when it starts (ProjectionsService): where an instance of the service holds a read
  * model's lease, it folds and this waits for it; where none does, this takes the lease and folds,
  * by a rebuild when far behind (several times faster than folding into the live indexes), then
- * gives the lease back.
+ * gives the lease back. It waits for the read models that follow `streamId`'s kind (an imported
+ * record's stream) only: on EventStoreDB, one filtered to other streams learns of the head only at
+ * a checkpoint the server may not send until more of its own streams' events come.
  */
-export async function foldImported(eventStore: EventStore, readStore: ReadStore, config: Omit<AppConfig, 'accessTokens'>, signal: AbortSignal): Promise<void> {
+export async function foldImported(
+  eventStore: EventStore,
+  readStore: ReadStore,
+  config: Omit<AppConfig, 'accessTokens'>,
+  streamId: string,
+  signal: AbortSignal,
+): Promise<void> {
   const head = await eventStore.headPosition();
   const service = new ProjectionsService(READ_MODELS, eventStore, readStore, config as AppConfig);
   const started = Date.now();
@@ -150,7 +158,7 @@ export async function foldImported(eventStore: EventStore, readStore: ReadStore,
     while (rebuilding() && !signal.aborted) await sleep(100);
     const failed = service.projectors.find((p) => p.state === 'failed');
     if (failed) throw failed.failure ?? new Error(`The read model ${failed.projection.name} stopped`);
-    const reached = Promise.all(service.projectors.map((p) => p.waitFor(head, 24 * 3600_000)));
+    const reached = Promise.all(service.projectors.filter((p) => p.follows(streamId)).map((p) => p.waitFor(head, 24 * 3600_000)));
     await Promise.race([reached, new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))]);
     if (!signal.aborted)
       process.stderr.write(`${tty ? '\r\x1b[K' : ''}Read models and the change feed have every row (${duration((Date.now() - started) / 1000)})\n`);

@@ -39,6 +39,11 @@ import { IMPORT_HELP } from './import-help';
  */
 const FOLD_ALONGSIDE_ROWS = 10_000;
 const ROW_BYTES = 250;
+/**
+ * Rows' last events read at once: on EventStoreDB each read is a call over one connection, and a
+ * batch's thousands sent together would queue behind one another past their deadline.
+ */
+const READS_AT_ONCE = 32;
 /** Batches under way at once: the next is checked while one is written. */
 const IN_FLIGHT = 2;
 /** How much V8 grows the heap after a collection, in percent of what is live (see importCommand). */
@@ -182,7 +187,7 @@ export async function runImport(
   progress.update(counts, bytes, true);
   try {
     if (!signal.aborted) await fold?.finish();
-    if (!dryRun && !signal.aborted && counts.created > 0) await foldImported(eventStore, readStore, config, signal);
+    if (!dryRun && !signal.aborted && counts.created > 0) await foldImported(eventStore, readStore, config, streamIdOf(kind.kind, ''), signal);
   } finally {
     await fold?.close();
   }
@@ -245,7 +250,10 @@ class Importer {
    */
   async customers(rows: CheckedRow[]): Promise<Outcome[]> {
     const { kind } = this.kind;
-    const lasts = await Promise.all(rows.map((row) => this.eventStore.readLastEvent(streamIdOf(kind, row.id))));
+    const lasts: (StoredEvent | null)[] = [];
+    for (let i = 0; i < rows.length; i += READS_AT_ONCE) {
+      lasts.push(...(await Promise.all(rows.slice(i, i + READS_AT_ONCE).map((row) => this.eventStore.readLastEvent(streamIdOf(kind, row.id))))));
+    }
     const outcomes = await Promise.all(rows.map(async (row, i) => (lasts[i] ? this.existing(row, lasts[i]) : undefined)));
     const fresh = rows.flatMap((row, i) => (lasts[i] ? [] : [{ row, i }]));
     if (this.dryRun || fresh.length === 0) return outcomes.map((outcome) => outcome ?? 'created');
