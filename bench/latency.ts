@@ -1,4 +1,4 @@
-// `npm run bench -- latency [--rate N] [--duration S] [--only <part of a route's name>] [--profile] [--keep]`: the service's latency at a fixed
+// `npm run bench -- latency [--rate N] [--duration S] [--only <parts of routes' names, comma-separated>] [--profile] [--keep]`: the service's latency at a fixed
 // rate (not its saturation): the built service as users run it (WORKERS=1, logs at info, metrics,
 // rate limits on), N requests a second (1,000 unless told) per route for S seconds (15) after 3 s
 // of the same load unmeasured, from a generator in its own process (bench/fixed-rate.ts) that
@@ -87,7 +87,7 @@ export async function main(args: string[]): Promise<void> {
   const rate = numberArg(args, '--rate', 1000);
   const durationSeconds = numberArg(args, '--duration', 15);
   const profile = args.includes('--profile');
-  const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
+  const only = args.includes('--only') ? args[args.indexOf('--only') + 1].split(',') : undefined;
   const dataDir = mkdtempSync(join(tmpdir(), 'pcs-bench-latency-'));
   const profileDir = join(dataDir, 'profile');
   console.log(
@@ -133,7 +133,7 @@ export async function main(args: string[]): Promise<void> {
     );
     console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     let durableP99: number | undefined;
-    for (const [name, target, spec] of rows.filter(([name]) => !only || name.includes(only))) {
+    for (const [name, target, spec] of rows.filter(([name]) => !only || only.some((part) => name.includes(part)))) {
       const run = (seconds: number) => fixedRate({ ...spec, url: target.url, token: TOKEN, rate, durationSeconds: seconds, connections: CONNECTIONS });
       await run(WARM_UP_SECONDS);
       const own = target === service;

@@ -29,7 +29,8 @@ const PASSES = 10;
  *    `times`).
  */
 export async function main(args: string[]): Promise<void> {
-  const count = Number(args.find((a) => /^\d+$/.test(a)) ?? 1_000_000);
+  // The count is the number not an option's value (`--rounds 3` is no count).
+  const count = Number(args.find((a, i) => /^\d+$/.test(a) && !args[i - 1]?.startsWith('--')) ?? 1_000_000);
   const beforeAt = args.indexOf('--before');
   const before = beforeAt >= 0 ? resolve(args[beforeAt + 1]) : undefined;
   const rounds = numberArg(args, '--rounds', 2);

@@ -16,7 +16,7 @@ import {
 } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type AppConfig, loadConfig } from '../config/config';
-import { ErasureLog } from '../key-store/erasure-log';
+import { ErasureLog, LOOKUP_BATCH } from '../key-store/erasure-log';
 import { RECORD_KINDS } from '../read-models';
 import { REGISTERED_KINDS } from '../record-kinds';
 import { DataKeys } from '../sealing/data-keys';
@@ -312,23 +312,25 @@ async function eraseAgainAfterRestore(config: Settings, log: ErasureLog): Promis
   try {
     for (const { kind, readModel } of REGISTERED_KINDS) {
       const prefix = `${kind.streamPrefix}-`;
-      const ids: string[] = [];
-      for (const entry of entries.filter((e) => e.key.startsWith(prefix))) {
-        const key = (await keyStore.getMany([entry.key])).get(entry.key);
-        if (key !== null) {
-          await keyStore.destroy(entry.key, entry.account);
-        } else {
-          const last = await eventStore.readLastEvent(entry.key);
-          if (!last || last.type === kind.events.erased) continue;
-          await keyStore.reopenErasure(entry.key, entry.account);
+      const ofKind = entries.filter((e) => e.key.startsWith(prefix));
+      if (ofKind.length > 0) await readStore.ensureCollection(readModel.schema);
+      for (let i = 0; i < ofKind.length; i += LOOKUP_BATCH) {
+        const batch = ofKind.slice(i, i + LOOKUP_BATCH);
+        const keys = await keyStore.getMany(batch.map((e) => e.key));
+        const ids: string[] = [];
+        for (const entry of batch) {
+          if (keys.get(entry.key) !== null) {
+            await keyStore.destroy(entry.key, entry.account);
+          } else {
+            const last = await eventStore.readLastEvent(entry.key);
+            if (!last || last.type === kind.events.erased) continue;
+            await keyStore.reopenErasure(entry.key, entry.account);
+          }
+          ids.push(entry.key.slice(prefix.length));
         }
-        ids.push(entry.key.slice(prefix.length));
+        if (ids.length > 0) await readStore.erase(readModel.schema.name, ids);
+        again += ids.length;
       }
-      if (ids.length > 0) {
-        await readStore.ensureCollection(readModel.schema);
-        await readStore.erase(readModel.schema.name, ids);
-      }
-      again += ids.length;
     }
   } finally {
     await eventStore.close(); // closes the key store too

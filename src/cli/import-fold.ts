@@ -124,14 +124,25 @@ export class FoldAlongside {
 }
 
 /**
- * Brings every read model (the records', the change feed's index) up to the store's head as the
+ * Brings the read models (the records', the change feed's index) up to the import's rows as the
  * service does when it starts (ProjectionsService): where an instance of the service holds a read
  * model's lease, it folds and this waits for it; where none does, this takes the lease and folds,
  * by a rebuild when far behind (several times faster than folding into the live indexes), then
- * gives the lease back.
+ * gives the lease back. It waits until the read models that follow the imported records' streams
+ * (`last.streamId`, one of them) have folded the import's last record event (`last.position`):
+ * not for the store's head, which may be an event of a stream none of them follows (a slug's, an
+ * Idempotency-Key's of the service beside), and not for the other read models, which on
+ * EventStoreDB (filtered by prefix) learn of positions past their own streams' events only at a
+ * checkpoint the server sends every 32 events.
  */
-export async function foldImported(eventStore: EventStore, readStore: ReadStore, config: Omit<AppConfig, 'accessTokens'>, signal: AbortSignal): Promise<void> {
-  const head = await eventStore.headPosition();
+export async function foldImported(
+  eventStore: EventStore,
+  readStore: ReadStore,
+  config: Omit<AppConfig, 'accessTokens'>,
+  last: { streamId: string; position: Position },
+  signal: AbortSignal,
+): Promise<void> {
+  const head = last.position;
   const service = new ProjectionsService(READ_MODELS, eventStore, readStore, config as AppConfig);
   const started = Date.now();
   const tty = process.stderr.isTTY === true;
@@ -150,7 +161,7 @@ export async function foldImported(eventStore: EventStore, readStore: ReadStore,
     while (rebuilding() && !signal.aborted) await sleep(100);
     const failed = service.projectors.find((p) => p.state === 'failed');
     if (failed) throw failed.failure ?? new Error(`The read model ${failed.projection.name} stopped`);
-    const reached = Promise.all(service.projectors.map((p) => p.waitFor(head, 24 * 3600_000)));
+    const reached = Promise.all(service.projectors.filter((p) => p.follows(last.streamId)).map((p) => p.waitFor(head, 24 * 3600_000)));
     await Promise.race([reached, new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))]);
     if (!signal.aborted)
       process.stderr.write(`${tty ? '\r\x1b[K' : ''}Read models and the change feed have every row (${duration((Date.now() - started) / 1000)})\n`);

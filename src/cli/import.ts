@@ -39,6 +39,19 @@ import { IMPORT_HELP } from './import-help';
  */
 const FOLD_ALONGSIDE_ROWS = 10_000;
 const ROW_BYTES = 250;
+/**
+ * Rows' reads under way at once: on EventStoreDB each is a call over one connection (whose server
+ * takes 100 at a time), and a batch's thousands sent together would queue past their deadline.
+ */
+const READS_AT_ONCE = 32;
+
+/** `read` of every item, READS_AT_ONCE under way at a time; the results in the items' order. */
+async function fewAtATime<T, R>(items: T[], read: (item: T, i: number) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (let i = 0; i < items.length; i += READS_AT_ONCE)
+    results.push(...(await Promise.all(items.slice(i, i + READS_AT_ONCE).map((item, k) => read(item, i + k)))));
+  return results;
+}
 /** Batches under way at once: the next is checked while one is written. */
 const IN_FLIGHT = 2;
 /** How much V8 grows the heap after a collection, in percent of what is live (see importCommand). */
@@ -182,7 +195,8 @@ export async function runImport(
   progress.update(counts, bytes, true);
   try {
     if (!signal.aborted) await fold?.finish();
-    if (!dryRun && !signal.aborted && counts.created > 0) await foldImported(eventStore, readStore, config, signal);
+    if (!dryRun && !signal.aborted && counts.created > 0)
+      await foldImported(eventStore, readStore, config, { streamId: streamIdOf(kind.kind, ''), position: importer.appended }, signal);
   } finally {
     await fold?.close();
   }
@@ -213,7 +227,7 @@ class Importer {
   /** Profiles: the slugs of the rows taken so far (by key), with their line and id: unique in the file too. */
   private readonly slugs = new Map<string, { line: number; id: string }>();
   private readonly reservations: SlugReservations<Pick<RecordWriter, 'load'>>;
-  /** The position of the last event appended. */
+  /** The position of the last record event appended (a creation: never a slug's). */
   appended: Position = START;
   /** Whether the last batch found rows in already: the next one looks its rows up first (see customers). */
   private foundIn = true;
@@ -244,15 +258,15 @@ class Importer {
    * created once whatever was stopped when; a row whose stream exists is compared with it. While
    * the file's rows are found in already (a run again), each row's record is looked up first
    * (lookFirst): one in costs no seal nor append, only its comparison. Once a batch finds none
-   * in, the next ones go straight to their append (a lookup costs about a twentieth of a row's work
-   * on this thread), until
-   * an append is refused as existing. Either way a record in already costs no key (see makeKeys).
+   * in, the next ones go straight to their append (a lookup costs about a twentieth of a row's
+   * work on this thread), until an append is refused as existing. Either way a record in already
+   * costs no key (see makeKeys in sealing/open-worker.ts).
    */
   async customers(rows: CheckedRow[]): Promise<Outcome[]> {
     const { kind } = this.kind;
     const lookFirst = this.dryRun || this.foundIn;
-    const lasts = lookFirst ? await Promise.all(rows.map((row) => this.eventStore.readLastEvent(streamIdOf(kind, row.id)))) : [];
-    const outcomes = await Promise.all(rows.map(async (row, i) => (lasts[i] ? this.existing(row, lasts[i]) : undefined)));
+    const lasts = lookFirst ? await fewAtATime(rows, (row) => this.eventStore.readLastEvent(streamIdOf(kind, row.id))) : [];
+    const outcomes: (Outcome | undefined)[] = lookFirst ? await fewAtATime(rows, async (row, i) => (lasts[i] ? this.existing(row, lasts[i]) : undefined)) : [];
     const fresh = rows.flatMap((row, i) => (lasts[i] ? [] : [{ row, i }]));
     if (this.dryRun || fresh.length === 0) return outcomes.map((outcome) => outcome ?? 'created');
     const metadata = this.metadata();
@@ -264,7 +278,7 @@ class Importer {
       })),
     );
     for (const o of appended) if ('result' in o && comparePositions(o.result.position, this.appended) > 0) this.appended = o.result.position;
-    await Promise.all(fresh.map(async ({ row, i }, k) => (outcomes[i] = await this.outcomeOf(row, appended[k]))));
+    await fewAtATime(fresh, async ({ row, i }, k) => (outcomes[i] = await this.outcomeOf(row, appended[k])));
     this.foundIn = lasts.some(Boolean) || appended.some((o) => 'error' in o);
     return outcomes as Outcome[];
   }
@@ -274,6 +288,7 @@ class Importer {
     const [outcome] = await this.eventStore.appendToStreams([
       { streamId: streamIdOf(kind, row.id), events: [importedCreation(kind, row.fields, new Date(row.created * 1000), metadata)], expected: 'no_stream' },
     ]);
+    if ('result' in outcome && comparePositions(outcome.result.position, this.appended) > 0) this.appended = outcome.result.position;
     return this.outcomeOf(row, outcome);
   }
 

@@ -29,11 +29,13 @@ export interface EventMetadata {
   /** The W3C trace context of the request that appended it, when traces are exported: the projectors' and the feed's spans link to it. */
   traceparent?: string;
   /**
-   * A record event's business time, ISO-8601 UTC with milliseconds: stamped as its command was
-   * decided (handle-command.ts), so a write knows it without reading its event back. Events stored
-   * before it was stamped have none: their time is the one the store recorded (see occurredAt).
+   * A record event's business time: stamped as its command was decided (handle-command.ts), so a
+   * write knows it without reading its event back, and stored as ISO-8601 UTC with milliseconds.
+   * Events stored before it was stamped have none: their upcaster (records/record.ts,
+   * timeFromRecorded) gives them the time the store recorded, as the store's `Date`, which
+   * serializes as that same string. Read it with occurredAt, which takes either.
    */
-  occurredAt?: string;
+  occurredAt?: string | Date;
   /** The version of its type's shape it was written in (upcasting-event-store.ts); none is version 1. */
   eventVersion?: number;
   /** On the Created event of a record moved in by the CLI's import: who ran it, when, from which file (history and the feed show it). */
@@ -108,11 +110,12 @@ export const asUnreadable = (event: Omit<StoredEvent, 'data' | 'metadata'> & { m
 });
 
 /**
- * When a record event happened, as the record's history and times tell it: its business time.
- * Every record event read through the service's store carries it (stamped as decided, or by the
- * upcaster of the events stored before: records/record.ts, timeFromRecorded).
+ * When a record event happened, as the record's history and times tell it: its business time, a
+ * new Date from the stamp or from the upcaster's Date alike. Every record event read through the
+ * service's store carries it (stamped as decided, or by the upcaster of the events stored before:
+ * records/record.ts, timeFromRecorded).
  */
-export const occurredAt = (event: { metadata: { occurredAt?: string } }): Date => new Date(event.metadata.occurredAt!);
+export const occurredAt = (event: { metadata: { occurredAt?: string | Date } }): Date => new Date(event.metadata.occurredAt!);
 
 /** What the appender believes the stream's last revision is. */
 export type ExpectedRevision = 'no_stream' | 'any' | number;

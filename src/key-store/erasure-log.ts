@@ -12,8 +12,11 @@ export interface ErasureEntry {
   at: string;
 }
 
-/** Key ids looked up in the key store at once when the log is read again. */
-const LOOKUP_BATCH = 500;
+/**
+ * Erasures handled at once when the log is read again: their keys looked up together, their read
+ * model documents scrubbed together (one MongoDB `$in` stays far below its 16 MiB command).
+ */
+export const LOOKUP_BATCH = 500;
 
 /**
  * The erasure log: an append-only file (ERASURE_LOG, one JSON line per erasure asked) kept apart from

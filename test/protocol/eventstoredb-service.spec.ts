@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { WRITTEN_VERSIONS_STREAM } from '../../src/event-store/written-versions';
@@ -8,14 +8,17 @@ import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { runCli } from '../support/cli';
 import {
   answerReadBackwards,
+  answerStreamRead,
   AppendAnswer,
   appendNotHandled,
+  appendStreamDeleted,
   appendSuccess,
   caughtUpMessage,
   checkpointMessage,
   confirmationMessage,
   describeRead,
   eventMessage,
+  failStreamDeleted,
   handWrittenMessage,
   passesFilter,
   ScriptedEvent,
@@ -388,5 +391,78 @@ describe('the CLI on the EventStoreDB protocol (scripted endpoint)', () => {
     });
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^Events: EventStoreDB \(EVENTSTORE_CONNECTION_STRING\); read models: the SQLite file .+\nEventStoreDB is unreachable: .+\n$/);
+  });
+});
+
+describe('the import on the EventStoreDB protocol (in-memory scripted endpoint)', () => {
+  let server: InMemoryEventStoreDb;
+  let dataDir: string;
+  const gone = randomUUID();
+  const reading = { now: 0, most: 0 };
+  beforeAll(async () => {
+    // A stream an operator deleted for good: the server refuses appends to it and reads of it as
+    // Deleted (appendStreamDeleted, failStreamDeleted); every other stream is kept in memory.
+    server = await startInMemoryEventStoreDb({
+      append: (request, answer) => request.streamId === `customer-${gone}` && (answer(appendStreamDeleted(request)), true),
+      read: (call, read) => {
+        if (read.stream === undefined) return false;
+        if (read.stream === `customer-${gone}`) failStreamDeleted(call, read.stream);
+        else {
+          // Each stream read answered a moment later, to count how many the import has under way.
+          reading.now++;
+          reading.most = Math.max(reading.most, reading.now);
+          setTimeout(() => {
+            reading.now--;
+            answerStreamRead(call, server.log);
+          }, 2);
+        }
+        return true;
+      },
+    });
+    dataDir = makeDataDir();
+    openSqliteDatabase(join(dataDir, 'service.sqlite'), { durable: false }).close();
+  });
+  afterAll(async () => {
+    await server?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('refuses the row whose stream was deleted for good, naming its line, and imports every other row', async () => {
+    const ids = [randomUUID(), gone, randomUUID()];
+    const file = join(dataDir, 'customers.ndjson');
+    writeFileSync(file, ids.map((id, i) => JSON.stringify({ id, created: 1_600_000_000 + i, name: `Row ${i}`, email: `row${i}@x.io` })).join('\n') + '\n');
+    const run = await runCli(['import', 'customers', file, '--account', 'acc-1'], dataDir, {
+      EVENTSTORE_CONNECTION_STRING: server.connectionString,
+      STORE_TIMEOUT_MS: '2000',
+      ACCESS_TOKENS: 'tok-1:acc-1',
+    });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/^line 2: id: id is the id of a record whose stream was deleted for good: it cannot be imported$/m);
+    expect(run.stdout).toMatch(/Rows read: 3, created: 2, skipped: 0, refused: 1/);
+    const created = server.log.filter((e) => e.type === 'CustomerCreated').map((e) => e.streamId);
+    expect(created.sort()).toEqual([`customer-${ids[0]}`, `customer-${ids[2]}`].sort());
+  });
+
+  it('imports into read models already there: reads a batch a few dozen at a time, and waits for its own kind of read models only', async () => {
+    const file = join(dataDir, 'more.ndjson');
+    writeFileSync(
+      file,
+      Array.from({ length: 200 }, (_, i) => JSON.stringify({ id: randomUUID(), created: 1_600_000_000 + i, name: `Row ${i}`, email: `row${i}@x.io` })).join(
+        '\n',
+      ) + '\n',
+    );
+    reading.most = 0;
+    const run = await runCli(['import', 'customers', file, '--account', 'acc-1'], dataDir, {
+      EVENTSTORE_CONNECTION_STRING: server.connectionString,
+      STORE_TIMEOUT_MS: '2000',
+      ACCESS_TOKENS: 'tok-1:acc-1',
+    });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/Rows read: 200, created: 200, skipped: 0, refused: 0/);
+    // The customers' read models waited for, not the profiles' one, whose subscription (filtered to
+    // profiles) this endpoint sends no checkpoint past them: before, the import waited for it for good.
+    expect(run.stderr).toContain('Read models and the change feed have every row');
+    expect(reading.most).toBeGreaterThan(1);
+    expect(reading.most).toBeLessThanOrEqual(32);
   });
 });
