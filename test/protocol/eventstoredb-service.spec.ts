@@ -4,6 +4,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { WRITTEN_VERSIONS_STREAM } from '../../src/event-store/written-versions';
+import { RESERVATION_GRACE_MS } from '../../src/profiles/slug-reservations';
 import { openSqliteDatabase } from '../../src/storage/sqlite-database';
 import { runCli } from '../support/cli';
 import {
@@ -398,15 +399,17 @@ describe('the import on the EventStoreDB protocol (in-memory scripted endpoint)'
   let server: InMemoryEventStoreDb;
   let dataDir: string;
   const gone = randomUUID();
+  const goneProfile = randomUUID();
+  const deletedForGood = (streamId: string) => streamId === `customer-${gone}` || streamId === `profile-${goneProfile}`;
   const reading = { now: 0, most: 0 };
   beforeAll(async () => {
-    // A stream an operator deleted for good: the server refuses appends to it and reads of it as
+    // Streams an operator deleted for good: the server refuses appends to them and reads of them as
     // Deleted (appendStreamDeleted, failStreamDeleted); every other stream is kept in memory.
     server = await startInMemoryEventStoreDb({
-      append: (request, answer) => request.streamId === `customer-${gone}` && (answer(appendStreamDeleted(request)), true),
+      append: (request, answer) => deletedForGood(request.streamId) && (answer(appendStreamDeleted(request)), true),
       read: (call, read) => {
         if (read.stream === undefined) return false;
-        if (read.stream === `customer-${gone}`) failStreamDeleted(call, read.stream);
+        if (deletedForGood(read.stream)) failStreamDeleted(call, read.stream);
         else {
           // Each stream read answered a moment later, to count how many the import has under way.
           reading.now++;
@@ -464,5 +467,38 @@ describe('the import on the EventStoreDB protocol (in-memory scripted endpoint)'
     expect(run.stderr).toContain('Read models and the change feed have every row');
     expect(reading.most).toBeGreaterThan(1);
     expect(reading.most).toBeLessThanOrEqual(32);
+  });
+
+  it('ends on a last profile refused after its slug was claimed, waiting for the profiles only; the claim lapses after the grace period', async () => {
+    const env = { EVENTSTORE_CONNECTION_STRING: server.connectionString, STORE_TIMEOUT_MS: '2000', ACCESS_TOKENS: 'tok-1:acc-1' };
+    const slug = `lost${randomUUID().slice(0, 8)}`;
+    const ids = [randomUUID(), randomUUID(), goneProfile];
+    const file = join(dataDir, 'profiles.ndjson');
+    const row = (id: string, i: number, rowSlug: string) => JSON.stringify({ id, created: 1_600_000_000 + i, name: `Shop ${i}`, slug: rowSlug });
+    writeFileSync(file, ids.map((id, i) => row(id, i, i === 2 ? slug : `shop${i}${randomUUID().slice(0, 8)}`)).join('\n') + '\n');
+    const run = await runCli(['import', 'profiles', file, '--account', 'acc-1'], dataDir, env);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/^line 3: id: id is the id of a record whose stream was deleted for good: it cannot be imported$/m);
+    expect(run.stdout).toMatch(/Rows read: 3, created: 2, skipped: 0, refused: 1/);
+    const created = server.log.filter((e) => e.type === 'ProfileCreated').map((e) => e.streamId);
+    expect(created.sort()).toEqual([`profile-${ids[0]}`, `profile-${ids[1]}`].sort());
+    // The store's last event is the refused row's slug claim, which no profile subscription is sent a
+    // checkpoint past: the command waited for the last profile created, not for that head.
+    const claim = server.log[server.log.length - 1];
+    expect(claim).toMatchObject({ streamId: `profile_slug-${slug}`, type: 'SlugReserved', data: { slug, profileId: goneProfile } });
+    expect(run.stderr).toContain('Read models and the change feed have every row');
+
+    // The claim is left (SlugReservations): held for its grace period, as a create in flight would be...
+    const otherId = randomUUID();
+    const other = join(dataDir, 'other.ndjson');
+    writeFileSync(other, row(otherId, 9, slug) + '\n');
+    const early = await runCli(['import', 'profiles', other, '--account', 'acc-1'], dataDir, env);
+    expect([early.code, early.stdout]).toEqual([1, expect.stringMatching(/^line 1: slug: slug is already taken$/m)]);
+    // ...then stale, its profile not carrying the slug: another profile takes it over.
+    claim.created = new Date(Date.now() - RESERVATION_GRACE_MS - 1000);
+    const late = await runCli(['import', 'profiles', other, '--account', 'acc-1'], dataDir, env);
+    expect([late.code, late.stdout]).toEqual([0, expect.stringMatching(/Rows read: 1, created: 1, skipped: 0, refused: 0/)]);
+    const slugStream = server.log.filter((e) => e.streamId === `profile_slug-${slug}`);
+    expect(slugStream[slugStream.length - 1]).toMatchObject({ type: 'SlugReserved', data: { slug, profileId: otherId } });
   });
 });

@@ -203,6 +203,8 @@ export interface ScriptedEvent {
   data?: Record<string, unknown>;
   id?: string;
   metadata?: Record<string, unknown>;
+  /** When the server recorded it (the client's recordedAt); unset: the moment it is read. */
+  created?: Date;
 }
 
 /**
@@ -220,6 +222,7 @@ function recordMessage(r: {
   data: Buffer;
   metadata: Buffer;
   json: boolean;
+  created?: Date;
 }): ReadResp {
   const recorded = new ReadResp.ReadEvent.RecordedEvent()
     .setId(new UUID().setString(r.id ?? randomUUID()))
@@ -230,14 +233,22 @@ function recordMessage(r: {
     .setData(r.data)
     .setCustomMetadata(r.metadata);
   recorded.getMetadataMap().set('type', r.type);
-  recorded.getMetadataMap().set('created', String(BigInt(Date.now()) * 10_000n + 621_355_968_000_000_000n));
+  // Ticks (100 ns) since the Unix epoch, not since .NET's year 1 (EpochExtensions.ToTicksSinceEpoch).
+  recorded.getMetadataMap().set('created', String(BigInt((r.created ?? new Date()).getTime()) * 10_000n));
   recorded.getMetadataMap().set('content-type', r.json ? 'application/json' : 'application/octet-stream');
   const read = new ReadResp.ReadEvent().setEvent(recorded).setCommitPosition(String(r.commit));
   return new ReadResp().setEvent(read);
 }
 
 /** Where an event sits: its stream, revision and position. */
-const placeOf = (e: ScriptedEvent) => ({ id: e.id, streamId: e.streamId, revision: String(e.revision), commit: e.commit, prepare: e.prepare ?? e.commit });
+const placeOf = (e: ScriptedEvent) => ({
+  id: e.id,
+  streamId: e.streamId,
+  revision: String(e.revision),
+  commit: e.commit,
+  prepare: e.prepare ?? e.commit,
+  created: e.created,
+});
 
 /** An event of the service's: JSON data and the port's metadata. */
 export function eventMessage(e: ScriptedEvent): ReadResp {
@@ -550,7 +561,8 @@ export async function startInMemoryEventStoreDb(
     append: (request, answer) => {
       if (options.append?.(request, answer)) return;
       const revision = log.filter((e) => e.streamId === request.streamId).length;
-      const events = appendedEvents(request, revision, nextCommit).map((e, i) => ({ ...e, commit: nextCommit + BigInt(i) * 137n }));
+      const created = new Date();
+      const events = appendedEvents(request, revision, nextCommit).map((e, i) => ({ ...e, commit: nextCommit + BigInt(i) * 137n, created }));
       nextCommit += BigInt(events.length) * 137n + 5_000n;
       log.push(...events);
       answer(null, appendSuccess(revision + events.length - 1, events[events.length - 1].commit));
