@@ -331,6 +331,10 @@ class Importer {
     const [first] = await this.eventStore.readStream(streamIdOf(this.kind.kind, row.id), 0, 1);
     if (first) outcome = await this.existing(row);
     else outcome = (slug && (await this.slugRefused(slug, row.id))) || (this.dryRun ? 'created' : await this.create(row, this.metadata()));
+    // Refused after its slug was claimed (its id an erased record's, or a stream deleted for good):
+    // the claim is given back, else the slug would stay taken for its grace period by no profile.
+    if (slug && !first && !this.dryRun && Array.isArray(outcome) && !outcome.some((f) => f.field === 'slug'))
+      await this.reservations.release(slug, row.id, this.metadata());
     if (slug && !Array.isArray(outcome)) this.slugs.set(slugKey(slug), { line: row.line, id: row.id });
     return outcome;
   }
