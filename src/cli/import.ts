@@ -330,24 +330,42 @@ class Importer {
     let outcome: Outcome;
     const [first] = await this.eventStore.readStream(streamIdOf(this.kind.kind, row.id), 0, 1);
     if (first) outcome = await this.existing(row);
-    else outcome = (slug && (await this.slugRefused(slug, row.id))) || (this.dryRun ? 'created' : await this.create(row, this.metadata()));
-    // Refused after its slug was claimed (its id an erased record's, or a stream deleted for good):
-    // the claim is given back, else the slug would stay taken for its grace period by no profile.
-    if (slug && !first && !this.dryRun && Array.isArray(outcome) && !outcome.some((f) => f.field === 'slug'))
-      await this.reservations.release(slug, row.id, this.metadata());
+    else {
+      const claim = slug ? await this.claim(slug, row.id) : undefined;
+      if (Array.isArray(claim)) outcome = claim;
+      else {
+        outcome = this.dryRun ? 'created' : await this.create(row, this.metadata());
+        // Refused after its slug was claimed (an erased record's id, a stream deleted for good, a
+        // profile created meanwhile with other values): the claim is given back, up to its own
+        // position (a newer one is another write's), else it holds the slug for its grace period.
+        if (claim && Array.isArray(outcome)) await this.giveBack(slug, row.id, claim);
+      }
+    }
     if (slug && !Array.isArray(outcome)) this.slugs.set(slugKey(slug), { line: row.line, id: row.id });
     return outcome;
   }
 
-  /** The slug's refusal, as the API answers it, when another profile holds it; else undefined, and reserved for the profile (unless a dry run). */
-  private async slugRefused(slug: string, profileId: string): Promise<FieldFault[] | undefined> {
+  /**
+   * The slug reserved for the profile (the reservation's position), or its refusal as the API
+   * answers it when another profile holds it. A dry run reserves nothing: undefined when free.
+   */
+  private async claim(slug: string, profileId: string): Promise<FieldFault[] | Position | undefined> {
     if (this.dryRun) return (await this.reservations.isTaken(slug, profileId)) ? [{ field: 'slug', message: 'slug is already taken' }] : undefined;
     try {
-      await this.reservations.reserve(slug, profileId, this.metadata());
-      return undefined;
+      return await this.reservations.reserve(slug, profileId, this.metadata());
     } catch (error) {
       if (error instanceof Refusal && error.details) return error.details;
       throw error;
+    }
+  }
+
+  /** Releases the profile's claim on the slug; should that fail, the claim lapses after its grace period, and the import goes on. */
+  private async giveBack(slug: string, profileId: string, claimed: Position): Promise<void> {
+    try {
+      await this.reservations.release(slug, profileId, this.metadata(), claimed);
+    } catch (error) {
+      const tty = process.stderr.isTTY === true; // the progress line, ended first
+      process.stderr.write(`${tty ? '\n' : ''}Left the reservation of slug "${slug}" to lapse after its grace period: ${(error as Error).message}\n`);
     }
   }
 }
