@@ -20,8 +20,8 @@ export interface RecordKind {
 /**
  * Version 1 of a record event carried no business time: it reads as having happened when the store
  * recorded it. Version 2 carries `occurredAt`, stamped as its command was decided (handle-command.ts).
- * The recorded time is handed on as the store's Date (occurredAt reads either): an ISO string,
- * formatted here and parsed back by every fold, was most of what a version 1 event cost to read.
+ * The recorded time is handed on as the store's Date (occurredAt reads either), so that no fold
+ * parses back a string this step would have formatted.
  */
 export const timeFromRecorded: Upcaster = (event) => {
   // A version 1 event that carries a stamp keeps it, if it is a time.
