@@ -13,7 +13,10 @@
 // NestJS + Express route, what the machine, Node and the generator cost; the same app's POST as a
 // durable write, appended to a file and answered once an fdatasync covers it (group-committed),
 // what this disk costs a durable write; and the same padded to 64 KB a write, about what the
-// service writes per create, what this disk costs that many bytes a request. With --profile the
+// service writes per create, what this disk costs that many bytes a request. After the service's
+// rows, the conventional service's create and update (bench/conventional/: the plain NestJS +
+// better-sqlite3 way, one synced commit per write on the event loop), with the same ratio: what
+// the plain way's tail is at that rate on this machine. With --profile the
 // service runs under `--cpu-prof`, and the event loop's stalls over 5 ms are listed by cause
 // (bench/stalls.ts); the latencies of that run include the profiler's cost.
 import { fork } from 'node:child_process';
@@ -23,7 +26,7 @@ import { join } from 'node:path';
 import type { FixedRateResult, FixedRateSpec } from './fixed-rate';
 import { ACCOUNT, call, createMany, LISTED_EMAIL, startYardstick, TOKEN } from './http';
 import { cpuTicks, load1, numberArg, writtenBytes } from './measure';
-import { Service, startService, stopService } from './service';
+import { Service, startConventional, startService, stopService } from './service';
 import { stallsOf, stallTable } from './stalls';
 
 const WARM_UP_SECONDS = 3;
@@ -101,6 +104,7 @@ export async function main(args: string[]): Promise<void> {
   let floor: Service | undefined;
   let durableFloor: Service | undefined;
   let paddedFloor: Service | undefined;
+  let conventional: (Service & { dataDir: string }) | undefined;
   try {
     const customers = await createMany(service, 'customers', (i) => ({ name: `customer ${i}`, email: LISTED_EMAIL, company: 'Bench Co' }));
     await createMany(service, 'profiles', (i) => ({ name: `profile ${i}`, email: LISTED_EMAIL, site: 'https://bench.example.com' }));
@@ -109,6 +113,10 @@ export async function main(args: string[]): Promise<void> {
     floor = await startYardstick('nest', bytes);
     durableFloor = await startYardstick('nest-durable', bytes);
     paddedFloor = await startYardstick('nest-durable-64k', bytes);
+    conventional = await startConventional(mkdtempSync(join(tmpdir(), 'pcs-bench-latency-conventional-')), `${TOKEN}:${ACCOUNT}`);
+    const conventionalItems = (await createMany(conventional, 'customers', (i) => ({ name: `customer ${i}`, email: LISTED_EMAIL, company: 'Bench Co' }))).map(
+      (id) => `/v1/customers/${id}`,
+    );
     const rows: [string, Service, Load][] = [
       ['floor: bare NestJS route', floor, { method: 'GET', paths: ['/v1/customers'] }],
       ['customers: read', service, { method: 'GET', paths: items }],
@@ -126,6 +134,12 @@ export async function main(args: string[]): Promise<void> {
       ['customers: create', service, { method: 'POST', paths: ['/v1/customers'], body: { email: 'new@example.com', company: 'Bench Co' }, rename: true }],
       ['customers: update', service, { method: 'PUT', paths: items, body: {}, rename: true }],
       ['profiles: create', service, { method: 'POST', paths: ['/v1/profiles'], body: { email: 'new@example.com' }, rename: true }],
+      [
+        'conventional: create',
+        conventional,
+        { method: 'POST', paths: ['/v1/customers'], body: { email: 'new@example.com', company: 'Bench Co' }, rename: true },
+      ],
+      ['conventional: update', conventional, { method: 'PUT', paths: conventionalItems, body: {}, rename: true }],
     ];
     console.log(`Load average ${load1()} at the start.\n`);
     console.log(
@@ -153,7 +167,7 @@ export async function main(args: string[]): Promise<void> {
       const appends = before && after ? appendBounds(before, after) : '–';
       if (target === durableFloor) durableP99 = result.p99;
       // A write of the service against the durable floor run before it (absent with --only leaving it out).
-      const write = own && spec.method !== 'GET';
+      const write = (own || target === conventional) && spec.method !== 'GET';
       const ratio =
         write && durableP99 !== undefined
           ? `${(result.p99 / durableP99).toFixed(2)}${result.p99 / durableP99 > WRITE_P99_TARGET ? ' ABOVE' : ' ok'}`
@@ -171,6 +185,10 @@ export async function main(args: string[]): Promise<void> {
     if (floor) await stopService(floor);
     if (durableFloor) await stopService(durableFloor);
     if (paddedFloor) await stopService(paddedFloor);
+    if (conventional) {
+      await stopService(conventional);
+      rmSync(conventional.dataDir, { recursive: true, force: true });
+    }
   }
   if (profile) {
     const [file] = readdirSync(profileDir);
