@@ -328,8 +328,8 @@ class Importer {
     const earlier = slug ? this.slugs.get(slugKey(slug)) : undefined;
     if (earlier && earlier.id !== row.id) return [{ field: 'slug', message: `slug is already taken: by the row on line ${earlier.line}` }];
     let outcome: Outcome;
-    const [first] = await this.eventStore.readStream(streamIdOf(this.kind.kind, row.id), 0, 1);
-    if (first) outcome = await this.existing(row);
+    const last = await this.eventStore.readLastEvent(streamIdOf(this.kind.kind, row.id));
+    if (last) outcome = await this.existing(row, last);
     else {
       const claim = slug ? await this.claim(slug, row.id) : undefined;
       if (Array.isArray(claim)) outcome = claim;

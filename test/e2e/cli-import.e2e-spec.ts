@@ -265,6 +265,16 @@ describeOnSqlite('CLI import', () =>
           });
           const claim = await app.http.post(withToken('profiles')).send({ name: 'Late', slug: 'Free1' });
           expect(claim.status).toBe(409);
+
+          // Run again, one of the imported profiles changed since through the API: the rows in
+          // already are skipped (compared with what the import stored), the others refused as before.
+          expect((await app.http.put(withToken(`profiles/${ids[3]}`)).send({ tel: '000123' })).status).toBe(200);
+          const again = await runCli(['import', 'profiles', csv, '--account', account], dataDir, env);
+          expect(again.code).toBe(1);
+          expect(report(again.stdout)).toEqual({ read: 4, created: 0, skipped: 2, refused: 2 });
+          expect(again.stdout).toContain('line 3: slug: slug is already taken: by the row on line 2');
+          expect(again.stdout).toContain('line 4: slug: slug is already taken');
+          expect((await app.http.get(withToken(`profiles/${ids[3]}`))).body.data[0].Profile.tel).toBe('000123');
         });
       });
     },
