@@ -161,12 +161,13 @@ export class ProjectionsService implements OnApplicationBootstrap, OnModuleDestr
   private async rebuildWithSchema(projector: Projector): Promise<void> {
     const { name } = projector.projection;
     try {
-      const [result] = await rebuildProjections([projector.projection], this.eventStore, this.readStore, {
+      await rebuildProjections([projector.projection], this.eventStore, this.readStore, {
         signal: this.stopping.signal,
         graceMs: REBUILD_GRACE_MS,
+        // Said as it goes live, not once the generation it replaced is dropped, a grace period later.
+        onLive: ([result]) => this.logger.log(`Rebuilt ${name} with the current schema from ${result.events} events`),
         ...this.parking(),
       });
-      this.logger.log(`Rebuilt ${name} with the current schema from ${result.events} events`);
     } catch (error) {
       if (this.stopping.signal.aborted) return;
       this.logger.error(`Rebuilding ${name} with the current schema failed, to be tried again: ${(error as Error).message}`);
