@@ -43,17 +43,29 @@ export class ErasureLog {
     }
   }
 
-  /** On disk when it resolves; a failure is the log unavailable (503: the erasure is not made, and may be asked again). */
+  /**
+   * On disk when it resolves; a failure is the log unavailable (503: the erasure is not made, and
+   * may be asked again). A line a full disk or a power loss cut short is ended first, so that it
+   * does not swallow this one; a write cut short is a full disk (the file system wrote what fitted).
+   */
   async append(entry: ErasureEntry): Promise<void> {
     try {
       mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 });
-      const handle = await open(this.file, 'a', 0o600);
+      const created = !existsSync(this.file);
+      const handle = await open(this.file, 'a+', 0o600);
       try {
-        await handle.write(`${JSON.stringify(entry)}\n`);
+        const { size } = await handle.stat();
+        const last = Buffer.alloc(1);
+        if (size > 0) await handle.read(last, 0, 1, size - 1);
+        const line = Buffer.from(`${size > 0 && last[0] !== 0x0a ? '\n' : ''}${JSON.stringify(entry)}\n`);
+        const { bytesWritten } = await handle.write(line);
+        if (bytesWritten < line.length) throw Object.assign(new Error(`${bytesWritten} of ${line.length} bytes written`), { code: 'ENOSPC' });
         await handle.datasync();
       } finally {
         await handle.close();
       }
+      // A new file's name is on disk only once its directory is synced too.
+      if (created) await syncDirectory(dirname(this.file));
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? 'error';
       if (code === 'ENOSPC' || code === 'EDQUOT') throw Object.assign(new StoreFullError('the erasure log', code), { cause: error });
@@ -71,6 +83,15 @@ export class ErasureLog {
       if (entry) byKey.set(entry.key, entry);
     }
     return [...byKey.values()];
+  }
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 
