@@ -128,8 +128,8 @@ describe('history and as-of reads of a 20,000-event record', () => {
     stores = openStores();
     id = await longRecord(stores.store, COUNT, PER_SECOND);
     all = await stores.store.readStream(streamIdOf(CUSTOMER, id));
-    history = new RecordHistoryHandler(stores.store);
-    asOf = new RecordAsOfHandler(stores.store);
+    history = new RecordHistoryHandler(stores.store, stores.keys);
+    asOf = new RecordAsOfHandler(stores.store, stores.keys);
   }, 60_000);
   afterAll(() => stores?.dispose());
 
@@ -242,13 +242,33 @@ describe('as-of reads of a record deleted at the end of a snapshot block', () =>
     try {
       // 200 events, 100 to an append (one second each): the delete is revision 199, where snapshot 1 would end.
       const id = await longRecord(stores.store, 2 * SNAPSHOT_EVERY, SNAPSHOT_EVERY, newEvent('CustomerDeleted', {}));
-      const asOf = new RecordAsOfHandler(stores.store);
+      const asOf = new RecordAsOfHandler(stores.store, stores.keys);
       await expect(asOf.execute(new RecordAsOfQuery(CUSTOMER, ACCOUNT, id, T0 + 1))).rejects.toMatchObject({ reason: 'not_found' });
       const before = await asOf.execute(new RecordAsOfQuery(CUSTOMER, ACCOUNT, id, T0));
       expect(before).toMatchObject({ revision: SNAPSHOT_EVERY - 1, deleted: false, fields: { name: `Ada ${SNAPSHOT_EVERY - 1}` } });
       // Snapshot 0 only: none holds a deleted record.
       expect(await stores.inner.readStream(snapshotStreamOf(streamIdOf(CUSTOMER, id)))).toHaveLength(1);
       await expect(asOf.execute(new RecordAsOfQuery(CUSTOMER, ACCOUNT, id, T0 + 1))).rejects.toMatchObject({ reason: 'not_found' });
+    } finally {
+      await stores.dispose();
+    }
+  });
+});
+
+describe('history and as-of reads of a record whose key is destroyed, its erasure event not yet in its stream', () => {
+  it('answer as for an erased record: as-of 404, history with no value (an erasure cut short, or events restored from before it)', async () => {
+    const stores = openStores();
+    try {
+      const id = await longRecord(stores.store, 3, 3);
+      const asOf = new RecordAsOfHandler(stores.store, stores.keys);
+      const history = new RecordHistoryHandler(stores.store, stores.keys);
+      expect(await asOf.execute(new RecordAsOfQuery(CUSTOMER, ACCOUNT, id, T0))).toMatchObject({ fields: { name: 'Ada 2' } });
+      await stores.keys.destroy(streamIdOf(CUSTOMER, id), ACCOUNT);
+      await expect(asOf.execute(new RecordAsOfQuery(CUSTOMER, ACCOUNT, id, T0))).rejects.toMatchObject({ reason: 'not_found' });
+      const { entries, total } = await history.execute(new RecordHistoryQuery(CUSTOMER, ACCOUNT, id, { offset: 0, limit: 10 }));
+      expect(total).toBe(3);
+      expect(entries.map((e) => e.changes)).toEqual(entries.map(() => expect.objectContaining({ name: null })));
+      expect(entries.flatMap((e) => Object.values(e.changes ?? {}))).toEqual(entries.flatMap((e) => Object.keys(e.changes ?? {}).map(() => null)));
     } finally {
       await stores.dispose();
     }
