@@ -60,12 +60,14 @@ export class RecordEraser {
     const streamId = streamIdOf(this.kind, id);
     // Erased already: its key again only where the key store has one (restored from an older backup).
     if (!state.erased || (await this.keys.current(streamId)) !== null) {
+      // In the erasure log first: if this fails, nothing was done, and a retry does it all.
+      await this.keys.logErasure(streamId, context.accountId);
       try {
-        await this.keys.erase(streamId, context.accountId);
+        await this.keys.destroy(streamId, context.accountId);
       } catch (error) {
-        // Destroyed, and then its sync or the log's truncation failed: the rest is finished in the
-        // background, as a retry would. Not destroyed: nothing was done, and a retry does it all.
-        if ((await this.keys.current(streamId).catch(() => undefined)) === null) this.finishInBackground(id, context);
+        // Destroyed or not (a store down, a write concern not met in time: a read may not tell),
+        // the erasure is logged: finished in the background, its key destroyed again first.
+        this.finishInBackground(id, context);
         throw error;
       }
     }
@@ -116,6 +118,8 @@ export class RecordEraser {
         const stopped = await sleep(RETRY_MS, false, { ref: false, signal: this.stopping.signal }).catch(() => true);
         if (stopped) return;
         try {
+          // The key first (idempotent): the destroy that led here may not have been made.
+          await this.keys.destroy(streamId, context.accountId);
           // Appends the erasure if it is not yet, else nothing: waits for the read models to show it.
           await this.writer.write(id, context, randomUUID(), (current) => (current ? decideErasure(this.kind, current, context.accountId) : []));
           await this.readStore.erase(this.collection, [id]);

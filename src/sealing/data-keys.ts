@@ -237,10 +237,13 @@ export class DataKeys {
     await this.store.close();
   }
 
-  /** An erasure asked: kept in the erasure log first (on disk), so that a restore from before it erases again, then destroy. */
-  async erase(keyId: string, erasedBy: string): Promise<void> {
+  /**
+   * An erasure asked, kept in the erasure log (on disk when this resolves) before its key is
+   * destroyed: a restore from before it erases again, and so does the next start should the
+   * destroy fail.
+   */
+  async logErasure(keyId: string, erasedBy: string): Promise<void> {
     await this.erasureLog?.append({ key: keyId, account: erasedBy, at: new Date().toISOString() });
-    await this.destroy(keyId, erasedBy);
   }
 
   async destroy(keyId: string, erasedBy: string): Promise<void> {

@@ -114,6 +114,25 @@ describe('RecordEraser', () => {
     expect((await reads.getMany('customers', [id])).get(id)).toMatchObject({ deleted: true, fields: {} });
   });
 
+  it('finishes in the background an erasure whose key the store may not have destroyed (a store down, a write concern not met in time)', async () => {
+    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
+    const id = randomUUID();
+    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    // Refused before reaching the store: the key is still there when the request answers 503.
+    const destroy = jest.spyOn(keyStore, 'destroy').mockRejectedValueOnce(new StoreUnavailableError('MongoDB', 'waiting for replication timed out'));
+    const eraser = new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), reads);
+    await expect(eraser.erase(id, context, randomUUID())).rejects.toThrow(StoreUnavailableError);
+    expect((await keyStore.getMany([`customer-${id}`])).get(`customer-${id}`)).toBeInstanceOf(Buffer);
+    for (const started = Date.now(); (await events.readStream(`customer-${id}`)).length < 2 || (await keyStore.pendingErasures('customer-')).length > 0;) {
+      if (Date.now() - started > 10_000) throw new Error('the erasure was never finished');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    destroy.mockRestore();
+    expect((await keyStore.getMany([`customer-${id}`])).get(`customer-${id}`)).toBeNull();
+    expect((await events.readStream(`customer-${id}`)).map((e) => e.type)).toEqual(['CustomerCreated', 'CustomerErased']);
+    expect((await reads.getMany('customers', [id])).get(id)).toMatchObject({ deleted: true, fields: {} });
+  });
+
   /** Until no erasure is pending, within 10 s. */
   async function finished(): Promise<void> {
     for (const started = Date.now(); (await keyStore.pendingErasures('customer-')).length > 0;) {
