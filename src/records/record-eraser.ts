@@ -9,6 +9,7 @@ import { decideErasure, RecordKind, RecordState, streamIdOf } from './record';
 import type { RecordWriter } from './record-writer';
 import { StoreUnavailableError } from '../storage/store-unavailable.error';
 import type { DataKeys } from '../sealing/data-keys';
+import type { PendingErasure } from '../key-store/key-store.port';
 
 /** How often an erasure the read models were slow to show looks again. */
 const RETRY_MS = 1000;
@@ -137,10 +138,26 @@ export class RecordEraser {
     }
   }
 
-  /** Finishes the erasures a crash interrupted after their key was destroyed. */
+  /**
+   * Finishes the erasures a crash interrupted after their key was destroyed. When the key store
+   * cannot list them (a store down at the start), it looks again every RETRY_MS in the background.
+   */
   async finishPending(): Promise<void> {
     const prefix = `${this.kind.streamPrefix}-`;
-    for (const { keyId, erasedBy } of await this.keys.store.pendingErasures(prefix)) {
+    let pending: PendingErasure[];
+    try {
+      pending = await this.keys.store.pendingErasures(prefix);
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError) || this.stopping.signal.aborted) throw error;
+      this.logger.warn(`Could not list the interrupted erasures, looking again in ${RETRY_MS} ms: ${error.message}`);
+      void sleep(RETRY_MS, false, { ref: false, signal: this.stopping.signal })
+        .then(() => this.finishPending())
+        .catch((later: Error) => {
+          if (!this.stopping.signal.aborted) this.logger.warn(`Left the interrupted erasures for the next start: ${later.message}`);
+        });
+      return;
+    }
+    for (const { keyId, erasedBy } of pending) {
       const id = keyId.slice(prefix.length);
       const context = { accountId: erasedBy, requestId: randomUUID() };
       try {

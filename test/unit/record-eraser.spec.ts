@@ -225,6 +225,18 @@ describe('RecordEraser', () => {
     for (const id of ids) expect((await events.readStream(`customer-${id}`)).map((e) => e.type)).toEqual(['CustomerCreated', 'CustomerErased']);
   });
 
+  it('at start, lists the interrupted erasures again in the background when the key store cannot answer at first', async () => {
+    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
+    const id = randomUUID();
+    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    await keyStore.destroy(`customer-${id}`, 'acc'); // a stop came right after the key went
+    const listing = jest.spyOn(keyStore, 'pendingErasures').mockRejectedValueOnce(new StoreUnavailableError('MongoDB', 'no primary'));
+    await new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), reads).finishPending();
+    await finished();
+    expect(listing.mock.calls.length).toBeGreaterThanOrEqual(2);
+    expect((await events.readStream(`customer-${id}`)).map((e) => e.type)).toEqual(['CustomerCreated', 'CustomerErased']);
+  });
+
   it('stops its background retries when the app stops, leaving the erasure pending for the next start', async () => {
     const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
     const id = randomUUID();
