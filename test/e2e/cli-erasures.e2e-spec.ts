@@ -122,6 +122,7 @@ describeOnSqlite('erasures apply', () => {
     const help = await runCli(['erasures', 'apply', '--help'], empty, env);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/^Usage: npm run cli -- erasures apply\n/);
+    expect((await runCli(['--help'], empty, env)).stdout).toMatch(/\n {2}erasures apply +Apply the erasure log again to stores restored by hand/);
     const usage = await runCli(['erasures', 'apply', 'now'], empty, env);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/^erasures apply takes no arguments\./);
