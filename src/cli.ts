@@ -406,6 +406,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (invocation.command === 'erasures apply') {
     process.stderr.write(`${storesOf(loadConfig())}\n`);
+    tellMemory();
     return erasuresApply();
   }
   const stores = await openConfiguredStores();
