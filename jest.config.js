@@ -17,6 +17,7 @@ const PER_REQUEST_SUITES = [
   'e2e/cli-import',
   'e2e/cli-verify',
   'e2e/cli-feed-tail',
+  'e2e/cli-erasures',
   'e2e/backup-restore',
   'e2e/browser',
   'e2e/openapi',

@@ -6,6 +6,7 @@ import 'reflect-metadata';
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { BACKUP_HELP, backupCommand, RESTORE_HELP } from './cli/backup';
+import { ERASURES_APPLY_HELP, erasuresApply } from './cli/erasures';
 import { eventsTail, feedTail } from './cli/events';
 import { IMPORT_HELP } from './cli/import-help';
 import { failureLine, MissingStoreError } from './cli/output';
@@ -43,6 +44,7 @@ Commands:
   events tail --url <address>       Follow the change feed of a running service, one entry a line
   backup <dir>                      Copy the events, read models and keys, consistent, beside the running service
   restore <dir>                     Restore a backup into an empty DATA_DIR, erasing again what was erased since
+  erasures apply                    Apply the erasure log again to stores restored by hand, before the start
   verify [--json]                   Fold the events again and compare every read model with them
   import <profiles|customers> <file> --account <id> [--dry-run]
                                     Move records in from an NDJSON or CSV export, keeping their ids
@@ -135,6 +137,7 @@ Options:
 `,
   backup: BACKUP_HELP,
   restore: RESTORE_HELP,
+  'erasures apply': ERASURES_APPLY_HELP,
   import: IMPORT_HELP,
 };
 
@@ -198,6 +201,7 @@ const COMMAND_OPTIONS = {
   'events tail': ['stream', 'url', 'token', 'after'],
   backup: [] as string[],
   restore: [] as string[],
+  'erasures apply': [] as string[],
   verify: ['json'],
 };
 
@@ -382,6 +386,7 @@ async function run(
       return 0; // Ctrl-C is how a tail ends
     case 'backup':
     case 'restore':
+    case 'erasures apply':
       throw new Error(`${command} opens the stores itself`); // main runs it before opening them
   }
 }
@@ -398,6 +403,11 @@ async function main(argv: string[]): Promise<number> {
   if (invocation.command === 'backup' || invocation.command === 'restore') {
     tellMemory();
     return backupCommand(invocation.command, invocation.directory!);
+  }
+  if (invocation.command === 'erasures apply') {
+    process.stderr.write(`${storesOf(loadConfig())}\n`);
+    tellMemory();
+    return erasuresApply();
   }
   const stores = await openConfiguredStores();
   tellMemory();

@@ -16,12 +16,11 @@ import {
 } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type AppConfig, loadConfig } from '../config/config';
-import { ErasureLog, LOOKUP_BATCH } from '../key-store/erasure-log';
+import { ErasureLog } from '../key-store/erasure-log';
 import { RECORD_KINDS } from '../read-models';
-import { REGISTERED_KINDS } from '../record-kinds';
-import { DataKeys } from '../sealing/data-keys';
 import { headOfCopy, recordsWithoutKeys, snapshotSqlite } from '../stores/sqlite-copies';
-import { keysFile, openEventStore, openKeyStore, openReadStore, sharedSqliteConnection } from '../stores/stores.module';
+import { keysFile, openEventStore } from '../stores/stores.module';
+import { applyErasureLog } from './erasures';
 
 // `backup <dir>` and `restore <dir>`: a consistent copy of what the service keeps in files, with a
 // manifest, and its restore into an empty data directory that erases again, from the erasure log,
@@ -284,7 +283,7 @@ async function runRestore(source: string, config: Settings, notice: (line: strin
       `No erasure log at ${log.file} (ERASURE_LOG): no erasure applied again. If records were erased after this backup was taken, set ERASURE_LOG to the log the service wrote, move DATA_DIR aside, and restore again.`,
     );
   }
-  const again = await eraseAgainAfterRestore(config, log);
+  const again = await applyErasureLog(config, log);
   return (
     `Restored ${dir} into ${config.dataDir}: event store position ${manifest.eventStorePosition ?? 'unknown'}.\n` +
     `Erased again ${again} records of the erasure log ${log.file} that the backup still held` +
@@ -292,49 +291,4 @@ async function runRestore(source: string, config: Settings, notice: (line: strin
       ? ': their keys are destroyed and their read models scrubbed; the service appends their erasure events as it starts, before it answers.\n'
       : '.\n')
   );
-}
-
-/**
- * Every erasure of the log that the restored stores do not show whole: a key the key store still
- * has (the backup is older than the erasure) is destroyed; a key destroyed whose record's events
- * lack the erasure event (erased between the copy of the events and that of the keys) is made
- * pending again. Either way the read model documents are scrubbed here, and the service's start
- * finishes the erasure (RecordEraser.finishPending). Returns how many.
- */
-async function eraseAgainAfterRestore(config: Settings, log: ErasureLog): Promise<number> {
-  const entries = await log.entries();
-  if (entries.length === 0) return 0;
-  const keyStore = await openKeyStore(config);
-  const sqlite = sharedSqliteConnection(config);
-  const eventStore = await openEventStore(config, RECORD_KINDS, { keys: new DataKeys(keyStore), sqlite });
-  const readStore = await openReadStore(config, sqlite);
-  let again = 0;
-  try {
-    for (const { kind, readModel } of REGISTERED_KINDS) {
-      const prefix = `${kind.streamPrefix}-`;
-      const ofKind = entries.filter((e) => e.key.startsWith(prefix));
-      if (ofKind.length > 0) await readStore.ensureCollection(readModel.schema);
-      for (let i = 0; i < ofKind.length; i += LOOKUP_BATCH) {
-        const batch = ofKind.slice(i, i + LOOKUP_BATCH);
-        const keys = await keyStore.getMany(batch.map((e) => e.key));
-        const ids: string[] = [];
-        for (const entry of batch) {
-          if (keys.get(entry.key) !== null) {
-            await keyStore.destroy(entry.key, entry.account);
-          } else {
-            const last = await eventStore.readLastEvent(entry.key);
-            if (!last || last.type === kind.events.erased) continue;
-            await keyStore.reopenErasure(entry.key, entry.account);
-          }
-          ids.push(entry.key.slice(prefix.length));
-        }
-        if (ids.length > 0) await readStore.erase(readModel.schema.name, ids);
-        again += ids.length;
-      }
-    }
-  } finally {
-    await eventStore.close(); // closes the key store too
-    await readStore.close();
-  }
-  return again;
 }
