@@ -46,7 +46,7 @@ export async function erasuresApply(): Promise<number> {
   const again = await applyErasureLog(config, log);
   process.stdout.write(
     again > 0
-      ? `Applied again ${again} erasures of the erasure log ${log.file}: their keys are destroyed and their read models scrubbed; the service appends their erasure events as it starts, before it answers.\n`
+      ? `Applied again ${again === 1 ? '1 erasure' : `${again} erasures`} of the erasure log ${log.file}: their keys are destroyed and their read models scrubbed; the service appends their erasure events as it starts, before it answers.\n`
       : `Applied again 0 erasures of the erasure log ${log.file}: the stores show each of its erasures whole.\n`,
   );
   return 0;

@@ -88,7 +88,7 @@ describeOnSqlite('erasures apply', () => {
     const run = await runCli(['erasures', 'apply'], dir, env);
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(
-      `Applied again 1 erasures of the erasure log ${env.ERASURE_LOG}: their keys are destroyed and their read models scrubbed; the service appends their erasure events as it starts, before it answers.\n`,
+      `Applied again 1 erasure of the erasure log ${env.ERASURE_LOG}: their keys are destroyed and their read models scrubbed; the service appends their erasure events as it starts, before it answers.\n`,
     );
     expect(run.stderr).toContain(`Store: the SQLite file ${join(dir, 'service.sqlite')}`);
     expect(valuesIn(dir, Object.values(person))).toEqual([]);
