@@ -42,6 +42,8 @@ export async function erasuresApply(): Promise<number> {
   const log = new ErasureLog(config.erasureLog);
   if (!existsSync(log.file)) {
     process.stderr.write(`No erasure log at ${log.file} (ERASURE_LOG): set ERASURE_LOG to the log the service wrote, if it erased records.\n`);
+    process.stdout.write(`Applied again 0 erasures: there is no erasure log at ${log.file}.\n`);
+    return 0;
   }
   const again = await applyErasureLog(config, log);
   process.stdout.write(

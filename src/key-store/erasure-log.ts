@@ -27,6 +27,9 @@ export const LOOKUP_BATCH = 500;
  * Lines are appended with O_APPEND, each in one write, so the workers of one machine share the file.
  */
 export class ErasureLog {
+  /** Whether this process has synced the log's directory, once its line is on disk (the file's name with it). */
+  private directorySynced = false;
+
   constructor(readonly file: string) {}
 
   /** Fails, naming the setting, when the log could not be written: at the start, rather than at the first erasure. */
@@ -44,14 +47,15 @@ export class ErasureLog {
   }
 
   /**
-   * On disk when it resolves; a failure is the log unavailable (503: the erasure is not made, and
-   * may be asked again). A line a full disk or a power loss cut short is ended first, so that it
-   * does not swallow this one; a write cut short is a full disk (the file system wrote what fitted).
+   * On disk when it resolves; a failure is the log unavailable (503: the erasure is not made now,
+   * and may be asked again; should the line be on disk all the same, the next start makes it). A
+   * line a full disk or a power loss cut short is ended first, so that it does not swallow this one
+   * (and a line that joined one cut short is still read: `parsed`); a write cut short is a full
+   * disk (the file system wrote what fitted).
    */
   async append(entry: ErasureEntry): Promise<void> {
     try {
       mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 });
-      const created = !existsSync(this.file);
       const handle = await open(this.file, 'a+', 0o600);
       try {
         const { size } = await handle.stat();
@@ -64,8 +68,11 @@ export class ErasureLog {
       } finally {
         await handle.close();
       }
-      // A new file's name is on disk only once its directory is synced too.
-      if (created) await syncDirectory(dirname(this.file));
+      // A new file's name is on disk only once its directory is synced too, whichever process made it.
+      if (!this.directorySynced) {
+        await syncDirectory(dirname(this.file));
+        this.directorySynced = true;
+      }
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? 'error';
       if (code === 'ENOSPC' || code === 'EDQUOT') throw Object.assign(new StoreFullError('the erasure log', code), { cause: error });
@@ -95,9 +102,20 @@ async function syncDirectory(dir: string): Promise<void> {
   }
 }
 
+/**
+ * A line's entry. A line another process's write cut short joined (it ended that line just before)
+ * still gives the entry it ends with: each entry starts with `{"key":`, which JSON.stringify never
+ * writes inside a value (it escapes the quotes).
+ */
 function parsed(line: string): ErasureEntry | undefined {
+  const whole = entryOf(line);
+  const at = line.lastIndexOf('{"key":');
+  return whole ?? (at > 0 ? entryOf(line.slice(at)) : undefined);
+}
+
+function entryOf(text: string): ErasureEntry | undefined {
   try {
-    const entry = JSON.parse(line) as Partial<ErasureEntry>;
+    const entry = JSON.parse(text) as Partial<ErasureEntry>;
     return typeof entry.key === 'string' && typeof entry.account === 'string' && typeof entry.at === 'string'
       ? { key: entry.key, account: entry.account, at: entry.at }
       : undefined;

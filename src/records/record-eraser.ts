@@ -30,6 +30,8 @@ export class RecordEraser {
   private readonly logger: Logger;
   /** Records whose erasure waits in the background for the read models (see erase). */
   private readonly finishing = new Set<string>();
+  /** Whether the start's listing of interrupted erasures failed, and is tried again in the background. */
+  private listingAgain = false;
   /** Ends the background retries when the app stops: they would go on against closed stores. */
   private readonly stopping = new AbortController();
 
@@ -149,7 +151,9 @@ export class RecordEraser {
       pending = await this.keys.store.pendingErasures(prefix);
     } catch (error) {
       if (!(error instanceof StoreUnavailableError) || this.stopping.signal.aborted) throw error;
-      this.logger.warn(`Could not list the interrupted erasures, looking again in ${RETRY_MS} ms: ${error.message}`);
+      // Said once, not every second of an outage.
+      if (!this.listingAgain) this.logger.warn(`Could not list the interrupted erasures, looking again every ${RETRY_MS} ms: ${error.message}`);
+      this.listingAgain = true;
       void sleep(RETRY_MS, false, { ref: false, signal: this.stopping.signal })
         .then(() => this.finishPending())
         .catch((later: Error) => {
@@ -157,6 +161,8 @@ export class RecordEraser {
         });
       return;
     }
+    if (this.listingAgain) this.logger.log(`Listed the interrupted erasures: ${pending.length} to finish`);
+    this.listingAgain = false;
     for (const { keyId, erasedBy } of pending) {
       const id = keyId.slice(prefix.length);
       const context = { accountId: erasedBy, requestId: randomUUID() };

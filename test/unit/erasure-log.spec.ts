@@ -29,4 +29,12 @@ describe('ErasureLog', () => {
     expect(readFileSync(log.file, 'utf8')).toBe(`${JSON.stringify(entry(1))}\n${whole.slice(0, 30)}\n${JSON.stringify(entry(3))}\n`);
     expect(await log.entries()).toEqual([entry(1), entry(3)]);
   });
+
+  it('reads an entry whose line joined one cut short (another process wrote it between the look at the end and the write)', async () => {
+    const log = new ErasureLog(join(dir, 'joined', 'erasures.ndjson'));
+    await log.append(entry(1));
+    appendFileSync(log.file, `${JSON.stringify(entry(2)).slice(0, 30)}${JSON.stringify(entry(3))}\n`);
+    await log.append(entry(4));
+    expect(await log.entries()).toEqual([entry(1), entry(3), entry(4)]);
+  });
 });
