@@ -158,7 +158,8 @@ describe('slug reservations, with the profile writes that take and give up slugs
     const destroyed = new Promise<void>((resolve) => (destroy = resolve));
     const keys = {
       current: async () => undefined,
-      erase: () => (destroying(), destroyed),
+      logErasure: async () => undefined,
+      destroy: () => (destroying(), destroyed),
       store: { finishErasure: async () => undefined },
     } as unknown as DataKeys;
     const readModels = { erase: async () => undefined } as unknown as ReadStore;
