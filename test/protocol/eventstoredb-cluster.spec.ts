@@ -569,13 +569,15 @@ describe('EventStoreDB: clients replaced, and what is left on them', () => {
       // A second seed that never answers: a cluster's connection string, so the client discovers.
       const seeds = `esdb://${a.endpoint.host}:${a.endpoint.port},127.0.0.1:1?tls=false&maxDiscoverAttempts=1&gossipTimeout=1`;
       const client = () => EventStoreDBClient.connectionString(seeds);
-      store = new EventStoreDbEventStore(client(), 3000, SILENCE_MS, client);
+      // A deadline far past the held append's answer (about 0.6 s in), which a loaded machine once
+      // stretched past 3 s: that append then ended as one whose outcome is unknown.
+      store = new EventStoreDbEventStore(client(), 10_000, SILENCE_MS, client);
       const outcome = (p: Promise<unknown>) =>
         p.then(
           () => 'stored',
           (error: Error) => error.constructor.name,
         );
-      // "Not ready" replaces the adapter's client; the next replacement waits for the deadline (3 s).
+      // "Not ready" replaces the adapter's client; the next replacement waits for the deadline.
       const first = outcome(store.appendToStream('customer-0', [newEvent()], 'any'));
       await new Promise((r) => setTimeout(r, 100));
       const heldAppend = outcome(store.appendToStream('held', [newEvent()], 'any'));
