@@ -74,9 +74,7 @@ describe('RecordEraser', () => {
   });
 
   it('scrubs at once an erasure the read models are slow to show, answers 503, and finishes it once they show it', async () => {
-    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
-    const id = randomUUID();
-    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    const { writer, id } = await adaCreated();
     expect((await reads.get('customers', 'acc', id))?.fields).toMatchObject({ name: 'Ada Lovelace' });
 
     await projector.stop(); // the read models fall behind
@@ -100,9 +98,7 @@ describe('RecordEraser', () => {
   });
 
   it('finishes in the background an erasure whose event could not be written after its key was destroyed', async () => {
-    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
-    const id = randomUUID();
-    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    const { writer, id } = await adaCreated();
     const append = jest.spyOn(events, 'appendToStream').mockRejectedValueOnce(new StoreUnavailableError('SQLite', 'the disk is gone for a moment'));
     const eraser = new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), reads);
     await expect(eraser.erase(id, context, randomUUID())).rejects.toThrow(StoreUnavailableError);
@@ -115,9 +111,7 @@ describe('RecordEraser', () => {
   });
 
   it('finishes in the background an erasure whose key the store may not have destroyed (a store down, a write concern not met in time)', async () => {
-    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
-    const id = randomUUID();
-    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    const { writer, id } = await adaCreated();
     // Refused before reaching the store: the key is still there when the request answers 503.
     const destroy = jest.spyOn(keyStore, 'destroy').mockRejectedValueOnce(new StoreUnavailableError('MongoDB', 'waiting for replication timed out'));
     const eraser = new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), reads);
@@ -133,6 +127,14 @@ describe('RecordEraser', () => {
     expect((await reads.getMany('customers', [id])).get(id)).toMatchObject({ deleted: true, fields: {} });
   });
 
+  /** A writer on the suite's stores, and a customer it created. */
+  async function adaCreated(): Promise<{ writer: RecordWriter; id: string }> {
+    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
+    const id = randomUUID();
+    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    return { writer, id };
+  }
+
   /** Until no erasure is pending, within 10 s. */
   async function finished(): Promise<void> {
     for (const started = Date.now(); (await keyStore.pendingErasures('customer-')).length > 0;) {
@@ -142,9 +144,7 @@ describe('RecordEraser', () => {
   }
 
   it("finishes in the background an erasure whose scrub failed (a store down: MongoDB's updateMany is not retried by its driver)", async () => {
-    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
-    const id = randomUUID();
-    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    const { writer, id } = await adaCreated();
     // The eraser's read store (the projector folds on its own): its first scrub fails.
     const scrub = jest.fn(reads.erase.bind(reads)).mockRejectedValueOnce(new StoreUnavailableError('MongoDB', 'connection reset'));
     const freeing = jest.fn(async () => undefined);
@@ -157,9 +157,7 @@ describe('RecordEraser', () => {
   });
 
   it('finishes in the background, not at the next start, an interrupted erasure whose scrub fails at start', async () => {
-    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
-    const id = randomUUID();
-    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    const { writer, id } = await adaCreated();
     await keyStore.destroy(`customer-${id}`, 'acc'); // a stop came right after the key went
     const scrub = jest.fn(reads.erase.bind(reads)).mockRejectedValueOnce(new StoreUnavailableError('MongoDB', 'connection reset'));
     await new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), Object.assign(Object.create(reads), { erase: scrub })).finishPending();
@@ -193,9 +191,7 @@ describe('RecordEraser', () => {
   });
 
   it('finishes in the background an erasure whose key went but whose destruction failed after (its sync, its log’s truncation)', async () => {
-    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
-    const id = randomUUID();
-    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    const { writer, id } = await adaCreated();
     const keys = new DataKeys(keyStore);
     const destroy = keys.destroy.bind(keys);
     jest.spyOn(keys, 'destroy').mockImplementationOnce(async (keyId, erasedBy) => {
@@ -226,9 +222,7 @@ describe('RecordEraser', () => {
   });
 
   it('at start, lists the interrupted erasures again in the background when the key store cannot answer at first', async () => {
-    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
-    const id = randomUUID();
-    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    const { writer, id } = await adaCreated();
     await keyStore.destroy(`customer-${id}`, 'acc'); // a stop came right after the key went
     const listing = jest.spyOn(keyStore, 'pendingErasures').mockRejectedValueOnce(new StoreUnavailableError('MongoDB', 'no primary'));
     await new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), reads).finishPending();
@@ -238,9 +232,7 @@ describe('RecordEraser', () => {
   });
 
   it('stops its background retries when the app stops, leaving the erasure pending for the next start', async () => {
-    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
-    const id = randomUUID();
-    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    const { writer, id } = await adaCreated();
     // The read store is gone for good (closed, as at a stop): every scrub fails as unavailable.
     const scrub = jest.fn(async () => {
       throw new StoreUnavailableError('MongoDB', 'Topology is closed');
@@ -281,9 +273,7 @@ describe('RecordEraser', () => {
   });
 
   it('leaves a rebuild that begins after an erasure to fold it like any event, with no scrub or truncation of its own', async () => {
-    const writer = new RecordWriter(CUSTOMER, events, readModels, events.keys);
-    const id = randomUUID();
-    await writer.write(id, context, randomUUID(), (state) => decideCreateCustomer(state, { name: 'Ada Lovelace', email: 'ada@example.com' }), { isNew: true });
+    const { writer, id } = await adaCreated();
     await new RecordEraser(CUSTOMER, 'customers', writer, new DataKeys(keyStore), reads).erase(id, context, randomUUID());
     await projector.stop();
 
